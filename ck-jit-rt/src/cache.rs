@@ -1,0 +1,735 @@
+//! The content-addressed disk cache: where entries live, how they are
+//! published, found, verified and moved aside, and who may use the
+//! directory.
+//!
+//! Layout under the cache root (created 0700, checked on open):
+//!
+//! ```text
+//! v1/<blob>/<prekey>/<key>.so     the compiled object (never rewritten)
+//! v1/<blob>/<prekey>/<key>.json   its record: size, checksum, headers read
+//! v1/<blob>/<prekey>.lock         flock held while compiling
+//! tmp/                            private temp files of running compiles
+//! bad/                            entries that failed verification
+//! logs/                           full compiler output
+//! ```
+//!
+//! `prekey` hashes what is known before compiling (source bytes, argv,
+//! compiler identity, launcher, format); `key` adds the bytes of every header
+//! the compiler read. A lookup checks each record's headers against the
+//! tree, so an edited header is a miss and a touched one a hit.
+//!
+//! This module must never expose a half-written file under a final name,
+//! never rewrite an entry in place (a mapped object that changes crashes its
+//! process), and never follow a symlink out of the cache root.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use once_cell::sync::Lazy;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+use crate::error::Error;
+
+/// Version of the cache layout and key derivation; part of every key.
+pub const CACHE_FORMAT: u32 = 1;
+const ENTRIES: &str = "v1";
+
+/// An opened, checked cache root.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+    shared: bool,
+}
+
+/// The record written beside each object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// [`CACHE_FORMAT`].
+    pub format: u32,
+    /// Blob name.
+    pub blob: String,
+    /// Key of the inputs without the compiler's identity.
+    pub inputs: String,
+    /// Key of the inputs known before compiling.
+    pub prekey: String,
+    /// Full key (prekey and headers); the object's file stem.
+    pub key: String,
+    /// Object size in bytes.
+    pub size: u64,
+    /// BLAKE3 of the object.
+    pub checksum: String,
+    /// Headers the compiler read, with the BLAKE3 of their contents.
+    pub deps: Vec<Dep>,
+    /// The command that produced the object (for `ck-jit list`, logs).
+    pub command: Vec<String>,
+    /// Seconds since the epoch at publish.
+    pub created: u64,
+}
+
+/// One header a compile read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dep {
+    /// Path; `{root}/...` when under the tree root, so a relocated tree
+    /// still matches.
+    pub path: String,
+    /// BLAKE3 of its contents.
+    pub hash: String,
+}
+
+/// A published entry found by a lookup.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The object.
+    pub object: PathBuf,
+    /// Its record file.
+    pub record_path: PathBuf,
+    /// The record.
+    pub record: Record,
+}
+
+/// A held compile lock; released on drop (and by the kernel if the process
+/// dies).
+#[derive(Debug)]
+pub struct LockGuard {
+    _file: Option<File>,
+}
+
+/// Hex BLAKE3, truncated to 128 bits (enough for a cache key).
+pub fn short_hash(h: &blake3::Hash) -> String {
+    h.to_hex()[..32].to_string()
+}
+
+/// Maps any blob name to one safe path component: `[A-Za-z0-9_.-]`, no
+/// leading `.`/`-`, at most 100 bytes (a hash suffix keeps distinct names
+/// distinct when something had to change).
+pub fn safe_component(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with('.') || s.starts_with('-') {
+        s.replace_range(0..1, "_");
+    }
+    if s != name || s.len() > 100 || s.is_empty() {
+        s.truncate(80);
+        if s.is_empty() {
+            s.push('_');
+        }
+        s.push('-');
+        s.push_str(&short_hash(&blake3::hash(name.as_bytes()))[..16]);
+    }
+    s
+}
+
+/// The default cache root for a cache `name`: `$XDG_CACHE_HOME/<name>`, else
+/// `<home>/.cache/<name>` where home is `$HOME` or, without it, the home
+/// directory of the real user id. Never a shared temp directory.
+pub fn default_dir(name: &str) -> Result<PathBuf, Error> {
+    let name = safe_component(name);
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        let x = PathBuf::from(x);
+        if x.is_absolute() {
+            return Ok(x.join(name));
+        }
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(home_of_uid)
+        .ok_or_else(|| Error::Cache {
+            dir: PathBuf::from("~/.cache"),
+            why: "no HOME and no home directory for this user id; set CK_JIT_CACHE_DIR".into(),
+        })?;
+    Ok(home.join(".cache").join(name))
+}
+
+fn home_of_uid() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0 as libc::c_char; 16384];
+    let mut pwd: libc::passwd = unsafe {
+        // SAFETY: passwd is plain data; all-zero is a valid value to pass
+        // as the out-parameter of getpwuid_r.
+        std::mem::zeroed()
+    };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer refers to live memory of the advertised size.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_dir points to a NUL-terminated
+    // string inside `buf`, which is still alive.
+    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+impl Cache {
+    /// Opens (creating if needed) the cache root `dir`.
+    ///
+    /// Refuses a root that is a symlink, not owned by this user, or writable
+    /// by group or others, unless `shared` (`CK_JIT_SHARED_CACHE=1`), which
+    /// accepts those but still refuses a world-writable root without the
+    /// sticky bit... or with it: `/tmp` itself is never a cache.
+    pub fn open(dir: &Path, shared: bool) -> Result<Cache, Error> {
+        let dir = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map_err(|e| Error::io("reading the current directory for", dir, e))?
+                .join(dir)
+        };
+        let refuse = |why: String| Error::Cache {
+            dir: dir.clone(),
+            why,
+        };
+        match fs::symlink_metadata(&dir) {
+            Ok(md) => {
+                if md.file_type().is_symlink() && !shared {
+                    return Err(refuse(format!(
+                        "is a symlink (to {}); a link can be redirected by whoever controls it. \
+                         Point CK_JIT_CACHE_DIR at the real directory, or set CK_JIT_SHARED_CACHE=1 \
+                         if this is a deliberate team cache",
+                        fs::read_link(&dir)
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|_| "?".into())
+                    )));
+                }
+                let md =
+                    fs::metadata(&dir).map_err(|e| refuse(format!("cannot be inspected: {e}")))?;
+                if !md.is_dir() {
+                    return Err(refuse("exists and is not a directory".into()));
+                }
+                let mode = md.mode() & 0o7777;
+                if mode & 0o002 != 0 {
+                    return Err(refuse(format!(
+                        "is writable by every user (mode {mode:o}); anyone could plant code in it. \
+                         Use a directory of your own (chmod 700 it), e.g. the default under ~/.cache"
+                    )));
+                }
+                if !shared {
+                    if md.uid() != euid() {
+                        return Err(refuse(format!(
+                            "is owned by user id {}, not by you ({}); another user could plant code in it. \
+                             Use a directory you own, or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
+                            md.uid(),
+                            euid()
+                        )));
+                    }
+                    if mode & 0o020 != 0 {
+                        return Err(refuse(format!(
+                            "is writable by its group (mode {mode:o}); run `chmod 700 {}`, \
+                             or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
+                            dir.display()
+                        )));
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Some(parent) = dir.parent() {
+                    fs::create_dir_all(parent)
+                        .map_err(|e| refuse(format!("cannot create its parent: {e}")))?;
+                }
+                match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return Cache::open(&dir, shared)
+                    }
+                    Err(e) => return Err(refuse(format!("cannot be created: {e}"))),
+                }
+                let mode = if shared { 0o2770 } else { 0o700 };
+                fs::set_permissions(&dir, fs::Permissions::from_mode(mode))
+                    .map_err(|e| refuse(format!("cannot set its mode: {e}")))?;
+            }
+            Err(e) => return Err(refuse(format!("cannot be inspected: {e}"))),
+        }
+        let cache = Cache { root: dir, shared };
+        for sub in [ENTRIES, "tmp", "bad", "logs"] {
+            cache.mkdir(&cache.root.join(sub))?;
+        }
+        // Probe writability now so the error names the directory instead of
+        // surfacing later as a confusing compile failure.
+        let probe = cache
+            .root
+            .join("tmp")
+            .join(format!(".probe-{}", std::process::id()));
+        match File::create(&probe) {
+            Ok(_) => {
+                let _ = fs::remove_file(&probe);
+            }
+            Err(e) => {
+                return Err(Error::Cache {
+                    dir: cache.root.clone(),
+                    why: format!(
+                        "is not writable: {e}; set CK_JIT_CACHE_DIR to a writable directory"
+                    ),
+                })
+            }
+        }
+        Ok(cache)
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this is an opted-in shared cache.
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    fn mkdir(&self, dir: &Path) -> Result<(), Error> {
+        let mode = if self.shared { 0o2770 } else { 0o700 };
+        match fs::DirBuilder::new().mode(mode).create(dir) {
+            Ok(()) => {
+                if self.shared {
+                    // The umask may have removed group bits; set explicitly.
+                    let _ = fs::set_permissions(dir, fs::Permissions::from_mode(mode));
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let md = fs::symlink_metadata(dir).map_err(|e| Error::io("inspecting", dir, e))?;
+                if md.is_dir() {
+                    Ok(())
+                } else {
+                    Err(Error::Cache {
+                        dir: dir.to_path_buf(),
+                        why: "exists and is not a directory (or is a symlink); remove it".into(),
+                    })
+                }
+            }
+            Err(e) => Err(Error::Cache {
+                dir: dir.to_path_buf(),
+                why: format!(
+                    "cannot be created: {e}; set CK_JIT_CACHE_DIR to a writable directory"
+                ),
+            }),
+        }
+    }
+
+    fn file_mode(&self) -> u32 {
+        if self.shared {
+            0o660
+        } else {
+            0o600
+        }
+    }
+
+    /// Directory of all entries of a blob.
+    pub fn blob_dir(&self, blob: &str) -> PathBuf {
+        self.root.join(ENTRIES).join(safe_component(blob))
+    }
+
+    /// Directory of the entries of one prekey.
+    pub fn prekey_dir(&self, blob: &str, prekey: &str) -> PathBuf {
+        self.blob_dir(blob).join(prekey)
+    }
+
+    /// The compile lock file of a prekey.
+    pub fn lock_path(&self, blob: &str, prekey: &str) -> PathBuf {
+        self.blob_dir(blob).join(format!("{prekey}.lock"))
+    }
+
+    /// The log file for a compile.
+    pub fn log_path(&self, blob: &str, prekey: &str) -> PathBuf {
+        self.root.join("logs").join(format!(
+            "{}-{}.log",
+            safe_component(blob),
+            &prekey[..prekey.len().min(16)]
+        ))
+    }
+
+    /// A fresh private temp path in `tmp/` (unique per process and call).
+    pub fn temp_path(&self, blob: &str, ext: &str) -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let mut name = safe_component(blob);
+        name.truncate(60);
+        self.root
+            .join("tmp")
+            .join(format!("{}-{}-{}.{}.tmp", std::process::id(), n, name, ext))
+    }
+
+    /// Takes the compile lock of a prekey, waiting up to `timeout`.
+    ///
+    /// `flock` is released by the kernel when the holder dies, so a killed
+    /// compile never blocks the next one. On a shared cache a file system
+    /// without working locks is tolerated (duplicate compiles are then
+    /// possible, torn entries still are not).
+    pub fn lock(&self, blob: &str, prekey: &str, timeout: Duration) -> Result<LockGuard, Error> {
+        self.mkdir(&self.blob_dir(blob))?;
+        let path = self.lock_path(blob, prekey);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(self.file_mode())
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| Error::io("opening the lock", &path, e))?;
+        let start = Instant::now();
+        let mut nap = Duration::from_micros(200);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(LockGuard { _file: Some(file) }),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(e)) => {
+                    if self.shared {
+                        log::warn!(
+                            "ck-jit: no lock on {} ({e}); compiling without",
+                            path.display()
+                        );
+                        return Ok(LockGuard { _file: None });
+                    }
+                    return Err(Error::io("locking", &path, e));
+                }
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::LockTimeout {
+                    blob: blob.to_string(),
+                    lock: path,
+                    seconds: timeout.as_secs(),
+                });
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(5));
+        }
+    }
+
+    /// Finds a published entry of `prekey` whose recorded headers all still
+    /// have the recorded contents. Records that cannot be read are skipped
+    /// (a torn record is never trusted); newest first.
+    pub fn lookup(&self, blob: &str, prekey: &str, root: &Path) -> Result<Option<Entry>, Error> {
+        let dir = self.prekey_dir(blob, prekey);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("listing", &dir, e)),
+        };
+        let mut records = Vec::new();
+        for ent in rd.flatten() {
+            let p = ent.path();
+            if p.extension().is_some_and(|x| x == "json") {
+                if let Some(rec) = read_record(&p) {
+                    if rec.prekey == prekey && rec.format == CACHE_FORMAT {
+                        records.push((p, rec));
+                    }
+                }
+            }
+        }
+        records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
+        for (record_path, record) in records {
+            if deps_match(&record.deps, root) {
+                let object = dir.join(format!("{}.so", record.key));
+                return Ok(Some(Entry {
+                    object,
+                    record_path,
+                    record,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Checks an entry's object against its record (size, then checksum)
+    /// and returns its bytes.
+    pub fn verify(&self, entry: &Entry) -> Result<Vec<u8>, String> {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&entry.object)
+            .map_err(|e| format!("cannot open: {e}"))?;
+        let len = f.metadata().map_err(|e| e.to_string())?.len();
+        if len != entry.record.size {
+            return Err(format!("size {len}, recorded {}", entry.record.size));
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+        let sum = blake3::hash(&bytes).to_hex().to_string();
+        if sum != entry.record.checksum {
+            return Err("checksum mismatch".into());
+        }
+        Ok(bytes)
+    }
+
+    /// Moves an entry that failed verification into `bad/` (never deleted
+    /// in place: a process may still have the old object mapped, and a
+    /// person may want to look at it).
+    pub fn quarantine(&self, entry: &Entry) {
+        let stamp = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        for p in [&entry.record_path, &entry.object] {
+            if let Some(name) = p.file_name() {
+                let to = self
+                    .root
+                    .join("bad")
+                    .join(format!("{stamp}-{}", name.to_string_lossy()));
+                if fs::rename(p, &to).is_err() {
+                    let _ = fs::remove_file(p);
+                }
+            }
+        }
+    }
+
+    /// Publishes a compiled object: fsync the temp file, link it under its
+    /// final name (never replacing an existing object, which some process
+    /// may have mapped), then write the record the same way. Returns the
+    /// published entry.
+    pub fn publish(&self, tmp_object: &Path, mut record: Record) -> Result<Entry, Error> {
+        let dir = self.prekey_dir(&record.blob, &record.prekey);
+        self.mkdir(&self.blob_dir(&record.blob))?;
+        self.mkdir(&dir)?;
+        let object = dir.join(format!("{}.so", record.key));
+        {
+            let f = File::open(tmp_object).map_err(|e| Error::io("opening", tmp_object, e))?;
+            f.sync_all()
+                .map_err(|e| Error::io("syncing", tmp_object, e))?;
+        }
+        let _ = fs::set_permissions(
+            tmp_object,
+            fs::Permissions::from_mode(self.file_mode() | 0o100),
+        );
+        match fs::hard_link(tmp_object, &object) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // An identical-key object is already there (a concurrent
+                // compile on a shared cache, or an orphan of a killed one,
+                // which was complete: it had been synced before linking).
+                // Keep it and describe it, rather than replace a file some
+                // process may have mapped.
+                let bytes = fs::read(&object).map_err(|e| Error::io("reading", &object, e))?;
+                record.size = bytes.len() as u64;
+                record.checksum = blake3::hash(&bytes).to_hex().to_string();
+            }
+            Err(_) => {
+                // File systems without hard links: rename is still atomic.
+                fs::rename(tmp_object, &object).map_err(|e| Error::io("publishing", &object, e))?;
+            }
+        }
+        let _ = fs::remove_file(tmp_object);
+        let record_path = dir.join(format!("{}.json", record.key));
+        let tmp_rec = self.temp_path(&record.blob, "json");
+        let text = serde_json::to_vec(&record).map_err(|e| Error::Io {
+            op: "encoding the record for",
+            path: record_path.clone(),
+            error: std::sync::Arc::new(io::Error::other(e)),
+        })?;
+        {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(self.file_mode())
+                .open(&tmp_rec)
+                .map_err(|e| Error::io("writing", &tmp_rec, e))?;
+            f.write_all(&text)
+                .map_err(|e| Error::io("writing", &tmp_rec, e))?;
+            f.sync_all()
+                .map_err(|e| Error::io("syncing", &tmp_rec, e))?;
+        }
+        fs::rename(&tmp_rec, &record_path).map_err(|e| Error::io("publishing", &record_path, e))?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(Entry {
+            object,
+            record_path,
+            record,
+        })
+    }
+
+    /// Marks an entry as used now (for least-recently-used eviction).
+    pub fn touch(&self, entry: &Entry) {
+        if let Ok(f) = File::options().write(true).open(&entry.record_path) {
+            let _ = f.set_modified(SystemTime::now());
+        }
+    }
+
+    /// Removes temp files left by compiles that died: ones of processes
+    /// that no longer exist (local cache), or older than `max_age`.
+    pub fn sweep_temps(&self, max_age: Duration) -> usize {
+        let dir = self.root.join("tmp");
+        let Ok(rd) = fs::read_dir(&dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            let name = name.to_string_lossy();
+            if !name.ends_with(".tmp") {
+                continue;
+            }
+            let old = ent
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > max_age);
+            let dead = !self.shared
+                && name
+                    .split('-')
+                    .next()
+                    .and_then(|p| p.parse::<i32>().ok())
+                    .is_some_and(|pid| pid > 0 && !process_alive(pid));
+            if (old || dead) && fs::remove_file(ent.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Every published entry (for the CLI's list, stat, gc and verify).
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let Ok(blobs) = fs::read_dir(self.root.join(ENTRIES)) else {
+            return out;
+        };
+        for b in blobs.flatten() {
+            let Ok(prekeys) = fs::read_dir(b.path()) else {
+                continue;
+            };
+            for p in prekeys.flatten() {
+                if !p.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let Ok(files) = fs::read_dir(p.path()) else {
+                    continue;
+                };
+                for f in files.flatten() {
+                    let path = f.path();
+                    if path.extension().is_some_and(|x| x == "json") {
+                        if let Some(record) = read_record(&path) {
+                            out.push(Entry {
+                                object: path.with_extension("so"),
+                                record_path: path,
+                                record,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
+        out
+    }
+}
+
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+fn read_record(path: &Path) -> Option<Record> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let mut text = Vec::new();
+    Read::by_ref(&mut f)
+        .take(16 << 20)
+        .read_to_end(&mut text)
+        .ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// Expands a recorded dependency path.
+pub fn dep_path(path: &str, root: &Path) -> PathBuf {
+    match path.strip_prefix("{root}/") {
+        Some(rel) => root.join(rel),
+        None => PathBuf::from(path),
+    }
+}
+
+/// Records a dependency path relative to the root where it is under it.
+pub fn dep_name(path: &Path, root: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) => format!("{{root}}/{}", rel.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+fn deps_match(deps: &[Dep], root: &Path) -> bool {
+    deps.iter().all(|d| {
+        file_hash(&dep_path(&d.path, root))
+            .map(|h| h == d.hash)
+            .unwrap_or(false)
+    })
+}
+
+type StatKey = (u64, i64, i64, u64);
+static HASHES: Lazy<Mutex<HashMap<PathBuf, (StatKey, String)>>> =
+    Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// BLAKE3 of a file's contents, remembered per process while its size,
+/// mtime and inode are unchanged (headers are shared by many blobs; a
+/// touched file is re-read and, if its bytes are the same, still matches).
+pub fn file_hash(path: &Path) -> io::Result<String> {
+    let md = fs::metadata(path)?;
+    let stat: StatKey = (md.len(), md.mtime(), md.mtime_nsec(), md.ino());
+    if let Ok(map) = HASHES.lock() {
+        if let Some((s, h)) = map.get(path) {
+            if *s == stat {
+                return Ok(h.clone());
+            }
+        }
+    }
+    let bytes = fs::read(path)?;
+    let h = blake3::hash(&bytes).to_hex().to_string();
+    if let Ok(mut map) = HASHES.lock() {
+        map.insert(path.to_path_buf(), (stat, h.clone()));
+    }
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_component_keeps_plain_names_and_maps_hostile_ones() {
+        assert_eq!(safe_component("fmha_fwd_d128"), "fmha_fwd_d128");
+        for bad in [
+            "../x", "/abs", "a/b", "a\0b", "a\nb", "$(x)", ".hidden", "-rf", "",
+        ] {
+            let s = safe_component(bad);
+            assert!(
+                !s.contains('/') && !s.starts_with('.') && !s.starts_with('-'),
+                "{s}"
+            );
+            assert!(!s.is_empty());
+        }
+        let long = "x".repeat(4096);
+        assert!(safe_component(&long).len() <= 100);
+        assert_ne!(safe_component("a/b"), safe_component("a_b"));
+    }
+}

@@ -1,0 +1,337 @@
+//! Runs the compiler: finds it, identifies it (resolved path and
+//! `--version`, once per process), runs it from an argv with a time limit,
+//! keeps its full output in a log file and a bounded tail in memory.
+//!
+//! Never runs a shell: every command is an argv handed to `execve`.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+
+use crate::config::{compiler_override, compiler_var};
+use crate::error::{shell_quote, Error};
+
+/// Most bytes of compiler output kept in memory for an error message.
+pub const TAIL_BYTES: usize = 8 * 1024;
+
+/// Who a compiler is: its resolved path and what `--version` printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompilerId {
+    /// The program as found (what goes in argv: resolving links would turn
+    /// `clang++` into `clang`, which is a different driver mode).
+    pub path: PathBuf,
+    /// The fully resolved file, part of the identity.
+    pub real: PathBuf,
+    /// Its `--version` output.
+    pub version: String,
+}
+
+type Identities = HashMap<String, Result<Arc<CompilerId>, String>>;
+static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// Looks a program up in `PATH` (or takes it as a path when it has a `/`).
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    let is_exe = |p: &Path| {
+        fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_exe(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(program))
+        .find(|p| is_exe(p))
+}
+
+/// Resolves and identifies a compiler (cached per process; `CK_JIT_<PROG>`
+/// overrides the program).
+pub fn identify(program: &str, blob: &str) -> Result<Arc<CompilerId>, Error> {
+    let overridden = compiler_override(program);
+    let cache_key = format!("{program}\0{overridden:?}");
+    if let Some(r) = IDS.lock().ok().and_then(|m| m.get(&cache_key).cloned()) {
+        return r.map_err(|detail| not_found(program, blob, detail));
+    }
+    let r = identify_uncached(program, overridden);
+    if let Ok(mut m) = IDS.lock() {
+        m.insert(cache_key, r.clone());
+    }
+    r.map_err(|detail| not_found(program, blob, detail))
+}
+
+/// Forgets compiler identities (after `PATH` or a compiler changed).
+pub fn forget_identities() {
+    if let Ok(mut m) = IDS.lock() {
+        m.clear();
+    }
+}
+
+fn not_found(program: &str, blob: &str, detail: String) -> Error {
+    Error::CompilerNotFound {
+        blob: blob.to_string(),
+        program: program.to_string(),
+        env_var: compiler_var(program),
+        detail,
+    }
+}
+
+fn identify_uncached(
+    program: &str,
+    overridden: Option<PathBuf>,
+) -> Result<Arc<CompilerId>, String> {
+    let path = match &overridden {
+        Some(p) => find_program(&p.to_string_lossy()).ok_or_else(|| {
+            format!(
+                "{}={} is not an executable file",
+                compiler_var(program),
+                p.display()
+            )
+        })?,
+        None => find_program(program).ok_or_else(|| {
+            if program.contains('/') {
+                "no executable file at that path".to_string()
+            } else {
+                "not in PATH".to_string()
+            }
+        })?,
+    };
+    let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let out = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
+    let mut version = String::from_utf8_lossy(&out.stdout).into_owned();
+    version.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok(Arc::new(CompilerId {
+        path,
+        real,
+        version,
+    }))
+}
+
+/// A counting semaphore bounding concurrent compiles (`CK_JIT_JOBS`).
+pub struct Jobs {
+    free: Mutex<usize>,
+    cv: Condvar,
+}
+
+/// A held compile slot.
+pub struct JobPermit<'a>(&'a Jobs);
+
+impl Jobs {
+    /// A semaphore of `n` slots.
+    pub fn new(n: usize) -> Jobs {
+        Jobs {
+            free: Mutex::new(n.max(1)),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Waits for a free slot.
+    pub fn acquire(&self) -> JobPermit<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        JobPermit(self)
+    }
+}
+
+impl Drop for JobPermit<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.0.cv.notify_one();
+    }
+}
+
+/// One compile to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Blob name (for errors).
+    pub blob: String,
+    /// Full argv: launcher (if any), compiler, arguments.
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Where the full output goes.
+    pub log: PathBuf,
+    /// Kill after this long.
+    pub timeout: Duration,
+}
+
+impl Job {
+    /// The command as a shell-pasteable string (messages only).
+    pub fn command_line(&self) -> String {
+        let mut s = String::new();
+        if self.cwd != Path::new("") {
+            s.push_str(&format!(
+                "cd {} && ",
+                shell_quote(&[self.cwd.display().to_string()])
+            ));
+        }
+        s.push_str(&shell_quote(&self.argv));
+        s
+    }
+
+    /// Runs the compiler; stdout and stderr go to the log file.
+    pub fn run(&self) -> Result<(), Error> {
+        let Some((program, args)) = self.argv.split_first() else {
+            return Err(not_found("", &self.blob, "empty command".into()));
+        };
+        let log =
+            File::create(&self.log).map_err(|e| Error::io("creating the log", &self.log, e))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| Error::io("creating the log", &self.log, e))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            // Its own process group, so a timeout kills the driver and
+            // everything it started (hipcc runs clang, nvcc runs cicc...).
+            .process_group(0)
+            .spawn()
+            .map_err(|e| not_found(program, &self.blob, format!("could not be started: {e}")))?;
+        let start = Instant::now();
+        let mut nap = Duration::from_micros(100);
+        let status: ExitStatus = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => return Err(Error::io("waiting for the compiler of", &self.log, e)),
+            }
+            if start.elapsed() >= self.timeout {
+                // SAFETY: kill(2) on the child's process group id (its pid,
+                // set by process_group(0)); no memory is involved.
+                unsafe {
+                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::CompileTimeout {
+                    blob: self.blob.clone(),
+                    command: self.command_line(),
+                    seconds: self.timeout.as_secs(),
+                    log: self.log.clone(),
+                });
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(20));
+        };
+        if status.success() {
+            return Ok(());
+        }
+        let status = match (status.code(), status.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            _ => status.to_string(),
+        };
+        Err(Error::CompileFailed {
+            blob: self.blob.clone(),
+            command: self.command_line(),
+            status,
+            stderr_tail: tail(&self.log, TAIL_BYTES),
+            log: self.log.clone(),
+        })
+    }
+}
+
+/// The last `max` bytes of a file (starting at a line), lossily decoded.
+pub fn tail(path: &Path, max: usize) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(max as u64);
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::with_capacity(max.min(len as usize));
+    let _ = f.take(max as u64).read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let text = if start > 0 {
+        text.split_once('\n').map(|(_, rest)| rest).unwrap_or(&text)
+    } else {
+        &text
+    };
+    text.trim_end().to_string()
+}
+
+/// Normalises a compile argv for hashing: flags that only name where the
+/// output and dependency files go are dropped, `-fvisibility=hidden` is
+/// dropped (it is stripped from every compile), and placeholders stay
+/// unexpanded so that relocating the tree does not change the key.
+pub fn normalise_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut skip_next = false;
+    for a in args {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        match a.as_str() {
+            "-MF" | "-MT" | "-MQ" => skip_next = true,
+            "-MD" | "-MMD" | "-fvisibility=hidden" => {}
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
+/// Substitutes the placeholders of an argument template.
+pub fn expand(arg: &str, root: &Path, src: &Path, out: &Path, name: &str) -> String {
+    if !arg.contains('{') {
+        return arg.to_string();
+    }
+    arg.replace("{root}", &root.to_string_lossy())
+        .replace("{src}", &src.to_string_lossy())
+        .replace("{out}", &out.to_string_lossy())
+        .replace("{name}", name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_drops_output_locations_and_visibility() {
+        let args: Vec<String> = [
+            "-O2",
+            "-MD",
+            "-MF",
+            "/tmp/x.d",
+            "-fvisibility=hidden",
+            "{src}",
+            "-o",
+            "{out}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(normalise_args(&args), vec!["-O2", "{src}", "-o", "{out}"]);
+    }
+
+    #[test]
+    fn missing_program_is_not_found() {
+        let e = identify("ck-jit-no-such-compiler", "b").unwrap_err();
+        assert!(matches!(e, Error::CompilerNotFound { .. }), "{e}");
+        assert!(
+            e.to_string().contains("CK_JIT_CK_JIT_NO_SUCH_COMPILER"),
+            "{e}"
+        );
+    }
+}

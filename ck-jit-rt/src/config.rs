@@ -1,0 +1,158 @@
+//! Every environment variable the runtime reads, read in this one place,
+//! once per process.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `CK_JIT_CACHE_DIR` | cache root (default `$XDG_CACHE_HOME/<name>`, else `~/.cache/<name>`) |
+//! | `CK_JIT_ROOT` | relocates the tree root of every manifest (`CK_JIT_ROOT_<NAME>` for one) |
+//! | `CK_JIT_MANIFEST` | fallback manifest for blobs the embedded one does not know |
+//! | `CK_JIT_VERBOSE` | `1`: one line on stderr per compile and load |
+//! | `CK_JIT_OFFLINE` | `1`: never compile; a miss is an error |
+//! | `CK_JIT_JOBS` | most compiles at once (default: available cores) |
+//! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root |
+//! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
+//! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
+//! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
+//! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use once_cell::sync::Lazy;
+
+/// The runtime's settings from the environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `CK_JIT_CACHE_DIR`.
+    pub cache_dir: Option<PathBuf>,
+    /// `CK_JIT_ROOT`.
+    pub root: Option<PathBuf>,
+    /// `CK_JIT_MANIFEST`.
+    pub manifest: Option<PathBuf>,
+    /// `CK_JIT_VERBOSE`.
+    pub verbose: bool,
+    /// `CK_JIT_OFFLINE`.
+    pub offline: bool,
+    /// `CK_JIT_JOBS`.
+    pub jobs: usize,
+    /// `CK_JIT_SHARED_CACHE`.
+    pub shared_cache: bool,
+    /// `CK_JIT_LAUNCHER`, split on whitespace.
+    pub launcher: Vec<String>,
+    /// `CK_JIT_COMPILE_TIMEOUT`.
+    pub compile_timeout: Duration,
+    /// `CK_JIT_LOCK_TIMEOUT`.
+    pub lock_timeout: Duration,
+}
+
+static CONFIG: Lazy<Config> = Lazy::new(Config::from_env);
+
+/// The process's configuration (read from the environment on first use).
+pub fn config() -> &'static Config {
+    &CONFIG
+}
+
+fn var(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+fn flag(name: &str) -> bool {
+    var(name).is_some_and(|v| v != "0" && v != "false" && v != "no")
+}
+
+fn seconds(name: &str) -> Option<Duration> {
+    var(name)?
+        .to_str()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+impl Config {
+    /// Reads every variable now (tests and the CLI build their own).
+    pub fn from_env() -> Config {
+        let jobs = var("CK_JIT_JOBS")
+            .and_then(|v| v.to_str()?.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or_else(default_jobs);
+        let compile_timeout =
+            seconds("CK_JIT_COMPILE_TIMEOUT").unwrap_or(Duration::from_secs(3600));
+        let lock_timeout =
+            seconds("CK_JIT_LOCK_TIMEOUT").unwrap_or(compile_timeout + Duration::from_secs(60));
+        Config {
+            cache_dir: var("CK_JIT_CACHE_DIR").map(PathBuf::from),
+            root: var("CK_JIT_ROOT").map(PathBuf::from),
+            manifest: var("CK_JIT_MANIFEST").map(PathBuf::from),
+            verbose: flag("CK_JIT_VERBOSE"),
+            offline: flag("CK_JIT_OFFLINE"),
+            jobs,
+            shared_cache: flag("CK_JIT_SHARED_CACHE"),
+            launcher: var("CK_JIT_LAUNCHER")
+                .map(|v| {
+                    v.to_string_lossy()
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            compile_timeout,
+            lock_timeout,
+        }
+    }
+
+    /// The tree root for a manifest named `name`: `CK_JIT_ROOT_<NAME>`, else
+    /// `CK_JIT_ROOT`, else `None` (use the recorded root).
+    pub fn root_for(&self, name: &str) -> Option<PathBuf> {
+        var(&format!("CK_JIT_ROOT_{}", env_suffix(name)))
+            .map(PathBuf::from)
+            .or_else(|| self.root.clone())
+    }
+}
+
+/// The variable that overrides a compiler program: `CK_JIT_<PROGRAM>` with
+/// the program's file name upper-cased and other characters turned to `_`
+/// (`hipcc` → `CK_JIT_HIPCC`, `c++` → `CK_JIT_C__`, `g++-12` → `CK_JIT_G___12`).
+pub fn compiler_var(program: &str) -> String {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let base = if base == "c++" { "cxx" } else { base };
+    format!("CK_JIT_{}", env_suffix(base))
+}
+
+/// The override for a compiler program, where set.
+pub fn compiler_override(program: &str) -> Option<PathBuf> {
+    var(&compiler_var(program)).map(PathBuf::from)
+}
+
+fn env_suffix(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiler_variables() {
+        assert_eq!(compiler_var("hipcc"), "CK_JIT_HIPCC");
+        assert_eq!(compiler_var("/usr/local/cuda/bin/nvcc"), "CK_JIT_NVCC");
+        assert_eq!(compiler_var("c++"), "CK_JIT_CXX");
+        assert_eq!(compiler_var("g++-12"), "CK_JIT_G___12");
+    }
+}

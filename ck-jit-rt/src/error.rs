@@ -1,0 +1,369 @@
+//! The runtime's one error type: a variant per step that can fail, each
+//! carrying what a user needs to act (the blob, the path, the exact command).
+//!
+//! Errors are `Clone` (I/O errors are shared behind an `Arc`) because a
+//! failed compile is remembered and handed to every later caller.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ck_jit_build::manifest::{escape, ManifestError, SymbolSpec};
+
+/// Everything that can go wrong between a call and a filled slot.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Error {
+    /// A manifest could not be read or was refused.
+    Manifest {
+        /// Where it came from (a path, or "embedded").
+        origin: String,
+        /// Why it was refused.
+        error: ManifestError,
+    },
+    /// The blob is in no manifest this process knows.
+    UnknownBlob {
+        /// The name asked for.
+        blob: String,
+        /// Close names that do exist.
+        suggestions: Vec<String>,
+    },
+    /// The blob's source file is missing or unreadable.
+    Source {
+        /// The blob.
+        blob: String,
+        /// The path looked at.
+        path: PathBuf,
+        /// The underlying error.
+        error: Arc<io::Error>,
+    },
+    /// The source resolves (through a symlink) to a place outside the root.
+    SourceOutsideRoot {
+        /// The blob.
+        blob: String,
+        /// The resolved path.
+        path: PathBuf,
+        /// The root it must stay in.
+        root: PathBuf,
+    },
+    /// The source kept changing while it was compiled.
+    SourceChanged {
+        /// The blob.
+        blob: String,
+        /// The source path.
+        path: PathBuf,
+    },
+    /// The compiler program could not be found or started.
+    CompilerNotFound {
+        /// The blob being compiled.
+        blob: String,
+        /// The program looked for.
+        program: String,
+        /// The variable that overrides it.
+        env_var: String,
+        /// Details (the search, or the error from starting it).
+        detail: String,
+    },
+    /// The compiler ran and failed.
+    CompileFailed {
+        /// The blob.
+        blob: String,
+        /// The exact command, quoted so it can be pasted into a shell.
+        command: String,
+        /// How it ended (exit status or signal).
+        status: String,
+        /// The last lines of its standard error.
+        stderr_tail: String,
+        /// The full log.
+        log: PathBuf,
+    },
+    /// The compiler ran longer than `CK_JIT_COMPILE_TIMEOUT` and was killed.
+    CompileTimeout {
+        /// The blob.
+        blob: String,
+        /// The exact command.
+        command: String,
+        /// The limit, in seconds.
+        seconds: u64,
+        /// The full log.
+        log: PathBuf,
+    },
+    /// The compiler claimed success but its output is not a usable object.
+    BadObject {
+        /// The blob.
+        blob: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// `dlopen` refused the object.
+    DlOpen {
+        /// The blob.
+        blob: String,
+        /// The file.
+        path: PathBuf,
+        /// The loader's message.
+        desc: String,
+    },
+    /// The entry symbol is not in the object.
+    SymbolNotFound {
+        /// The blob.
+        blob: String,
+        /// The file.
+        path: PathBuf,
+        /// What was looked for.
+        spec: SymbolSpec,
+        /// Function symbols the object does export (first few).
+        candidates: Vec<String>,
+    },
+    /// The cache directory cannot be used.
+    Cache {
+        /// The directory.
+        dir: PathBuf,
+        /// Why, and how to fix it.
+        why: String,
+    },
+    /// Another process held the compile lock longer than allowed.
+    LockTimeout {
+        /// The blob.
+        blob: String,
+        /// The lock file.
+        lock: PathBuf,
+        /// Seconds waited.
+        seconds: u64,
+    },
+    /// A compile was needed but compiling is switched off.
+    Offline {
+        /// The blob.
+        blob: String,
+        /// What switched it off.
+        reason: &'static str,
+    },
+    /// A file operation in the cache failed.
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The underlying error.
+        error: Arc<io::Error>,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, error: io::Error) -> Error {
+        Error::Io {
+            op,
+            path: path.into(),
+            error: Arc::new(error),
+        }
+    }
+
+    /// The blob this error is about, where there is one.
+    pub fn blob(&self) -> Option<&str> {
+        match self {
+            Error::UnknownBlob { blob, .. }
+            | Error::Source { blob, .. }
+            | Error::SourceOutsideRoot { blob, .. }
+            | Error::SourceChanged { blob, .. }
+            | Error::CompilerNotFound { blob, .. }
+            | Error::CompileFailed { blob, .. }
+            | Error::CompileTimeout { blob, .. }
+            | Error::BadObject { blob, .. }
+            | Error::DlOpen { blob, .. }
+            | Error::SymbolNotFound { blob, .. }
+            | Error::LockTimeout { blob, .. }
+            | Error::Offline { blob, .. } => Some(blob),
+            Error::Manifest { .. } | Error::Cache { .. } | Error::Io { .. } => None,
+        }
+    }
+
+    /// Whether the failure should be remembered for the process, so a loop
+    /// calling a broken blob does not run the compiler in a loop.
+    pub(crate) fn is_sticky(&self) -> bool {
+        !matches!(self, Error::Offline { .. } | Error::LockTimeout { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Manifest { origin, error } => write!(f, "ck-jit: manifest {origin}: {error}"),
+            Error::UnknownBlob { blob, suggestions } => {
+                write!(f, "ck-jit: blob '{}' is in no manifest", escape(blob))?;
+                if !suggestions.is_empty() {
+                    write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
+                } else {
+                    write!(f, " (set CK_JIT_MANIFEST to add one)")?;
+                }
+                Ok(())
+            }
+            Error::Source { blob, path, error } => write!(
+                f,
+                "ck-jit: blob '{blob}': cannot read source {}: {error} \
+                 (is the tree installed? CK_JIT_ROOT relocates it)",
+                path.display()
+            ),
+            Error::SourceOutsideRoot { blob, path, root } => write!(
+                f,
+                "ck-jit: blob '{blob}': source resolves to {}, outside the root {}; refusing to compile it",
+                path.display(),
+                root.display()
+            ),
+            Error::SourceChanged { blob, path } => write!(
+                f,
+                "ck-jit: blob '{blob}': source {} changed while it was being compiled; try again",
+                path.display()
+            ),
+            Error::CompilerNotFound {
+                blob,
+                program,
+                env_var,
+                detail,
+            } => write!(
+                f,
+                "ck-jit: blob '{blob}': compiler '{program}' not found ({detail}); \
+                 install it or add it to PATH, or set {env_var}=/path/to/{base}",
+                base = program.rsplit('/').next().unwrap_or(program)
+            ),
+            Error::CompileFailed {
+                blob,
+                command,
+                status,
+                stderr_tail,
+                log,
+            } => {
+                write!(
+                    f,
+                    "ck-jit: blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
+                    log.display()
+                )?;
+                if !stderr_tail.is_empty() {
+                    write!(f, "\n  stderr (tail):\n{}", indent(stderr_tail))?;
+                }
+                Ok(())
+            }
+            Error::CompileTimeout {
+                blob,
+                command,
+                seconds,
+                log,
+            } => write!(
+                f,
+                "ck-jit: blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
+                log.display()
+            ),
+            Error::BadObject { blob, path, why } => write!(
+                f,
+                "ck-jit: blob '{blob}': compiler output {} is unusable: {why}",
+                path.display()
+            ),
+            Error::DlOpen { blob, path, desc } => write!(
+                f,
+                "ck-jit: blob '{blob}': dlopen {} failed: {desc}",
+                path.display()
+            ),
+            Error::SymbolNotFound {
+                blob,
+                path,
+                spec,
+                candidates,
+            } => {
+                write!(f, "ck-jit: blob '{blob}': no {spec} in {}", path.display())?;
+                if candidates.is_empty() {
+                    write!(f, " (it exports no function symbols; was it built with -fvisibility=hidden?)")
+                } else {
+                    write!(f, "; exported functions: {}", candidates.join(", "))
+                }
+            }
+            Error::Cache { dir, why } => {
+                write!(f, "ck-jit: cache directory {}: {why}", dir.display())
+            }
+            Error::LockTimeout {
+                blob,
+                lock,
+                seconds,
+            } => write!(
+                f,
+                "ck-jit: blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
+                 raise CK_JIT_LOCK_TIMEOUT or check that process",
+                lock.display()
+            ),
+            Error::Offline { blob, reason } => write!(
+                f,
+                "ck-jit: blob '{blob}' is not in the cache and compiling is off ({reason})"
+            ),
+            Error::Io { op, path, error } => {
+                write!(f, "ck-jit: {op} {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Manifest { error, .. } => Some(error),
+            Error::Source { error, .. } | Error::Io { error, .. } => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Quotes an argv so it can be pasted into a POSIX shell to reproduce a
+/// compile. Used only for messages; commands are always run from an argv.
+pub fn shell_quote(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./=:,+@%{}".contains(&b))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_quotes_metacharacters() {
+        let argv = vec![
+            "cc".to_string(),
+            "a b".into(),
+            "$(rm -rf)".into(),
+            "it's".into(),
+        ];
+        assert_eq!(shell_quote(&argv), "cc 'a b' '$(rm -rf)' 'it'\\''s'");
+    }
+
+    #[test]
+    fn compiler_not_found_names_program_and_variable() {
+        let e = Error::CompilerNotFound {
+            blob: "k".into(),
+            program: "nvcc".into(),
+            env_var: "CK_JIT_NVCC".into(),
+            detail: "not in PATH".into(),
+        };
+        let s = e.to_string();
+        assert!(
+            s.contains("'nvcc'") && s.contains("CK_JIT_NVCC=/path/to/nvcc"),
+            "{s}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! The ck-jit runtime: compiles a kernel blob the first time it is called,
+//! caches the object on disk, loads it, and from then on costs one pointer
+//! load per call.
+//!
+//! A crate using ck-jit records its blobs in `build.rs` with
+//! [`ck-jit-build`](https://docs.rs/ck-jit-build), embeds the manifest with
+//! [`embed_manifest!`], and declares kernels with `#[lazy_kernel]`:
+//!
+//! ```ignore
+//! ck_jit_rt::embed_manifest!();
+//!
+//! #[ck_jit_macros::lazy_kernel]
+//! extern "C" {
+//!     pub fn vadd_f32(a: *const f32, b: *const f32, out: *mut f32, n: usize);
+//! }
+//!
+//! // First call: compile (or load from the disk cache), then call.
+//! unsafe { vadd_f32(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), n) };
+//! // Fallible form, and ahead-of-time preparation:
+//! vadd_f32::prepare()?;
+//! ```
+//!
+//! # Environment
+//!
+//! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
+//! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
+//! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
+//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_<PROGRAM>`.
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod compile;
+pub mod config;
+pub mod depfile;
+mod embed;
+mod error;
+pub mod load;
+mod runtime;
+mod slot;
+mod stats;
+pub mod symbol;
+
+pub use ck_jit_build::manifest;
+pub use error::{shell_quote, Error};
+pub use runtime::{fallback, freeze, frozen_reason, stats, unfreeze, Outcome, Plan, Runtime};
+pub use stats::Stats;
+
+/// Items used by code that `#[lazy_kernel]` and [`embed_manifest!`]
+/// generate; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::embed::Embedded;
+    pub use crate::error::Error;
+    pub use crate::slot::{Slot, SymbolOverride};
+}
+
+/// Embeds the manifest that `ck-jit-build` wrote into `OUT_DIR`, as the
+/// static `__CK_JIT_MANIFEST` that `#[lazy_kernel]` uses, and defines
+/// `ck_jit_runtime()` returning the runtime over it (for `warmup`, `plan`,
+/// ...). Call it once at the crate root.
+#[macro_export]
+macro_rules! embed_manifest {
+    () => {
+        #[doc(hidden)]
+        pub(crate) static __CK_JIT_MANIFEST: $crate::__private::Embedded =
+            $crate::__private::Embedded::from_json_str(::core::include_str!(::core::concat!(
+                ::core::env!("OUT_DIR"),
+                "/ck_jit_manifest.json"
+            )));
+
+        /// The ck-jit runtime over this crate's embedded manifest.
+        #[allow(dead_code)]
+        pub(crate) fn ck_jit_runtime(
+        ) -> ::core::result::Result<&'static $crate::Runtime, $crate::Error> {
+            __CK_JIT_MANIFEST.runtime()
+        }
+    };
+}
+
+/// Compiles and loads `blobs` of a runtime in parallel; see
+/// [`Runtime::warmup`].
+pub fn warmup(rt: &Runtime, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
+    rt.warmup(blobs)
+}

@@ -1,0 +1,103 @@
+//! Loads a verified object with `dlopen(RTLD_NOW | RTLD_LOCAL)` and
+//! resolves entry points in it.
+//!
+//! A loaded library is never closed: the pointers taken from it are stored
+//! in `'static` slots, so the library must live as long as the process.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+use ck_jit_build::manifest::SymbolSpec;
+use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+
+use crate::error::Error;
+use crate::symbol::{self, DynSym};
+
+/// A loaded blob object.
+#[derive(Debug)]
+pub struct Loaded {
+    blob: String,
+    path: PathBuf,
+    lib: Library,
+    symbols: Vec<DynSym>,
+}
+
+impl Loaded {
+    /// Loads `path` (whose bytes, already verified, are `bytes`).
+    pub fn open(blob: &str, path: &Path, bytes: &[u8]) -> Result<Loaded, Error> {
+        symbol::check_header(bytes, Some(symbol::HOST_MACHINE)).map_err(|e| Error::BadObject {
+            blob: blob.to_string(),
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        let symbols = symbol::dynamic_symbols(bytes).map_err(|e| Error::BadObject {
+            blob: blob.to_string(),
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        // SAFETY: loading runs the object's initialisers. The object is one
+        // this process's manifest asked to be compiled from the manifest's
+        // source with the manifest's command, verified against the checksum
+        // recorded when it was published into a cache only this user can
+        // write (or an explicitly shared one).
+        let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+            Error::DlOpen {
+                blob: blob.to_string(),
+                path: path.to_path_buf(),
+                desc: e.to_string(),
+            }
+        })?;
+        Ok(Loaded {
+            blob: blob.to_string(),
+            path: path.to_path_buf(),
+            lib,
+            symbols,
+        })
+    }
+
+    /// The object's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Resolves an entry point; the address stays valid for the process.
+    pub fn resolve(&self, spec: &SymbolSpec) -> Result<*const (), Error> {
+        let name = match spec {
+            SymbolSpec::Exact(n) => Some(n.clone()),
+            SymbolSpec::Prefix(p) => self
+                .symbols
+                .iter()
+                .find(|s| s.is_function && s.name.starts_with(p.as_str()))
+                .map(|s| s.name.clone()),
+        };
+        let not_found = || Error::SymbolNotFound {
+            blob: self.blob.clone(),
+            path: self.path.clone(),
+            spec: spec.clone(),
+            candidates: self
+                .symbols
+                .iter()
+                .filter(|s| s.is_function && !s.name.starts_with('_') || s.name.starts_with("_Z"))
+                .take(8)
+                .map(|s| s.name.clone())
+                .collect(),
+        };
+        let name = name.ok_or_else(not_found)?;
+        let c = CString::new(name).map_err(|_| not_found())?;
+        // SAFETY: the address is returned as an untyped pointer; the caller
+        // (the generated dispatcher) casts it to the signature its user
+        // declared. The library is kept alive for the process.
+        let sym = unsafe { self.lib.get::<*const ()>(c.as_bytes_with_nul()) };
+        match sym {
+            Ok(s) => {
+                let p: *const () = *s;
+                if p.is_null() {
+                    Err(not_found())
+                } else {
+                    Ok(p)
+                }
+            }
+            Err(_) => Err(not_found()),
+        }
+    }
+}

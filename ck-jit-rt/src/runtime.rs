@@ -1,0 +1,732 @@
+//! The cold path: from a blob name to a loaded entry point. Looks the blob
+//! up, computes its key, finds a verified cache entry or compiles one
+//! (single flight across threads and processes), loads it, and remembers
+//! the result (or the failure) for the process.
+//!
+//! Nothing here runs on the warm path: a filled dispatcher slot never
+//! reaches this module.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+use once_cell::sync::{Lazy, OnceCell};
+
+use crate::cache::{self, short_hash, Cache, Dep, Entry, Record, CACHE_FORMAT};
+use crate::compile::{self, CompilerId, Job, Jobs};
+use crate::config::{config, Config};
+use crate::depfile;
+use crate::error::Error;
+use crate::load::Loaded;
+use crate::stats::{self, Stats};
+
+static FROZEN: AtomicBool = AtomicBool::new(false);
+static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs));
+static FALLBACK: OnceCell<Result<Runtime, Error>> = OnceCell::new();
+
+/// After this, any cache miss is an error instead of a compile (for code
+/// that must not stall: graph capture, latency-critical serving).
+/// `CK_JIT_OFFLINE=1` does the same from the environment.
+pub fn freeze() {
+    FROZEN.store(true, Ordering::SeqCst);
+}
+
+/// Undoes [`freeze`] (the environment's `CK_JIT_OFFLINE` still applies).
+pub fn unfreeze() {
+    FROZEN.store(false, Ordering::SeqCst);
+}
+
+/// Whether misses are errors now, and why.
+pub fn frozen_reason() -> Option<&'static str> {
+    if FROZEN.load(Ordering::SeqCst) {
+        Some("ck_jit_rt::freeze() was called")
+    } else if config().offline {
+        Some("CK_JIT_OFFLINE=1")
+    } else {
+        None
+    }
+}
+
+/// The runtime for `CK_JIT_MANIFEST`, if set (shared by every embedded
+/// manifest as the place to look for blobs they do not know).
+pub fn fallback() -> Option<Result<&'static Runtime, Error>> {
+    let path = config().manifest.clone()?;
+    Some(
+        FALLBACK
+            .get_or_init(|| Runtime::from_file(&path).map(|r| r.into_fallback()))
+            .as_ref()
+            .map_err(Clone::clone),
+    )
+}
+
+/// Whether a request found the cache entry or had to compile it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A verified entry was already in the cache.
+    Cached,
+    /// This call ran the compiler.
+    Compiled,
+}
+
+/// Everything known about a blob before compiling it.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The blob's name.
+    pub blob: String,
+    /// Absolute source path.
+    pub source: PathBuf,
+    /// Key of the inputs known before compiling, without the compiler's
+    /// identity (lets a deployment without the compiler find entries).
+    pub inputs_key: String,
+    /// Key including the compiler's identity, when the compiler was found.
+    pub prekey: Option<String>,
+    /// The compiler, when found (else the error saying why not).
+    pub compiler: Result<Arc<CompilerId>, Error>,
+    /// Working directory of the compile.
+    pub cwd: PathBuf,
+    /// Entry symbol spec.
+    pub symbol: SymbolSpec,
+    source_hash: blake3::Hash,
+}
+
+#[derive(Default)]
+struct BlobState {
+    init: Mutex<()>,
+    loaded: OnceCell<Arc<Loaded>>,
+    failure: Mutex<Option<Error>>,
+}
+
+/// A runtime over one manifest: resolves its blobs to loaded entry points.
+pub struct Runtime {
+    manifest: Arc<Manifest>,
+    origin: String,
+    root: PathBuf,
+    cache_dir: Option<PathBuf>,
+    config: Config,
+    cache: OnceCell<Result<Cache, Error>>,
+    states: Mutex<HashMap<String, Arc<BlobState>>>,
+    is_fallback: bool,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("origin", &self.origin)
+            .field("root", &self.root)
+            .field("blobs", &self.manifest.blobs.len())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime over a parsed manifest; `origin` says where it came from
+    /// (used in messages).
+    pub fn new(manifest: Manifest, origin: impl Into<String>) -> Runtime {
+        let config = config().clone();
+        let root = config
+            .root_for(&manifest.name)
+            .unwrap_or_else(|| PathBuf::from(&manifest.root));
+        Runtime {
+            manifest: Arc::new(manifest),
+            origin: origin.into(),
+            root,
+            cache_dir: None,
+            config,
+            cache: OnceCell::new(),
+            states: Mutex::new(HashMap::new()),
+            is_fallback: false,
+        }
+    }
+
+    /// A runtime over a manifest file.
+    pub fn from_file(path: &Path) -> Result<Runtime, Error> {
+        let origin = path.display().to_string();
+        let text = fs::read_to_string(path).map_err(|e| Error::Manifest {
+            origin: origin.clone(),
+            error: ck_jit_build::manifest::ManifestError::Parse(format!("cannot read: {e}")),
+        })?;
+        let manifest = Manifest::from_json(&text).map_err(|error| Error::Manifest {
+            origin: origin.clone(),
+            error,
+        })?;
+        Ok(Runtime::new(manifest, origin))
+    }
+
+    fn into_fallback(mut self) -> Runtime {
+        self.is_fallback = true;
+        self
+    }
+
+    /// Uses `dir` as the cache root instead of the environment's.
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Runtime {
+        self.cache_dir = Some(dir.into());
+        self.cache = OnceCell::new();
+        self
+    }
+
+    /// Uses `root` as the tree root instead of the recorded one.
+    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Runtime {
+        self.root = root.into();
+        self
+    }
+
+    /// Uses these settings instead of the environment's.
+    pub fn with_config(mut self, config: Config) -> Runtime {
+        if let Some(r) = config.root_for(&self.manifest.name) {
+            self.root = r;
+        }
+        self.config = config;
+        self.cache = OnceCell::new();
+        self
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The effective tree root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The cache directory this runtime uses (not opened).
+    pub fn cache_dir(&self) -> Result<PathBuf, Error> {
+        match self
+            .cache_dir
+            .clone()
+            .or_else(|| self.config.cache_dir.clone())
+        {
+            Some(d) => Ok(d),
+            None => cache::default_dir(&self.manifest.name),
+        }
+    }
+
+    /// The opened cache (created and checked on first use).
+    pub fn cache(&self) -> Result<&Cache, Error> {
+        self.cache
+            .get_or_init(|| {
+                let dir = self.cache_dir()?;
+                let c = Cache::open(&dir, self.config.shared_cache)?;
+                let swept = c.sweep_temps(self.config.compile_timeout * 2);
+                if swept > 0 {
+                    log::info!(
+                        "ck-jit: removed {swept} stale temp files from {}",
+                        dir.display()
+                    );
+                }
+                Ok(c)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn state(&self, blob: &str) -> Arc<BlobState> {
+        let mut m = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(blob.to_string()).or_default().clone()
+    }
+
+    fn find(&self, blob: &str) -> Option<(&Blob, &Group)> {
+        let b = self.manifest.blob(blob)?;
+        Some((b, self.manifest.group_of(b)))
+    }
+
+    fn unknown(&self, blob: &str) -> Error {
+        Error::UnknownBlob {
+            blob: blob.to_string(),
+            suggestions: self
+                .manifest
+                .closest_names(blob, 3)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+
+    /// The runtime that knows `blob`: this one, else the fallback manifest.
+    fn owner(&self, blob: &str) -> Result<&Runtime, Error> {
+        if self.manifest.blob(blob).is_some() {
+            return Ok(self);
+        }
+        if !self.is_fallback {
+            if let Some(fb) = fallback() {
+                let fb = fb?;
+                if fb.manifest.blob(blob).is_some() {
+                    return Ok(fb);
+                }
+            }
+        }
+        Err(self.unknown(blob))
+    }
+
+    /// Resolves a blob's entry point, compiling and loading it if needed.
+    /// `symbol` overrides the manifest's symbol spec.
+    pub fn resolve(&self, blob: &str, symbol: Option<&SymbolSpec>) -> Result<*const (), Error> {
+        let owner = self.owner(blob)?;
+        let loaded = owner.load(blob)?;
+        let spec = match symbol {
+            Some(s) => s.for_blob(blob),
+            None => {
+                let (b, _) = owner.find(blob).ok_or_else(|| owner.unknown(blob))?;
+                owner.manifest.symbol_of(b)
+            }
+        };
+        loaded.resolve(&spec)
+    }
+
+    /// Compiles (if needed) and loads a blob; the result, or the failure,
+    /// is remembered for the process (see [`Runtime::reset`]).
+    pub fn load(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
+        let owner = self.owner(blob)?;
+        if !std::ptr::eq(owner, self) {
+            return owner.load(blob);
+        }
+        let state = self.state(blob);
+        if let Some(l) = state.loaded.get() {
+            return Ok(l.clone());
+        }
+        let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = state.loaded.get() {
+            return Ok(l.clone());
+        }
+        if let Some(e) = state
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Err(e);
+        }
+        match self.load_uncached(blob) {
+            Ok(l) => {
+                let l = Arc::new(l);
+                let _ = state.loaded.set(l.clone());
+                Ok(l)
+            }
+            Err(e) => {
+                stats::FAILURES.add(1);
+                log::warn!("{e}");
+                if self.config.verbose {
+                    eprintln!("{e}");
+                }
+                if e.is_sticky() {
+                    *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Forgets a remembered failure of `blob`, so the next call retries.
+    pub fn reset(&self, blob: &str) {
+        let state = self.state(blob);
+        *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Forgets every remembered failure.
+    pub fn reset_all(&self) {
+        let m = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        for s in m.values() {
+            *s.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
+    /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
+    /// compiles at once), returning each blob's result in input order.
+    pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
+        let threads = self.config.jobs.min(blobs.len()).max(1);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Result<(), Error>>>> =
+            Mutex::new((0..blobs.len()).map(|_| None).collect());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(b) = blobs.get(i) else { break };
+                    let r = self.resolve(b, None).map(|_| ());
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        blobs
+            .iter()
+            .zip(results)
+            .map(|(b, r)| (b.to_string(), r.unwrap_or(Ok(()))))
+            .collect()
+    }
+
+    /// Computes a blob's keys and command inputs without compiling.
+    pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
+        let (b, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
+        let source = self.root.join(&b.source);
+        let bytes = read_source(blob, &source, &self.root)?;
+        let source_hash = blake3::hash(&bytes);
+        let launcher = &self.config.launcher;
+        let mut h = blake3::Hasher::new();
+        h.update(b"ck-jit inputs\0");
+        h.update(&CACHE_FORMAT.to_le_bytes());
+        h.update(blob.as_bytes());
+        h.update(b"\0");
+        h.update(source_hash.as_bytes());
+        for a in compile::normalise_args(&g.args) {
+            h.update(b"\0a");
+            h.update(a.replace("{name}", blob).as_bytes());
+        }
+        h.update(b"\0program\0");
+        h.update(g.compiler.as_bytes());
+        h.update(b"\0cwd\0");
+        h.update(g.cwd.as_deref().unwrap_or("{root}").as_bytes());
+        h.update(&[u8::from(g.depfile)]);
+        for l in launcher {
+            h.update(b"\0launcher\0");
+            h.update(l.as_bytes());
+        }
+        let inputs = h.finalize();
+        let compiler = compile::identify(&g.compiler, blob);
+        let prekey = compiler.as_ref().ok().map(|id| {
+            let mut h = blake3::Hasher::new();
+            h.update(inputs.as_bytes());
+            h.update(id.real.as_os_str().as_encoded_bytes());
+            h.update(b"\0");
+            h.update(id.version.as_bytes());
+            short_hash(&h.finalize())
+        });
+        let cwd = match &g.cwd {
+            Some(c) => PathBuf::from(compile::expand(c, &self.root, &source, Path::new(""), blob)),
+            None => self.root.clone(),
+        };
+        Ok(Plan {
+            blob: blob.to_string(),
+            source,
+            inputs_key: short_hash(&inputs),
+            prekey,
+            compiler,
+            cwd,
+            symbol: self.manifest.symbol_of(b),
+            source_hash,
+        })
+    }
+
+    /// The verified cache entry for a plan, if there is one. An entry that
+    /// fails verification is moved aside (and so counts as a miss).
+    pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+        let cache = self.cache()?;
+        let entry = match &plan.prekey {
+            Some(pk) => cache.lookup(&plan.blob, pk, &self.root)?,
+            // No compiler here: any entry built from the same inputs by
+            // any compiler identity will do (a pre-built deployment).
+            None => self.lookup_any_compiler(cache, plan)?,
+        };
+        let Some(entry) = entry else { return Ok(None) };
+        match cache.verify(&entry) {
+            Ok(bytes) => Ok(Some((entry, bytes))),
+            Err(why) => {
+                log::warn!(
+                    "ck-jit: blob '{}': cache entry {} failed verification ({why}); moved aside, rebuilding",
+                    plan.blob,
+                    entry.object.display()
+                );
+                stats::CORRUPT.add(1);
+                cache.quarantine(&entry);
+                Ok(None)
+            }
+        }
+    }
+
+    fn lookup_any_compiler(&self, cache: &Cache, plan: &Plan) -> Result<Option<Entry>, Error> {
+        let mut prekeys: Vec<(u64, String)> = cache
+            .entries()
+            .into_iter()
+            .filter(|e| e.record.blob == plan.blob && e.record.inputs == plan.inputs_key)
+            .map(|e| (e.record.created, e.record.prekey))
+            .collect();
+        prekeys.sort_by(|a, b| b.cmp(a));
+        prekeys.dedup_by(|a, b| a.1 == b.1);
+        for (_, pk) in prekeys {
+            if let Some(found) = cache.lookup(&plan.blob, &pk, &self.root)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn load_uncached(&self, blob: &str) -> Result<Loaded, Error> {
+        let t0 = Instant::now();
+        let (entry, bytes, outcome) = self.ensure(blob, false)?;
+        let loaded = Loaded::open(blob, &entry.object, &bytes)?;
+        let dt = t0.elapsed();
+        stats::LOADS.add(1);
+        stats::LOAD_NS.add(dt.as_nanos() as u64);
+        if outcome == Outcome::Cached {
+            self.cache()?.touch(&entry);
+        }
+        log::info!(
+            "ck-jit: loaded blob '{blob}' ({}) in {:.2} ms from {}",
+            if outcome == Outcome::Cached {
+                "cache hit"
+            } else {
+                "compiled"
+            },
+            dt.as_secs_f64() * 1e3,
+            entry.object.display()
+        );
+        if self.config.verbose {
+            eprintln!(
+                "ck-jit: loaded {blob} in {:.2} ms ({}) from {}",
+                dt.as_secs_f64() * 1e3,
+                if outcome == Outcome::Cached {
+                    "cache hit"
+                } else {
+                    "compiled"
+                },
+                entry.object.display()
+            );
+        }
+        Ok(loaded)
+    }
+
+    /// Makes sure a verified entry for `blob` is in the cache, compiling it
+    /// if needed (or always, with `force`), and returns it with its bytes.
+    /// This is the exact path a lazy call takes, minus the `dlopen`.
+    pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, Vec<u8>, Outcome), Error> {
+        let owner = self.owner(blob)?;
+        if !std::ptr::eq(owner, self) {
+            return owner.ensure(blob, force);
+        }
+        let mut plan = self.plan(blob)?;
+        if !force {
+            if let Some((e, bytes)) = self.cached_entry(&plan)? {
+                stats::HITS.add(1);
+                return Ok((e, bytes, Outcome::Cached));
+            }
+        }
+        // A miss: compiling is needed.
+        if let Some(reason) = frozen_reason().or(self.config.offline.then_some("CK_JIT_OFFLINE=1"))
+        {
+            return Err(Error::Offline {
+                blob: blob.to_string(),
+                reason,
+            });
+        }
+        let id = plan.compiler.clone()?;
+        let cache = self.cache()?;
+        let prekey = plan.prekey.clone().unwrap_or_default();
+        let _lock = if cache.is_shared() && self.config.lock_timeout.is_zero() {
+            None
+        } else {
+            stats::LOCK_WAITS.add(1);
+            Some(cache.lock(blob, &prekey, self.config.lock_timeout)?)
+        };
+        if force {
+            if let Some(e) = cache.lookup(blob, &prekey, &self.root)? {
+                let _ = fs::remove_file(&e.record_path);
+                let _ = fs::remove_file(&e.object);
+            }
+        } else if let Some((e, bytes)) = self.cached_entry(&plan)? {
+            // Someone else compiled it while we waited for the lock.
+            stats::HITS.add(1);
+            return Ok((e, bytes, Outcome::Cached));
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.compile(cache, &plan, &id, &prekey)? {
+                Some((e, bytes)) => return Ok((e, bytes, Outcome::Compiled)),
+                None if tries < 3 => {
+                    // The source changed under the compiler: plan again so
+                    // the result is stored under the key of what was compiled.
+                    plan = self.plan(blob)?;
+                    if plan.prekey.as_deref() != Some(prekey.as_str()) {
+                        return self.ensure(blob, force);
+                    }
+                }
+                None => {
+                    return Err(Error::SourceChanged {
+                        blob: blob.to_string(),
+                        path: plan.source.clone(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Runs the compiler and publishes the result. `None` when the source
+    /// changed during the compile (nothing is published then).
+    fn compile(
+        &self,
+        cache: &Cache,
+        plan: &Plan,
+        id: &CompilerId,
+        prekey: &str,
+    ) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+        let blob = plan.blob.as_str();
+        let (_, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
+        let out = cache.temp_path(blob, "so");
+        let dep = cache.temp_path(blob, "d");
+        let mut argv: Vec<String> = self.config.launcher.clone();
+        argv.push(id.path.to_string_lossy().into_owned());
+        argv.extend(
+            g.args
+                .iter()
+                .filter(|a| a.as_str() != "-fvisibility=hidden")
+                .map(|a| compile::expand(a, &self.root, &plan.source, &out, blob)),
+        );
+        if g.depfile {
+            argv.push("-MD".into());
+            argv.push("-MF".into());
+            argv.push(dep.to_string_lossy().into_owned());
+        }
+        let job = Job {
+            blob: blob.to_string(),
+            argv,
+            cwd: plan.cwd.clone(),
+            log: cache.log_path(blob, prekey),
+            timeout: self.config.compile_timeout,
+        };
+        let cleanup = || {
+            let _ = fs::remove_file(&out);
+            let _ = fs::remove_file(&dep);
+        };
+        let t0 = Instant::now();
+        let ran = {
+            let _permit = JOBS.acquire();
+            log::info!("ck-jit: compiling blob '{blob}': {}", job.command_line());
+            job.run()
+        };
+        let dt = t0.elapsed();
+        stats::COMPILES.add(1);
+        stats::COMPILE_NS.add(dt.as_nanos() as u64);
+        if let Err(e) = ran {
+            cleanup();
+            return Err(e);
+        }
+        if self.config.verbose {
+            eprintln!(
+                "ck-jit: compiled {blob} in {:.1} ms ({})",
+                dt.as_secs_f64() * 1e3,
+                id.path.display()
+            );
+        }
+        let bad = |why: String| {
+            cleanup();
+            Error::BadObject {
+                blob: blob.to_string(),
+                path: out.clone(),
+                why,
+            }
+        };
+        let bytes = match fs::read(&out) {
+            Ok(b) if b.is_empty() => {
+                return Err(bad("the compiler exited 0 but wrote an empty file".into()))
+            }
+            Ok(b) => b,
+            Err(_) => return Err(bad("the compiler exited 0 but wrote no output".into())),
+        };
+        if let Err(e) = crate::symbol::check_header(&bytes, Some(crate::symbol::HOST_MACHINE)) {
+            return Err(bad(e.to_string()));
+        }
+        // The headers it read, hashed now (after the compile).
+        let mut deps = Vec::new();
+        if g.depfile {
+            let text = fs::read_to_string(&dep).unwrap_or_default();
+            let src_canon = fs::canonicalize(&plan.source).ok();
+            let mut seen = std::collections::BTreeMap::new();
+            for d in depfile::parse(&text) {
+                let p = plan.cwd.join(&d);
+                let canon = fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+                if Some(&canon) == src_canon.as_ref() || p == plan.source {
+                    continue;
+                }
+                if let Ok(hash) = cache::file_hash(&p) {
+                    seen.insert(cache::dep_name(&p, &self.root), hash);
+                }
+            }
+            deps = seen
+                .into_iter()
+                .map(|(path, hash)| Dep { path, hash })
+                .collect();
+        }
+        let _ = fs::remove_file(&dep);
+        // The source must still be what was planned, or the object would be
+        // stored under a key that does not describe it.
+        let now = fs::read(&plan.source).map(|b| blake3::hash(&b)).ok();
+        if now != Some(plan.source_hash) {
+            cleanup();
+            return Ok(None);
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(prekey.as_bytes());
+        for d in &deps {
+            h.update(b"\0");
+            h.update(d.path.as_bytes());
+            h.update(b"\0");
+            h.update(d.hash.as_bytes());
+        }
+        let key = short_hash(&h.finalize());
+        let record = Record {
+            inputs: plan.inputs_key.clone(),
+            format: CACHE_FORMAT,
+            blob: blob.to_string(),
+            prekey: prekey.to_string(),
+            key,
+            size: bytes.len() as u64,
+            checksum: blake3::hash(&bytes).to_hex().to_string(),
+            deps,
+            command: job.argv.clone(),
+            created: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        let entry = match cache.publish(&out, record) {
+            Ok(e) => e,
+            Err(e) => {
+                cleanup();
+                return Err(e);
+            }
+        };
+        let bytes = if entry.record.size == bytes.len() as u64 {
+            bytes
+        } else {
+            fs::read(&entry.object).map_err(|e| Error::io("reading", &entry.object, e))?
+        };
+        Ok(Some((entry, bytes)))
+    }
+}
+
+fn read_source(blob: &str, source: &Path, root: &Path) -> Result<Vec<u8>, Error> {
+    let canon = fs::canonicalize(source).map_err(|e| Error::Source {
+        blob: blob.to_string(),
+        path: source.to_path_buf(),
+        error: Arc::new(e),
+    })?;
+    let canon_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    if !canon.starts_with(&canon_root) {
+        return Err(Error::SourceOutsideRoot {
+            blob: blob.to_string(),
+            path: canon,
+            root: canon_root,
+        });
+    }
+    fs::read(&canon).map_err(|e| Error::Source {
+        blob: blob.to_string(),
+        path: source.to_path_buf(),
+        error: Arc::new(e),
+    })
+}
+
+/// Counters of this process (compiles, hits, loads, failures, time).
+pub fn stats() -> Stats {
+    stats::snapshot()
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Runtime>();
+}
