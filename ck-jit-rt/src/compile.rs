@@ -119,9 +119,10 @@ fn identify_uncached(
     }))
 }
 
-/// A counting semaphore bounding concurrent compiles (`CK_JIT_JOBS`).
+/// A counting semaphore bounding concurrent compiles (`CK_JIT_JOBS`);
+/// its limit can change while compiles run.
 pub struct Jobs {
-    free: Mutex<usize>,
+    state: Mutex<(usize, usize)>,
     cv: Condvar,
 }
 
@@ -132,27 +133,39 @@ impl Jobs {
     /// A semaphore of `n` slots.
     pub fn new(n: usize) -> Jobs {
         Jobs {
-            free: Mutex::new(n.max(1)),
+            state: Mutex::new((0, n.max(1))),
             cv: Condvar::new(),
         }
     }
 
+    /// Changes the number of slots (at least 1).
+    pub fn set_limit(&self, n: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.1 = n.max(1);
+        self.cv.notify_all();
+    }
+
+    /// The number of slots.
+    pub fn limit(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
     /// Waits for a free slot.
     pub fn acquire(&self) -> JobPermit<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= st.1 {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        *free -= 1;
+        st.0 += 1;
         JobPermit(self)
     }
 }
 
 impl Drop for JobPermit<'_> {
     fn drop(&mut self) {
-        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
-        *free += 1;
-        self.0.cv.notify_one();
+        let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 -= 1;
+        self.0.cv.notify_all();
     }
 }
 

@@ -42,7 +42,9 @@ pub mod symbol;
 
 pub use ck_jit_build::manifest;
 pub use error::{shell_quote, Error};
-pub use runtime::{fallback, freeze, frozen_reason, stats, unfreeze, Outcome, Plan, Runtime};
+pub use runtime::{
+    fallback, freeze, frozen_reason, jobs, set_jobs, stats, unfreeze, Outcome, Plan, Runtime,
+};
 pub use stats::Stats;
 
 /// Items used by code that `#[lazy_kernel]` and [`embed_manifest!`]

@@ -35,6 +35,17 @@ pub fn freeze() {
     FROZEN.store(true, Ordering::SeqCst);
 }
 
+/// Sets the most compiles this process runs at once (default
+/// `CK_JIT_JOBS`, else the number of available cores).
+pub fn set_jobs(n: usize) {
+    JOBS.set_limit(n);
+}
+
+/// The most compiles this process runs at once.
+pub fn jobs() -> usize {
+    JOBS.limit()
+}
+
 /// Undoes [`freeze`] (the environment's `CK_JIT_OFFLINE` still applies).
 pub fn unfreeze() {
     FROZEN.store(false, Ordering::SeqCst);
@@ -498,61 +509,51 @@ impl Runtime {
         if !std::ptr::eq(owner, self) {
             return owner.ensure(blob, force);
         }
-        let mut plan = self.plan(blob)?;
-        if !force {
-            if let Some((e, bytes)) = self.cached_entry(&plan)? {
+        // A source that changes under the compiler is planned again, so the
+        // result is stored under the key of what was compiled; a source
+        // that never holds still is an error after a few rounds.
+        let mut last_source = PathBuf::new();
+        for _ in 0..3 {
+            let plan = self.plan(blob)?;
+            last_source = plan.source.clone();
+            if !force {
+                if let Some((e, bytes)) = self.cached_entry(&plan)? {
+                    stats::HITS.add(1);
+                    return Ok((e, bytes, Outcome::Cached));
+                }
+            }
+            if let Some(reason) =
+                frozen_reason().or(self.config.offline.then_some("CK_JIT_OFFLINE=1"))
+            {
+                return Err(Error::Offline {
+                    blob: blob.to_string(),
+                    reason,
+                });
+            }
+            let id = plan.compiler.clone()?;
+            let cache = self.cache()?;
+            let prekey = plan.prekey.clone().unwrap_or_default();
+            stats::LOCK_WAITS.add(1);
+            let _lock = cache.lock(blob, &prekey, self.config.lock_timeout)?;
+            if force {
+                if let Some(e) = cache.lookup(blob, &prekey, &self.root)? {
+                    // Unlinking is safe for processes that have it mapped.
+                    let _ = fs::remove_file(&e.record_path);
+                    let _ = fs::remove_file(&e.object);
+                }
+            } else if let Some((e, bytes)) = self.cached_entry(&plan)? {
+                // Another thread or process compiled it while we waited.
                 stats::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
-        }
-        // A miss: compiling is needed.
-        if let Some(reason) = frozen_reason().or(self.config.offline.then_some("CK_JIT_OFFLINE=1"))
-        {
-            return Err(Error::Offline {
-                blob: blob.to_string(),
-                reason,
-            });
-        }
-        let id = plan.compiler.clone()?;
-        let cache = self.cache()?;
-        let prekey = plan.prekey.clone().unwrap_or_default();
-        let _lock = if cache.is_shared() && self.config.lock_timeout.is_zero() {
-            None
-        } else {
-            stats::LOCK_WAITS.add(1);
-            Some(cache.lock(blob, &prekey, self.config.lock_timeout)?)
-        };
-        if force {
-            if let Some(e) = cache.lookup(blob, &prekey, &self.root)? {
-                let _ = fs::remove_file(&e.record_path);
-                let _ = fs::remove_file(&e.object);
-            }
-        } else if let Some((e, bytes)) = self.cached_entry(&plan)? {
-            // Someone else compiled it while we waited for the lock.
-            stats::HITS.add(1);
-            return Ok((e, bytes, Outcome::Cached));
-        }
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.compile(cache, &plan, &id, &prekey)? {
-                Some((e, bytes)) => return Ok((e, bytes, Outcome::Compiled)),
-                None if tries < 3 => {
-                    // The source changed under the compiler: plan again so
-                    // the result is stored under the key of what was compiled.
-                    plan = self.plan(blob)?;
-                    if plan.prekey.as_deref() != Some(prekey.as_str()) {
-                        return self.ensure(blob, force);
-                    }
-                }
-                None => {
-                    return Err(Error::SourceChanged {
-                        blob: blob.to_string(),
-                        path: plan.source.clone(),
-                    })
-                }
+            if let Some((e, bytes)) = self.compile(cache, &plan, &id, &prekey)? {
+                return Ok((e, bytes, Outcome::Compiled));
             }
         }
+        Err(Error::SourceChanged {
+            blob: blob.to_string(),
+            path: last_source,
+        })
     }
 
     /// Runs the compiler and publishes the result. `None` when the source

@@ -1,0 +1,160 @@
+//! Shared pieces of the workspace's integration tests: throwaway trees with
+//! blob sources, hand-made manifests, the mocked compiler and the probe
+//! process.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_rt::config::Config;
+use ck_jit_rt::Runtime;
+
+/// A directory of its own for one test, removed on drop unless the test
+/// panicked (so a failure leaves its evidence).
+pub struct Tree {
+    /// The directory.
+    pub dir: PathBuf,
+}
+
+impl Tree {
+    /// A fresh empty tree named after the test.
+    pub fn new(name: &str) -> Tree {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join("ck-jit-tests").join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create test dir");
+        Tree { dir }
+    }
+
+    /// Absolute path of `rel`.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// Writes a file (creating parents).
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d).expect("create parent");
+        }
+        fs::write(&p, text).expect("write file");
+        p
+    }
+
+    /// Writes a C blob `kernels/<name>.c` exporting `int name(int x)`
+    /// returning `x * mul + add`.
+    pub fn c_blob(&self, name: &str, mul: i32, add: i32) -> PathBuf {
+        self.write(
+            &format!("kernels/{name}.c"),
+            &format!("int {name}(int x) {{ return x * {mul} + {add}; }}\n"),
+        )
+    }
+
+    /// The cache directory tests use (inside the tree).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.path("cache")
+    }
+
+    /// Writes a manifest file and returns its path.
+    pub fn write_manifest(&self, m: &Manifest) -> PathBuf {
+        let p = self.path("manifest.json");
+        fs::write(&p, m.to_json()).expect("write manifest");
+        p
+    }
+
+    /// A runtime over `m` with this tree's cache and `config`.
+    pub fn runtime(&self, m: &Manifest, config: Config) -> Runtime {
+        Runtime::new(m.clone(), "test")
+            .with_config(config)
+            .with_root(&self.dir)
+            .with_cache_dir(self.cache_dir())
+    }
+
+    /// The log file the mocked compiler appends to.
+    pub fn compile_log(&self) -> PathBuf {
+        self.path("compiles.log")
+    }
+
+    /// Lines in the compile log (compiler runs so far).
+    pub fn compiles(&self) -> usize {
+        fs::read_to_string(self.compile_log())
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A manifest over `kernels/<name>.c` for each name, compiled by
+/// `compiler` as a shared object, entry symbol = the blob name.
+pub fn c_manifest(root: &Path, names: &[&str], compiler: &str, extra: &[&str]) -> Manifest {
+    let mut m = Manifest::new("ck_jit_test", root.to_string_lossy());
+    let mut args: Vec<String> = vec!["-O1".into(), "-fPIC".into(), "-shared".into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(["{src}".into(), "-o".into(), "{out}".into()]);
+    m.groups.push(Group {
+        name: "c".into(),
+        compiler: compiler.into(),
+        args,
+        cwd: None,
+        symbol: SymbolSpec::Exact("{name}".into()),
+        depfile: true,
+    });
+    for n in names {
+        m.blobs.push(Blob {
+            name: n.to_string(),
+            source: format!("kernels/{n}.c"),
+            group: 0,
+            symbol: None,
+            meta: BTreeMap::new(),
+        });
+    }
+    m.finish().expect("valid test manifest");
+    m
+}
+
+/// Settings for tests: the environment's, minus anything that would make a
+/// developer's own variables change the outcome.
+pub fn test_config() -> Config {
+    let mut c = Config::from_env();
+    c.cache_dir = None;
+    c.root = None;
+    c.manifest = None;
+    c.offline = false;
+    c.shared_cache = false;
+    c.launcher = Vec::new();
+    c.compile_timeout = std::time::Duration::from_secs(120);
+    c.lock_timeout = std::time::Duration::from_secs(180);
+    c
+}
+
+/// Path of a binary of this package (next to the test executable's dir).
+pub fn bin_path(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().expect("exe dir");
+    let dir = if dir.ends_with("deps") {
+        dir.parent().expect("target dir")
+    } else {
+        dir
+    };
+    dir.join(name)
+}
+
+/// Calls a resolved `int f(int)` entry.
+pub fn call(p: *const (), x: i32) -> i32 {
+    // SAFETY: every test blob exports `int name(int)`.
+    let f: extern "C" fn(i32) -> i32 = unsafe { std::mem::transmute(p) };
+    f(x)
+}

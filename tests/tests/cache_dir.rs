@@ -1,0 +1,135 @@
+//! The cache belongs to the user: created 0700; a root that is a symlink,
+//! owned by someone else, or writable by group/others is refused with an
+//! error saying why and how to fix it, unless the shared cache is opted
+//! into; an unwritable cache is an error naming the directory.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use ck_jit_rt::cache::Cache;
+use ck_jit_rt::Error;
+use ck_jit_tests::{c_manifest, test_config, Tree};
+
+fn refused(dir: &std::path::Path, shared: bool) -> String {
+    match Cache::open(dir, shared) {
+        Err(e @ Error::Cache { .. }) => e.to_string(),
+        Err(e) => panic!("unexpected error kind: {e}"),
+        Ok(_) => panic!("{} was accepted", dir.display()),
+    }
+}
+
+#[test]
+fn new_cache_directory_is_created_0700_despite_the_umask() {
+    let t = Tree::new("mode");
+    let dir = t.path("deep/new-cache");
+    Cache::open(&dir, false).unwrap();
+    let mode = fs::metadata(&dir).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    for sub in ["v1", "tmp", "bad", "logs"] {
+        assert_eq!(
+            fs::metadata(dir.join(sub)).unwrap().mode() & 0o777,
+            0o700,
+            "{sub}"
+        );
+    }
+}
+
+#[test]
+fn symlink_root_is_refused_unless_shared() {
+    let t = Tree::new("symlink");
+    let real = t.path("real");
+    fs::create_dir(&real).unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).unwrap();
+    let link = t.path("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let msg = refused(&link, false);
+    assert!(
+        msg.contains("symlink") && msg.contains("CK_JIT_SHARED_CACHE"),
+        "{msg}"
+    );
+    Cache::open(&link, true).unwrap();
+}
+
+#[test]
+fn world_writable_root_is_refused_even_when_shared() {
+    let t = Tree::new("0777");
+    let dir = t.path("open");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    let msg = refused(&dir, false);
+    assert!(msg.contains("writable by every user"), "{msg}");
+    refused(&dir, true);
+}
+
+#[test]
+fn tmp_itself_is_refused() {
+    let msg = refused(std::path::Path::new("/tmp"), false);
+    assert!(msg.contains("/tmp"), "{msg}");
+}
+
+#[test]
+fn group_writable_root_is_refused_unless_shared() {
+    let t = Tree::new("group");
+    let dir = t.path("team");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o770)).unwrap();
+    let msg = refused(&dir, false);
+    assert!(
+        msg.contains("chmod 700") && msg.contains("CK_JIT_SHARED_CACHE=1"),
+        "{msg}"
+    );
+    let c = Cache::open(&dir, true).unwrap();
+    assert!(c.is_shared());
+}
+
+#[test]
+fn root_owned_by_another_user_is_refused_unless_shared() {
+    let t = Tree::new("owner");
+    let dir = t.path("theirs");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    // As root, give it away; otherwise use a directory we do not own.
+    // SAFETY: plain syscalls on a path we created.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let dir = if is_root {
+        let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+        // SAFETY: c is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+        dir
+    } else {
+        std::path::PathBuf::from("/")
+    };
+    let msg = refused(&dir, false);
+    assert!(msg.contains("owned by user id"), "{msg}");
+    if is_root {
+        Cache::open(&dir, true).unwrap();
+    }
+}
+
+#[test]
+fn unwritable_cache_is_an_error_naming_the_directory() {
+    let t = Tree::new("unwritable");
+    let file = t.write("a-file", "not a directory");
+    let dir = file.join("cache");
+    let msg = refused(&dir, false);
+    assert!(msg.contains(&dir.display().to_string()), "{msg}");
+
+    // Through a runtime: the error, not a panic, with the directory named.
+    t.c_blob("k", 1, 1);
+    let m = c_manifest(&t.dir, &["k"], "cc", &[]);
+    let rt = ck_jit_rt::Runtime::new(m, "test")
+        .with_config(test_config())
+        .with_cache_dir(&dir);
+    let err = rt.resolve("k", None).unwrap_err();
+    assert!(
+        err.to_string().contains(&dir.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn default_cache_dir_is_under_home_not_tmp() {
+    let d = ck_jit_rt::cache::default_dir("ck_jit").unwrap();
+    assert!(d.ends_with("ck_jit"));
+    assert!(!d.starts_with("/tmp"), "{}", d.display());
+}

@@ -1,0 +1,202 @@
+//! The cache key covers every input: source bytes, headers read (from the
+//! depfile), argv, compiler identity, launcher. Changing one alone is a
+//! miss; touching a file without changing it is a hit; a deleted header is
+//! a miss, not an error.
+
+use std::fs;
+use std::path::Path;
+
+use ck_jit_rt::{Outcome, Runtime};
+use ck_jit_tests::{c_manifest, call, test_config, Tree};
+
+const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
+
+fn outcome(rt: &Runtime, blob: &str) -> Outcome {
+    rt.ensure(blob, false).expect("ensure").2
+}
+
+/// A fresh runtime (new process state) over the same tree and cache.
+fn fresh(t: &Tree, names: &[&str], extra: &[&str]) -> Runtime {
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let mut args = vec![log.as_str()];
+    args.extend_from_slice(extra);
+    t.runtime(&c_manifest(&t.dir, names, MOCK, &args), test_config())
+}
+
+fn touch(p: &Path) {
+    let f = fs::File::options().write(true).open(p).unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+}
+
+#[test]
+fn header_edit_is_a_miss_touch_is_a_hit_delete_is_a_miss() {
+    let t = Tree::new("header");
+    t.write("include/k.h", "#define K 3\n");
+    t.write(
+        "kernels/hk.c",
+        "#include \"../include/k.h\"\nint hk(int x) { return x * K; }\n",
+    );
+    let rt = fresh(&t, &["hk"], &[]);
+    assert_eq!(outcome(&rt, "hk"), Outcome::Compiled);
+    assert_eq!(outcome(&rt, "hk"), Outcome::Cached);
+
+    touch(&t.path("include/k.h"));
+    assert_eq!(
+        outcome(&fresh(&t, &["hk"], &[]), "hk"),
+        Outcome::Cached,
+        "touched header must hit"
+    );
+
+    t.write("include/k.h", "#define K 5\n");
+    let rt = fresh(&t, &["hk"], &[]);
+    assert_eq!(
+        outcome(&rt, "hk"),
+        Outcome::Compiled,
+        "edited header must miss"
+    );
+    assert_eq!(call(rt.resolve("hk", None).unwrap(), 2), 10);
+
+    // Header deleted and its include removed: a miss, not an error.
+    fs::remove_file(t.path("include/k.h")).unwrap();
+    t.write("kernels/hk.c", "int hk(int x) { return x * 7; }\n");
+    let rt = fresh(&t, &["hk"], &[]);
+    assert_eq!(outcome(&rt, "hk"), Outcome::Compiled);
+    assert_eq!(call(rt.resolve("hk", None).unwrap(), 2), 14);
+    assert_eq!(t.compiles(), 3);
+}
+
+#[test]
+fn header_deleted_but_still_included_is_a_miss_then_a_compile_error() {
+    let t = Tree::new("header-gone");
+    t.write("include/g.h", "#define G 3\n");
+    t.write(
+        "kernels/g.c",
+        "#include \"../include/g.h\"\nint g(int x) { return x * G; }\n",
+    );
+    assert_eq!(outcome(&fresh(&t, &["g"], &[]), "g"), Outcome::Compiled);
+    fs::remove_file(t.path("include/g.h")).unwrap();
+    let err = fresh(&t, &["g"], &[]).ensure("g", false).unwrap_err();
+    assert!(
+        matches!(err, ck_jit_rt::Error::CompileFailed { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn source_argv_launcher_and_compiler_each_change_the_key() {
+    let t = Tree::new("key");
+    t.c_blob("k", 2, 1);
+    assert_eq!(outcome(&fresh(&t, &["k"], &[]), "k"), Outcome::Compiled);
+    assert_eq!(outcome(&fresh(&t, &["k"], &[]), "k"), Outcome::Cached);
+
+    // Touching the source without changing it: hit.
+    touch(&t.path("kernels/k.c"));
+    assert_eq!(outcome(&fresh(&t, &["k"], &[]), "k"), Outcome::Cached);
+
+    // Source bytes.
+    t.c_blob("k", 2, 2);
+    assert_eq!(outcome(&fresh(&t, &["k"], &[]), "k"), Outcome::Compiled);
+
+    // Argv.
+    assert_eq!(
+        outcome(&fresh(&t, &["k"], &["-DX=1"]), "k"),
+        Outcome::Compiled
+    );
+    assert_eq!(
+        outcome(&fresh(&t, &["k"], &["-DX=1"]), "k"),
+        Outcome::Cached
+    );
+
+    // Launcher (env is a launcher that just runs its arguments).
+    let mut c = test_config();
+    c.launcher = vec!["env".into()];
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log]);
+    let rt = t.runtime(&m, c);
+    assert_eq!(outcome(&rt, "k"), Outcome::Compiled);
+
+    // Compiler identity: another path with the same behaviour.
+    let other = t.path("bin/other-cc");
+    fs::create_dir_all(other.parent().unwrap()).unwrap();
+    fs::copy(MOCK, &other).unwrap();
+    let m = c_manifest(&t.dir, &["k"], other.to_str().unwrap(), &[&log]);
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "k"),
+        Outcome::Compiled
+    );
+    assert_eq!(t.compiles(), 5);
+}
+
+#[test]
+fn compiler_version_output_is_part_of_the_key() {
+    let t = Tree::new("version");
+    t.c_blob("v", 1, 1);
+    let script = t.write(
+        "bin/cc-versioned",
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then cat {}; exit 0; fi\nexec {MOCK} \"$@\"\n",
+            t.path("version.txt").display()
+        ),
+    );
+    t.write("version.txt", "cc 1.0\n");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let m = c_manifest(&t.dir, &["v"], script.to_str().unwrap(), &[]);
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "v"),
+        Outcome::Compiled
+    );
+    ck_jit_rt::compile::forget_identities();
+    assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
+    t.write("version.txt", "cc 1.1\n");
+    ck_jit_rt::compile::forget_identities();
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "v"),
+        Outcome::Compiled
+    );
+}
+
+#[test]
+fn entry_file_names_carry_the_key() {
+    let t = Tree::new("names");
+    t.c_blob("n", 1, 0);
+    let (e1, _, _) = fresh(&t, &["n"], &[]).ensure("n", false).unwrap();
+    t.c_blob("n", 1, 1);
+    let (e2, _, _) = fresh(&t, &["n"], &[]).ensure("n", false).unwrap();
+    assert_ne!(e1.object, e2.object);
+    let stem = e2
+        .object
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(stem, e2.record.key);
+    assert!(
+        e1.object.exists(),
+        "old entry must stay (never rewritten in place)"
+    );
+}
+
+#[test]
+fn relocated_tree_with_same_contents_hits() {
+    let t = Tree::new("relocate");
+    t.write("include/r.h", "#define R 4\n");
+    t.write(
+        "kernels/r.c",
+        "#include \"../include/r.h\"\nint r(int x) { return x + R; }\n",
+    );
+    let m = c_manifest(&t.dir, &["r"], MOCK, &[]);
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "r"),
+        Outcome::Compiled
+    );
+    let moved = t.path("moved");
+    fs::create_dir_all(&moved).unwrap();
+    for d in ["include", "kernels"] {
+        fs::rename(t.path(d), moved.join(d)).unwrap();
+    }
+    let rt = t.runtime(&m, test_config()).with_root(&moved);
+    assert_eq!(outcome(&rt, "r"), Outcome::Cached);
+    assert_eq!(call(rt.resolve("r", None).unwrap(), 1), 5);
+}

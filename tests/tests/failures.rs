@@ -1,0 +1,230 @@
+//! Every failure is an error value with enough to act on, remembered for
+//! the process, and never a crash: failing, missing, silent, lying, noisy
+//! and hanging compilers; corrupt cache entries; unknown blobs.
+
+use std::fs;
+
+use ck_jit_rt::{Error, Outcome};
+use ck_jit_tests::{c_manifest, call, test_config, Tree};
+
+const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
+
+fn mocked(t: &Tree, names: &[&str], mode: &str) -> ck_jit_rt::Runtime {
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let mode = format!("--mock-mode={mode}");
+    t.runtime(
+        &c_manifest(&t.dir, names, MOCK, &[&log, &mode]),
+        test_config(),
+    )
+}
+
+#[test]
+fn failing_compile_reports_command_status_stderr_and_log_and_is_remembered() {
+    let t = Tree::new("fail");
+    t.c_blob("broken", 1, 1);
+    let rt = mocked(&t, &["broken"], "fail");
+    let err = rt.resolve("broken", None).unwrap_err();
+    match &err {
+        Error::CompileFailed {
+            command,
+            status,
+            stderr_tail,
+            log,
+            ..
+        } => {
+            assert!(
+                command.contains(MOCK) && command.contains("broken.c"),
+                "{command}"
+            );
+            assert_eq!(status, "exit status 1");
+            assert!(stderr_tail.contains("broken on purpose"), "{stderr_tail}");
+            assert!(fs::read_to_string(log)
+                .unwrap()
+                .contains("broken on purpose"));
+        }
+        other => panic!("expected CompileFailed, got {other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("broken") && text.contains("command:"),
+        "{text}"
+    );
+    // Called in a loop: the compiler ran once.
+    for _ in 0..5 {
+        assert!(rt.resolve("broken", None).is_err());
+    }
+    assert_eq!(t.compiles(), 1);
+    // An explicit reset allows a retry.
+    rt.reset("broken");
+    assert!(rt.resolve("broken", None).is_err());
+    assert_eq!(t.compiles(), 2);
+}
+
+#[test]
+fn missing_compiler_names_the_program_and_how_to_set_it() {
+    let t = Tree::new("nocc");
+    t.c_blob("k", 1, 1);
+    let m = c_manifest(&t.dir, &["k"], "ck-jit-no-such-cc", &[]);
+    let err = t.runtime(&m, test_config()).resolve("k", None).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::CompilerNotFound { .. }), "{text}");
+    assert!(text.contains("'ck-jit-no-such-cc'"), "{text}");
+    assert!(text.contains("CK_JIT_CK_JIT_NO_SUCH_CC="), "{text}");
+    assert!(text.contains("PATH"), "{text}");
+}
+
+#[test]
+fn compiler_that_writes_nothing_or_garbage_is_a_bad_object() {
+    for (mode, why) in [
+        ("empty", "wrote no output"),
+        ("nonelf", "not an ELF file"),
+        ("otherarch", "another architecture"),
+        ("truncate", "truncated"),
+    ] {
+        let t = Tree::new(mode);
+        t.c_blob("k", 1, 1);
+        let err = mocked(&t, &["k"], mode).resolve("k", None).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, Error::BadObject { .. }) || text.contains(why),
+            "{mode}: {text}"
+        );
+        assert!(text.contains(why), "{mode}: {text}");
+        // Nothing was published.
+        let rt = mocked(&t, &["k"], "");
+        let plan = rt.plan("k").unwrap();
+        assert!(rt.cached_entry(&plan).unwrap().is_none(), "{mode}");
+    }
+}
+
+#[test]
+fn megabytes_of_stderr_are_bounded_in_memory_and_kept_on_disk() {
+    let t = Tree::new("spew");
+    t.c_blob("k", 1, 1);
+    let err = mocked(&t, &["k"], "spew=8,fail")
+        .resolve("k", None)
+        .unwrap_err();
+    match err {
+        Error::CompileFailed {
+            stderr_tail, log, ..
+        } => {
+            assert!(stderr_tail.len() <= ck_jit_rt::compile::TAIL_BYTES);
+            assert!(fs::metadata(log).unwrap().len() >= 8 << 20);
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn hanging_compiler_is_killed_after_the_timeout() {
+    let t = Tree::new("hang");
+    t.c_blob("k", 1, 1);
+    let mut c = test_config();
+    c.compile_timeout = std::time::Duration::from_millis(500);
+    let m = c_manifest(&t.dir, &["k"], MOCK, &["--mock-mode=hang"]);
+    let start = std::time::Instant::now();
+    let err = t.runtime(&m, c).resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::CompileTimeout { .. }), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
+    assert!(err.to_string().contains("CK_JIT_COMPILE_TIMEOUT"));
+}
+
+#[test]
+fn unknown_blob_suggests_close_names() {
+    let t = Tree::new("unknown");
+    t.c_blob("vadd_f32", 1, 1);
+    let rt = mocked(&t, &["vadd_f32"], "");
+    let err = rt.resolve("vad_f32", None).unwrap_err();
+    assert!(err.to_string().contains("did you mean 'vadd_f32'"), "{err}");
+}
+
+#[test]
+fn missing_symbol_lists_what_the_object_exports() {
+    let t = Tree::new("nosym");
+    t.c_blob("k", 1, 1);
+    let rt = mocked(&t, &["k"], "");
+    let spec = ck_jit_rt::manifest::SymbolSpec::Exact("not_there".into());
+    let err = rt.resolve("k", Some(&spec)).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::SymbolNotFound { .. }), "{text}");
+    assert!(text.contains("exported functions: k"), "{text}");
+}
+
+#[test]
+fn blob_deleted_after_build_is_a_clear_error() {
+    let t = Tree::new("deleted");
+    t.c_blob("k", 1, 1);
+    let rt = mocked(&t, &["k"], "");
+    fs::remove_file(t.path("kernels/k.c")).unwrap();
+    let err = rt.resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::Source { .. }), "{err}");
+    assert!(err.to_string().contains("kernels/k.c"), "{err}");
+}
+
+#[test]
+fn blob_symlinked_outside_the_root_is_refused() {
+    let t = Tree::new("escape");
+    let outside = Tree::new("escape-outside");
+    outside.write("evil.c", "int k(int x) { return x; }\n");
+    fs::create_dir_all(t.path("kernels")).unwrap();
+    std::os::unix::fs::symlink(outside.path("evil.c"), t.path("kernels/k.c")).unwrap();
+    let err = mocked(&t, &["k"], "").resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::SourceOutsideRoot { .. }), "{err}");
+    assert_eq!(t.compiles(), 0);
+}
+
+#[test]
+fn source_changed_during_compile_is_not_stored_under_the_old_key() {
+    let t = Tree::new("changing");
+    t.c_blob("k", 1, 1);
+    // Every compile appends to the source, so no result ever matches the
+    // bytes that were planned: nothing may be published.
+    let rt = mocked(&t, &["k"], "touch-src");
+    let err = rt.ensure("k", false).unwrap_err();
+    assert!(matches!(err, Error::SourceChanged { .. }), "{err}");
+    let rt = mocked(&t, &["k"], "");
+    let plan = rt.plan("k").unwrap();
+    assert!(rt.cached_entry(&plan).unwrap().is_none());
+    assert!(rt.cache().unwrap().entries().is_empty());
+}
+
+fn corrupt_then_rebuild(name: &str, damage: impl Fn(&std::path::Path)) {
+    let t = Tree::new(name);
+    t.c_blob("k", 3, 0);
+    let rt = mocked(&t, &["k"], "");
+    let (entry, _, o) = rt.ensure("k", false).unwrap();
+    assert_eq!(o, Outcome::Compiled);
+    damage(&entry.object);
+    let rt = mocked(&t, &["k"], "");
+    assert_eq!(call(rt.resolve("k", None).unwrap(), 2), 6, "{name}");
+    assert_eq!(t.compiles(), 2, "{name}: exactly one rebuild");
+    let bad = fs::read_dir(t.cache_dir().join("bad")).unwrap().count();
+    assert!(bad >= 1, "{name}: the bad entry is moved aside");
+    assert_eq!(
+        mocked(&t, &["k"], "").ensure("k", false).unwrap().2,
+        Outcome::Cached
+    );
+}
+
+#[test]
+fn truncated_entry_is_rebuilt_once() {
+    corrupt_then_rebuild("truncated", |p| {
+        let b = fs::read(p).unwrap();
+        fs::write(p, &b[..b.len() / 2]).unwrap();
+    });
+}
+
+#[test]
+fn emptied_entry_is_rebuilt_once() {
+    corrupt_then_rebuild("emptied", |p| fs::write(p, b"").unwrap());
+}
+
+#[test]
+fn byte_flipped_entry_is_rebuilt_once() {
+    corrupt_then_rebuild("flipped", |p| {
+        let mut b = fs::read(p).unwrap();
+        let i = b.len() / 3;
+        b[i] ^= 0xff;
+        fs::write(p, &b).unwrap();
+    });
+}

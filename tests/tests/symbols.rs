@@ -1,0 +1,122 @@
+//! Entry points resolved by exact name and by `.dynsym` prefix on objects
+//! built by the real C/C++ compiler in the test, including a CK-style
+//! Itanium-mangled template specialisation.
+
+use std::process::Command;
+
+use ck_jit_rt::load::Loaded;
+use ck_jit_rt::manifest::SymbolSpec;
+use ck_jit_rt::symbol;
+use ck_jit_tests::{call, test_config, Tree};
+
+const CK_STYLE: &str = r#"
+namespace ck_tile { struct stream_config { int s; }; }
+struct fmha_fwd_args { int x; };
+template <int HDim, bool Mask> struct fmha_fwd_traits_ {};
+template <typename Trait> float fmha_fwd_(const ck_tile::stream_config&, fmha_fwd_args);
+using trait_0 = fmha_fwd_traits_<128, true>;
+template <> float fmha_fwd_<trait_0>(const ck_tile::stream_config& s, fmha_fwd_args a) {
+    return float(a.x * 2 + s.s);
+}
+static int helper(int x) { return x; }
+extern "C" int plain_entry(int x) { return helper(x) + 100; }
+"#;
+
+fn build(t: &Tree, flags: &[&str]) -> std::path::PathBuf {
+    let src = t.write("ck_style.cpp", CK_STYLE);
+    let out = t.path("ck_style.so");
+    let st = Command::new("c++")
+        .args(["-O1", "-fPIC", "-shared"])
+        .args(flags)
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("c++ runs");
+    assert!(st.success());
+    out
+}
+
+#[test]
+fn exact_and_prefix_resolution_on_a_real_object() {
+    let t = Tree::new("symbols");
+    let so = build(&t, &[]);
+    let bytes = std::fs::read(&so).unwrap();
+    let mangled = symbol::find_prefix(&bytes, "_Z9fmha_fwd_I")
+        .unwrap()
+        .expect("found by prefix");
+    assert!(
+        mangled.starts_with("_Z9fmha_fwd_I16fmha_fwd_traits_ILi128ELb1EEEf"),
+        "{mangled}"
+    );
+
+    let lib = Loaded::open("ck_style", &so, &bytes).unwrap();
+    let p = lib
+        .resolve(&SymbolSpec::Exact("plain_entry".into()))
+        .unwrap();
+    assert_eq!(call(p, 1), 101);
+
+    let p = lib
+        .resolve(&SymbolSpec::Prefix("_Z9fmha_fwd_I".into()))
+        .unwrap();
+    #[repr(C)]
+    struct Stream {
+        s: i32,
+    }
+    #[repr(C)]
+    struct Args {
+        x: i32,
+    }
+    // SAFETY: the specialisation's signature is (const stream_config&, args) -> float.
+    let f: extern "C" fn(*const Stream, Args) -> f32 = unsafe { std::mem::transmute(p) };
+    assert_eq!(f(&Stream { s: 1 }, Args { x: 20 }), 41.0);
+
+    let err = lib
+        .resolve(&SymbolSpec::Prefix("_Z9no_such".into()))
+        .unwrap_err();
+    assert!(err.to_string().contains("plain_entry"), "{err}");
+}
+
+#[test]
+fn hidden_visibility_hides_the_entry_and_the_runtime_strips_it() {
+    let t = Tree::new("hidden");
+    let so = build(&t, &["-fvisibility=hidden"]);
+    let bytes = std::fs::read(&so).unwrap();
+    assert_eq!(symbol::find_prefix(&bytes, "_Z9fmha_fwd_I").unwrap(), None);
+
+    // Through the runtime, with -fvisibility=hidden in the manifest's flags.
+    use ck_jit_build::manifest::{Blob, Group, Manifest};
+    t.write("kernels/ck_style.cpp", CK_STYLE);
+    let mut m = Manifest::new("t", t.dir.to_string_lossy());
+    m.groups.push(Group {
+        name: "fwd".into(),
+        compiler: "c++".into(),
+        args: [
+            "-fvisibility=hidden",
+            "-fPIC",
+            "-shared",
+            "{src}",
+            "-o",
+            "{out}",
+        ]
+        .map(String::from)
+        .to_vec(),
+        cwd: None,
+        symbol: SymbolSpec::Prefix("_Z9fmha_fwd_I".into()),
+        depfile: true,
+    });
+    m.blobs.push(Blob {
+        name: "ck_style".into(),
+        source: "kernels/ck_style.cpp".into(),
+        group: 0,
+        symbol: None,
+        meta: Default::default(),
+    });
+    m.finish().unwrap();
+    let rt = t.runtime(&m, test_config());
+    assert!(rt.resolve("ck_style", None).is_ok());
+    let p = rt
+        .resolve("ck_style", Some(&SymbolSpec::Exact("plain_entry".into())))
+        .unwrap();
+    assert_eq!(call(p, 2), 102);
+}
