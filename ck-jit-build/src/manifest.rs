@@ -43,9 +43,9 @@ pub const MANIFEST_FILE: &str = "ck_jit_manifest.json";
 /// Default cache name (`CK_JIT_NAME`).
 pub const DEFAULT_NAME: &str = "ck_jit";
 
-/// Longest blob name accepted (a file name component must fit in 255 bytes
-/// together with the key the cache appends).
-pub const MAX_NAME_LEN: usize = 160;
+/// Longest blob name accepted. CK's longest bwd blob stems are 177 bytes;
+/// the cache shortens long names (with a hash) for its file names.
+pub const MAX_NAME_LEN: usize = 200;
 
 /// Every blob of a tree and how to compile it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,10 +193,18 @@ impl fmt::Display for ManifestError {
             }
             ManifestError::BadName { name, why } => write!(f, "bad blob name '{name}': {why}"),
             ManifestError::BadSource { blob, source, why } => {
-                write!(f, "blob '{}': bad source path '{source}': {why}", escape(blob))
+                write!(
+                    f,
+                    "blob '{}': bad source path '{source}': {why}",
+                    escape(blob)
+                )
             }
             ManifestError::BadGroup { blob, group } => {
-                write!(f, "blob '{}' names group {group}, which does not exist", escape(blob))
+                write!(
+                    f,
+                    "blob '{}' names group {group}, which does not exist",
+                    escape(blob)
+                )
             }
             ManifestError::BadGroupSpec { group, why } => {
                 write!(f, "group '{}': {why}", escape(group))
@@ -234,7 +242,7 @@ pub fn check_name(name: &str) -> Result<(), ManifestError> {
         return bad("empty");
     }
     if name.len() > MAX_NAME_LEN {
-        return bad("longer than 160 bytes");
+        return bad("longer than 200 bytes");
     }
     if name.starts_with('.') || name.starts_with('-') {
         return bad("starts with '.' or '-'");
@@ -418,7 +426,11 @@ impl Manifest {
 
 /// Up to `n` candidates closest to `name`, best first, dropping the ones so
 /// far away that suggesting them would be noise.
-pub fn closest<'a>(candidates: impl Iterator<Item = &'a str>, name: &str, n: usize) -> Vec<&'a str> {
+pub fn closest<'a>(
+    candidates: impl Iterator<Item = &'a str>,
+    name: &str,
+    n: usize,
+) -> Vec<&'a str> {
     let limit = (name.len() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = candidates
         .filter_map(|c| {
@@ -507,7 +519,9 @@ mod tests {
 
     #[test]
     fn newer_format_is_named() {
-        let text = sample().to_json().replacen("\"format\":1", "\"format\":99", 1);
+        let text = sample()
+            .to_json()
+            .replacen("\"format\":1", "\"format\":99", 1);
         assert_eq!(
             Manifest::from_json(&text),
             Err(ManifestError::NewerFormat { found: 99 })
@@ -519,7 +533,9 @@ mod tests {
         let mut m = sample();
         m.blobs[1].name = "a".into();
         assert_eq!(m.validate(), Err(ManifestError::DuplicateName("a".into())));
-        for bad in ["../x", "a/b", "a\0b", "a\nb", "", ".hidden", "-rf", "a b", "$(x)"] {
+        for bad in [
+            "../x", "a/b", "a\0b", "a\nb", "", ".hidden", "-rf", "a b", "$(x)",
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_name(&"x".repeat(4096)).is_err());
@@ -530,8 +546,18 @@ mod tests {
 
     #[test]
     fn malformed_json_is_an_error_not_a_panic() {
-        for bad in ["", "{", "[]", "{\"format\":1}", "{\"format\":\"x\"}", "null"] {
-            assert!(matches!(Manifest::from_json(bad), Err(ManifestError::Parse(_))), "{bad}");
+        for bad in [
+            "",
+            "{",
+            "[]",
+            "{\"format\":1}",
+            "{\"format\":\"x\"}",
+            "null",
+        ] {
+            assert!(
+                matches!(Manifest::from_json(bad), Err(ManifestError::Parse(_))),
+                "{bad}"
+            );
         }
     }
 

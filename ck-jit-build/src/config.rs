@@ -1,0 +1,290 @@
+//! `ck-jit.toml`: the settings of [`Build`](crate::Build) and
+//! [`BlobGroup`] without Rust code. This module only parses; every group it
+//! reads goes through the same setters (and later the same checks) as one
+//! written in `build.rs`, so both ways give the same manifest.
+//!
+//! Unknown keys are errors, so a misspelt setting is never silently ignored.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::group::BlobGroup;
+use crate::manifest::SymbolSpec;
+
+/// What a config file contributes to a build.
+#[derive(Debug)]
+pub(crate) struct Config {
+    /// Cache name, if the file sets one.
+    pub name: Option<String>,
+    /// Root, already joined to the config file's directory; that directory
+    /// when the file sets none.
+    pub root: PathBuf,
+    /// Groups, in file order.
+    pub groups: Vec<BlobGroup>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    name: Option<String>,
+    root: Option<PathBuf>,
+    #[serde(default)]
+    group: Vec<GroupTable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupTable {
+    name: String,
+    #[serde(default)]
+    glob: OneOrMany,
+    #[serde(default)]
+    files: Vec<PathBuf>,
+    #[serde(default)]
+    exclude: OneOrMany,
+    allow_empty: Option<bool>,
+    compiler: Option<String>,
+    #[serde(default)]
+    flags: Vec<String>,
+    #[serde(default)]
+    include: Vec<PathBuf>,
+    #[serde(default)]
+    define: BTreeMap<String, DefineValue>,
+    shared: Option<bool>,
+    args_template: Option<Vec<String>>,
+    cwd: Option<PathBuf>,
+    symbol: Option<SymbolSpec>,
+    depfile: Option<bool>,
+    meta_pattern: Option<String>,
+    require_meta_match: Option<bool>,
+    #[serde(default)]
+    meta: BTreeMap<String, String>,
+}
+
+/// `glob = "k/*.cpp"` or `glob = ["a/*.cpp", "b/*.cpp"]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Default for OneOrMany {
+    fn default() -> OneOrMany {
+        OneOrMany::Many(Vec::new())
+    }
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// `NAME = "value"` (`-DNAME=value`), `NAME = 4` (`-DNAME=4`),
+/// `NAME = true` (`-DNAME`) or `NAME = false` (not defined).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DefineValue {
+    Text(String),
+    Number(i64),
+    Flag(bool),
+}
+
+/// Reads and parses the config file at `path`.
+pub(crate) fn load(path: &Path) -> Result<Config, Error> {
+    let text = fs::read_to_string(path).map_err(|source| Error::ReadConfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses `text`, read from `path` (used for the root and in errors).
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Error> {
+    let file: ConfigFile = toml::from_str(text).map_err(|e| Error::ParseConfig {
+        path: path.to_path_buf(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().trim().replace('\n', " "),
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let root = match file.root {
+        Some(r) => dir.join(r),
+        None => dir,
+    };
+    Ok(Config {
+        name: file.name,
+        root,
+        groups: file.group.into_iter().map(GroupTable::into_group).collect(),
+    })
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+impl GroupTable {
+    fn into_group(self) -> BlobGroup {
+        let mut g = BlobGroup::new(&self.name);
+        for pattern in self.glob.into_vec() {
+            g.glob(&pattern);
+        }
+        g.files(self.files);
+        for pattern in self.exclude.into_vec() {
+            g.exclude(&pattern);
+        }
+        if let Some(allow) = self.allow_empty {
+            g.allow_empty(allow);
+        }
+        if let Some(compiler) = &self.compiler {
+            g.compiler(compiler);
+        }
+        g.flags(self.flags);
+        for dir in self.include {
+            g.include(dir);
+        }
+        // A TOML table has no order; defines come in name order.
+        for (name, value) in &self.define {
+            match value {
+                DefineValue::Text(v) => {
+                    g.define(name, Some(v.as_str()));
+                }
+                DefineValue::Number(n) => {
+                    g.define(name, Some(n.to_string().as_str()));
+                }
+                DefineValue::Flag(true) => {
+                    g.define(name, None);
+                }
+                DefineValue::Flag(false) => {}
+            }
+        }
+        if let Some(shared) = self.shared {
+            g.shared(shared);
+        }
+        if let Some(template) = self.args_template {
+            g.args_template(template);
+        }
+        if let Some(cwd) = self.cwd {
+            g.cwd(cwd);
+        }
+        if let Some(symbol) = self.symbol {
+            g.symbol(symbol);
+        }
+        if let Some(depfile) = self.depfile {
+            g.depfile(depfile);
+        }
+        if let Some(pattern) = &self.meta_pattern {
+            g.meta_pattern(pattern);
+        }
+        if let Some(require) = self.require_meta_match {
+            g.require_meta_match(require);
+        }
+        for (k, v) in &self.meta {
+            g.meta(k, v);
+        }
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+name = "my_kernels"
+root = "tree"
+
+[[group]]
+name = "vec"
+glob = ["kernels/vec_*.cpp"]
+exclude = "*_api.cpp"
+compiler = "clang++"
+flags = ["-O2", "-std=c++17"]
+include = ["include"]
+define = { USE_FAST = "1", DEBUG = true, OFF = false, N = 4 }
+symbol = { prefix = "vec_" }
+meta_pattern = '(?P<op>[a-z]+)_(?P<dtype>f32|f64)'
+meta = { family = "vec" }
+shared = true
+depfile = false
+"#;
+
+    #[test]
+    fn a_full_file_becomes_the_same_group_as_the_setters() {
+        let c = parse(Path::new("/p/ck-jit.toml"), FULL).unwrap();
+        assert_eq!(c.name.as_deref(), Some("my_kernels"));
+        assert_eq!(c.root, Path::new("/p/tree"));
+        let mut want = BlobGroup::new("vec");
+        want.glob("kernels/vec_*.cpp")
+            .exclude("*_api.cpp")
+            .compiler("clang++")
+            .flags(["-O2", "-std=c++17"])
+            .include("include")
+            .define("DEBUG", None)
+            .define("N", Some("4"))
+            .define("USE_FAST", Some("1"))
+            .symbol_prefix("vec_")
+            .meta_pattern("(?P<op>[a-z]+)_(?P<dtype>f32|f64)")
+            .meta("family", "vec")
+            .shared(true)
+            .depfile(false);
+        assert_eq!(c.groups, vec![want]);
+    }
+
+    #[test]
+    fn root_defaults_to_the_config_directory() {
+        let c = parse(Path::new("ck-jit.toml"), "").unwrap();
+        assert_eq!(c.root, Path::new("."));
+        assert!(c.groups.is_empty());
+        let c = parse(Path::new("/a/b/ck-jit.toml"), "").unwrap();
+        assert_eq!(c.root, Path::new("/a/b"));
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_the_file_and_the_line() {
+        let text = "[[group]]\nname = \"g\"\nglobs = [\"*.cpp\"]\n";
+        let e = parse(Path::new("/p/ck-jit.toml"), text).unwrap_err();
+        let Error::ParseConfig { line, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*line, Some(3));
+        let m = e.to_string();
+        assert!(m.contains("globs") && m.contains("/p/ck-jit.toml"), "{m}");
+        let e = parse(Path::new("c.toml"), "nme = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nme") && e.contains("line 1"), "{e}");
+        let e = parse(
+            Path::new("c.toml"),
+            "[[group]]\nname = \"g\"\nsymbol = { exakt = \"x\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("exakt") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let e = parse(Path::new("c.toml"), "name = \"x\"\n\n[[group]\n").unwrap_err();
+        assert!(
+            matches!(e, Error::ParseConfig { line: Some(3), .. }),
+            "{e:?}"
+        );
+        assert!(!e.to_string().contains('\n'));
+    }
+}

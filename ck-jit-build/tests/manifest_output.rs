@@ -1,0 +1,156 @@
+//! The manifest as written: rendering, determinism and write-if-changed.
+
+mod common;
+
+use std::fs;
+use std::time::{Duration, SystemTime};
+
+use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
+use ck_jit_build::BlobGroup;
+use common::{read, Tree};
+
+fn vec_group() -> BlobGroup {
+    let mut g = BlobGroup::new("vec");
+    g.glob("k/*.cpp")
+        .flags(["-O2", "-fvisibility=hidden", "-std=c++17"])
+        .include("include")
+        .include("/opt/rocm/include")
+        .define("USE_FAST", Some("1"))
+        .define("DEBUG", None)
+        .meta_pattern(r"(?P<op>[a-z]+)_(?P<dtype>f32|f64)");
+    g
+}
+
+#[test]
+fn flags_includes_defines_render_in_order_without_hidden_visibility() {
+    let t = Tree::new("render");
+    t.files(&["k/vadd_f32.cpp"]);
+    let m = t.manifest(&vec_group()).unwrap();
+    let g = &m.groups[0];
+    assert_eq!(
+        g.args,
+        [
+            "-O2",
+            "-std=c++17",
+            "-I{root}/include",
+            "-I/opt/rocm/include",
+            "-DUSE_FAST=1",
+            "-DDEBUG",
+            "-fPIC",
+            "-shared",
+            "{src}",
+            "-o",
+            "{out}"
+        ]
+    );
+    assert!(!m.to_json().contains("visibility"));
+    assert_eq!(g.compiler, "c++");
+    assert_eq!(g.symbol, SymbolSpec::Exact("{name}".into()));
+    assert!(g.depfile);
+    assert_eq!(
+        m.symbol_of(&m.blobs[0]),
+        SymbolSpec::Exact("vadd_f32".into())
+    );
+}
+
+#[test]
+fn the_written_manifest_parses_back_and_validates() {
+    let t = Tree::new("parse-back");
+    t.files(&["k/vadd_f32.cpp", "k/vmul_f64.cpp"]);
+    let path = t.build().group(vec_group()).try_write().unwrap();
+    assert_eq!(path, fs::canonicalize(&t.out).unwrap().join(MANIFEST_FILE));
+    let m = Manifest::from_json(&read(&path)).unwrap();
+    assert_eq!(m.name, "t");
+    assert_eq!(m.blobs.len(), 2);
+    assert_eq!(m, t.manifest(&vec_group()).unwrap());
+}
+
+#[test]
+fn two_runs_give_identical_bytes_whatever_the_creation_order() {
+    let t = Tree::new("determinism");
+    let files = ["k/c_f32.cpp", "k/a_f64.cpp", "k/b_f32.cpp", "k/sub/z.cpp"];
+    t.files(&files);
+    let mut g = vec_group();
+    g.glob("k/**/*.cpp");
+    let first = read(&t.build().group(&g).try_write().unwrap());
+    let again = read(&t.build().group(&g).try_write().unwrap());
+    assert_eq!(first, again);
+
+    // Same tree, files created in the opposite order (different directory
+    // order on most file systems), manifest rebuilt from scratch.
+    fs::remove_dir_all(t.path("k")).unwrap();
+    fs::remove_dir_all(&t.out).unwrap();
+    for f in files.iter().rev() {
+        t.file(f);
+    }
+    let rebuilt = read(&t.build().group(&g).try_write().unwrap());
+    assert_eq!(first, rebuilt);
+    let names: Vec<_> = t
+        .manifest(&g)
+        .unwrap()
+        .blobs
+        .iter()
+        .map(|b| b.name.clone())
+        .collect();
+    assert_eq!(names, ["a_f64", "b_f32", "c_f32", "z"]);
+}
+
+#[test]
+fn an_unchanged_manifest_is_not_rewritten() {
+    let t = Tree::new("mtime");
+    t.files(&["k/vadd_f32.cpp"]);
+    let path = t.build().group(vec_group()).try_write().unwrap();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+
+    t.build().group(vec_group()).try_write().unwrap();
+    assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), old);
+
+    // A new blob changes the content, so the file is rewritten.
+    t.file("k/vsub_f32.cpp");
+    t.build().group(vec_group()).try_write().unwrap();
+    assert_ne!(fs::metadata(&path).unwrap().modified().unwrap(), old);
+    assert!(read(&path).contains("vsub_f32"));
+    // No temporary file is left behind.
+    let leftovers: Vec<_> = fs::read_dir(&t.out).unwrap().collect();
+    assert_eq!(leftovers.len(), 1);
+}
+
+#[test]
+fn template_shared_cwd_and_prefix_symbols_reach_the_manifest() {
+    let t = Tree::new("template");
+    t.files(&["cu/saxpy.cu"]);
+    let m = t
+        .manifest(
+            BlobGroup::new("cuda")
+                .glob("cu/*.cu")
+                .compiler("nvcc")
+                .args_template([
+                    "-O3",
+                    "-Xcompiler",
+                    "-fPIC",
+                    "-shared",
+                    "{src}",
+                    "-o",
+                    "{out}",
+                ])
+                .cwd("cu")
+                .symbol_prefix("_Z5saxpy")
+                .depfile(false),
+        )
+        .unwrap();
+    let g = &m.groups[0];
+    assert_eq!(g.compiler, "nvcc");
+    assert_eq!(g.args[0], "-O3");
+    assert_eq!(g.cwd.as_deref(), Some("{root}/cu"));
+    assert!(!g.depfile);
+    assert_eq!(
+        m.symbol_of(&m.blobs[0]),
+        SymbolSpec::Prefix("_Z5saxpy".into())
+    );
+}
