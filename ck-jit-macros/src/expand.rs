@@ -1,0 +1,515 @@
+//! Generation: runs the pipeline (`parse`, `valid`) and turns each checked
+//! kernel into an `unsafe fn` wrapper and a companion module of the same
+//! name, or into a stub where the signature was refused.
+//!
+//! Generated code names everything by absolute path (`::core`,
+//! `::ck_jit_rt::__private`) so the user's own names cannot capture it, and
+//! it decides nothing: every check lives in `valid`.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::{
+    Attribute, FnArg, GenericArgument, Path, PathArguments, PathSegment, ReturnType, Token, Type,
+};
+
+use crate::errors::Errors;
+use crate::valid::{Checked, Symbol};
+use crate::{manifest, parse, valid};
+
+/// `#[lazy_kernel(args)] item`, expanded.
+pub(crate) fn lazy_kernel(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let outer = parse::args(args, &mut errors);
+    let input = match parse::input(item.clone()) {
+        Ok(input) => input,
+        Err(e) => {
+            errors.push(e);
+            let errors = errors.to_compile_errors();
+            // Not something this attribute understands: keep it as written
+            // so its uses still resolve and the mistake is reported once.
+            return quote!(#errors #item);
+        }
+    };
+    let found = manifest::find();
+    let kernels = valid::check(outer, &input, found.as_ref(), &mut errors);
+    let mut out = errors.to_compile_errors();
+    for checked in &kernels {
+        out.extend(if checked.sig_ok {
+            kernel(checked)
+        } else {
+            stub(checked)
+        });
+    }
+    out
+}
+
+/// The wrapper fn and its companion module.
+fn kernel(k: &Checked) -> TokenStream {
+    let sig = &k.kernel.sig;
+    let name = &sig.ident;
+    let vis = &k.kernel.vis;
+    let span = name.span();
+    let fn_attrs = fn_attrs(k);
+    let mod_attrs = mod_attrs(k);
+    let separator = has_docs(k).then(|| quote!(#[doc = ""]));
+    let fn_doc = fn_doc(k);
+    let mod_doc = format!(
+        "Companion of the kernel fn `{name}`: its blob name, C signature and fallible access."
+    );
+
+    let tys: Vec<&Type> = param_types(k).collect();
+    let args: Vec<Ident> = (0..tys.len())
+        .map(|i| Ident::new(&format!("__arg{i}"), span))
+        .collect();
+    let output = &sig.output;
+    // The module sees the caller's names through `use super::*`; only paths
+    // that start at `self` or `super` need one more step up.
+    let mod_tys: Vec<Type> = tys
+        .iter()
+        .map(|ty| {
+            let mut ty = (*ty).clone();
+            rebase_type(&mut ty);
+            ty
+        })
+        .collect();
+    let mut mod_output = output.clone();
+    if let ReturnType::Type(_, ty) = &mut mod_output {
+        rebase_type(ty);
+    }
+
+    let abi = &k.abi;
+    let blob = &k.blob;
+    let manifest = match &k.manifest {
+        Some(path) => {
+            let mut path = path.clone();
+            rebase_path(&mut path);
+            quote!(#path)
+        }
+        None => quote_spanned!(span=> crate::__CK_JIT_MANIFEST),
+    };
+    let symbol = match &k.symbol {
+        Symbol::Manifest => quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Manifest),
+        Symbol::Exact(s) => {
+            quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Exact(#s))
+        }
+        Symbol::Prefix(s) => {
+            quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Prefix(#s))
+        }
+    };
+
+    quote_spanned! {span=>
+        #(#fn_attrs)*
+        #separator
+        #[doc = #fn_doc]
+        #[inline]
+        #vis unsafe fn #name(#(#args: #tys),*) #output {
+            let __p = #name::__SLOT.get();
+            // SAFETY: the slot holds the address of the blob's entry point,
+            // declared with this signature by the #[lazy_kernel] item.
+            let __f: #name::Fn = unsafe { ::core::mem::transmute::<*const (), #name::Fn>(__p) };
+            // SAFETY: the caller upholds the kernel's contract (this fn is unsafe).
+            unsafe { __f(#(#args),*) }
+        }
+
+        #(#mod_attrs)*
+        #separator
+        #[doc = #mod_doc]
+        #[allow(non_snake_case, dead_code)]
+        #vis mod #name {
+            #[allow(unused_imports, clippy::wildcard_imports)]
+            use super::*;
+
+            /// The blob this kernel is compiled from.
+            pub const BLOB: &str = #blob;
+
+            /// The kernel's C signature.
+            pub type Fn = unsafe extern #abi fn(#(#mod_tys),*) #mod_output;
+
+            /// Where the loaded entry point is cached.
+            #[doc(hidden)]
+            pub static __SLOT: ::ck_jit_rt::__private::Slot =
+                ::ck_jit_rt::__private::Slot::new(&#manifest, BLOB, #symbol);
+
+            /// Compiles (unless a cached build is found) and loads the
+            /// kernel, returning its entry point or the runtime's error.
+            ///
+            /// Calling the pointer is `unsafe`, with the same contract as
+            /// calling the kernel fn.
+            ///
+            /// # Errors
+            ///
+            /// If the blob cannot be compiled or loaded, or its entry point
+            /// is not found.
+            pub fn try_get() -> ::core::result::Result<Fn, ::ck_jit_rt::Error> {
+                let __p = __SLOT.try_get()?;
+                // SAFETY: as in the kernel fn, the slot holds the entry point
+                // declared with this signature.
+                ::core::result::Result::Ok(unsafe { ::core::mem::transmute::<*const (), Fn>(__p) })
+            }
+
+            /// Compiles (unless a cached build is found) and loads the
+            /// kernel ahead of its first call.
+            ///
+            /// # Errors
+            ///
+            /// As [`try_get`].
+            pub fn prepare() -> ::core::result::Result<(), ::ck_jit_rt::Error> {
+                try_get().map(|_| ())
+            }
+        }
+    }
+}
+
+/// Something with the kernel's names and roughly its shape, for a kernel
+/// whose signature was refused: uses of it then resolve, so the refusal is
+/// the only error.
+fn stub(k: &Checked) -> TokenStream {
+    let sig = &k.kernel.sig;
+    let name = &sig.ident;
+    let vis = &k.kernel.vis;
+    let span = name.span();
+    let fn_attrs = fn_attrs(k);
+    let mod_attrs = mod_attrs(k);
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    let tys = param_types(k);
+    let output = match &sig.output {
+        ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => ReturnType::Default,
+        output => output.clone(),
+    };
+    let blob = &k.blob;
+    quote_spanned! {span=>
+        #(#fn_attrs)*
+        #vis unsafe fn #name #generics (#(_: #tys),*) #output #where_clause {
+            ::core::unreachable!()
+        }
+
+        #(#mod_attrs)*
+        #[allow(non_snake_case, dead_code)]
+        #vis mod #name {
+            pub const BLOB: &str = #blob;
+            pub fn try_get() -> ::core::result::Result<*const (), ::ck_jit_rt::Error> {
+                ::core::unreachable!()
+            }
+            pub fn prepare() -> ::core::result::Result<(), ::ck_jit_rt::Error> {
+                ::core::unreachable!()
+            }
+        }
+    }
+}
+
+fn param_types<'a>(k: &'a Checked) -> impl Iterator<Item = &'a Type> {
+    k.kernel.sig.inputs.iter().filter_map(|arg| match arg {
+        FnArg::Typed(typed) => Some(&*typed.ty),
+        FnArg::Receiver(_) => None,
+    })
+}
+
+/// Attributes of the generated fn: the block's, then the fn's own, less
+/// the linker attributes `valid` refused.
+fn fn_attrs<'a>(k: &'a Checked) -> impl Iterator<Item = &'a Attribute> {
+    k.block_cfgs
+        .iter()
+        .chain(&k.block_attrs)
+        .copied()
+        .chain(&k.kernel.attrs)
+        .filter(|a| !a.path().is_ident("link_name") && !a.path().is_ident("link_ordinal"))
+}
+
+/// Attributes of the companion module: the `#[cfg]`s, so it exists exactly
+/// when the fn does, and the fn's docs.
+fn mod_attrs<'a>(k: &'a Checked) -> impl Iterator<Item = &'a Attribute> {
+    k.block_cfgs.iter().copied().chain(
+        k.kernel
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("doc")),
+    )
+}
+
+fn has_docs(k: &Checked) -> bool {
+    k.kernel.attrs.iter().any(|a| a.path().is_ident("doc"))
+}
+
+fn fn_doc(k: &Checked) -> String {
+    let name = k.kernel.sig.ident.to_string();
+    let name = name.strip_prefix("r#").unwrap_or(&name);
+    let blob = k.blob.value();
+    format!(
+        "Lazily compiled kernel from blob `{blob}`.
+
+The first call compiles the blob (unless a cached build is found) and loads \
+it; later calls cost one acquire load and an indirect call. `{name}::prepare()` \
+does that work ahead of time, and `{name}::try_get()` returns the entry point \
+or the error instead of panicking.
+
+# Panics
+
+If the blob cannot be compiled or loaded, or its entry point is not found; \
+the message is the runtime's error.
+
+# Safety
+
+This calls foreign code through the declared signature: it must match the \
+blob's entry point, and the arguments must meet the kernel's own \
+requirements."
+    )
+}
+
+/// Makes a type written in the caller's module mean the same inside the
+/// generated module.
+fn rebase_type(ty: &mut Type) {
+    match ty {
+        Type::Array(t) => rebase_type(&mut t.elem),
+        Type::Group(t) => rebase_type(&mut t.elem),
+        Type::Paren(t) => rebase_type(&mut t.elem),
+        Type::Ptr(t) => rebase_type(&mut t.elem),
+        Type::Reference(t) => rebase_type(&mut t.elem),
+        Type::Slice(t) => rebase_type(&mut t.elem),
+        Type::Tuple(t) => t.elems.iter_mut().for_each(rebase_type),
+        Type::BareFn(t) => {
+            for arg in &mut t.inputs {
+                rebase_type(&mut arg.ty);
+            }
+            if let ReturnType::Type(_, ty) = &mut t.output {
+                rebase_type(ty);
+            }
+        }
+        Type::Path(t) => {
+            if let Some(qself) = &mut t.qself {
+                rebase_type(&mut qself.ty);
+            }
+            rebase_path(&mut t.path);
+        }
+        _ => {}
+    }
+}
+
+/// Makes a path written in the caller's module mean the same inside the
+/// generated module: `self::x` becomes `super::x`, `super::x` becomes
+/// `super::super::x`. Absolute paths stay; other relative paths resolve
+/// through the module's `use super::*`, which also keeps extern crate
+/// names working.
+fn rebase_path(path: &mut Path) {
+    for segment in &mut path.segments {
+        match &mut segment.arguments {
+            PathArguments::AngleBracketed(args) => {
+                for arg in &mut args.args {
+                    match arg {
+                        GenericArgument::Type(ty) => rebase_type(ty),
+                        GenericArgument::AssocType(assoc) => rebase_type(&mut assoc.ty),
+                        _ => {}
+                    }
+                }
+            }
+            PathArguments::Parenthesized(args) => {
+                args.inputs.iter_mut().for_each(rebase_type);
+                if let ReturnType::Type(_, ty) = &mut args.output {
+                    rebase_type(ty);
+                }
+            }
+            PathArguments::None => {}
+        }
+    }
+    if path.leading_colon.is_some() {
+        return;
+    }
+    let Some(first) = path.segments.first_mut() else {
+        return;
+    };
+    if first.ident == "self" {
+        first.ident = Ident::new("super", first.ident.span());
+    } else if first.ident == "super" {
+        let up: Token![super] = Token![super](first.ident.span());
+        path.segments.insert(0, PathSegment::from(up));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn expand(args: TokenStream, item: TokenStream) -> String {
+        lazy_kernel(args, item).to_string()
+    }
+
+    /// The expansion parsed back as items, to look at them by structure.
+    fn items(args: TokenStream, item: TokenStream) -> Vec<syn::Item> {
+        syn::parse2::<syn::File>(lazy_kernel(args, item))
+            .expect("expansion parses")
+            .items
+    }
+
+    fn flat(tokens: impl quote::ToTokens) -> String {
+        tokens.to_token_stream().to_string()
+    }
+
+    #[test]
+    fn a_single_fn_becomes_a_wrapper_and_a_companion_module() {
+        let items = items(
+            quote!(),
+            quote! {
+                /// Adds.
+                pub unsafe extern "C" fn vadd_f32(a: *const f32, _: *mut f32, n: usize) -> i32;
+            },
+        );
+        let [syn::Item::Fn(f), syn::Item::Mod(m)] = items.as_slice() else {
+            panic!("expected a fn and a mod, got {}", flat(quote!(#(#items)*)));
+        };
+        assert_eq!(f.sig.ident, "vadd_f32");
+        assert!(f.sig.unsafety.is_some());
+        assert_eq!(
+            flat(&f.sig),
+            "unsafe fn vadd_f32 (__arg0 : * const f32 , __arg1 : * mut f32 , __arg2 : usize) -> i32"
+        );
+        assert_eq!(flat(&f.vis), "pub");
+        let attrs = &f.attrs;
+        assert!(flat(quote!(#(#attrs)*)).contains("Adds."), "user docs kept");
+        assert!(flat(&f.block).contains("vadd_f32 :: __SLOT . get ()"));
+        assert!(flat(&f.block).contains("__f (__arg0 , __arg1 , __arg2)"));
+
+        assert_eq!(m.ident, "vadd_f32");
+        let body = flat(m);
+        assert!(
+            body.contains("pub const BLOB : & str = \"vadd_f32\""),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "pub type Fn = unsafe extern \"C\" fn (* const f32 , * mut f32 , usize) -> i32"
+            ),
+            "{body}"
+        );
+        assert!(body.contains(
+            "pub static __SLOT : :: ck_jit_rt :: __private :: Slot = :: ck_jit_rt :: __private :: Slot :: new (& crate :: __CK_JIT_MANIFEST , BLOB , :: ck_jit_rt :: __private :: SymbolOverride :: Manifest)"
+        ), "{body}");
+        assert!(body.contains("pub fn try_get ()"));
+        assert!(body.contains("pub fn prepare ()"));
+    }
+
+    #[test]
+    fn each_fn_of_a_block_gets_its_own_pair_with_its_overrides() {
+        let items = items(
+            quote!(manifest = kernels::MANIFEST),
+            quote! {
+                extern "C-unwind" {
+                    #[cfg(feature = "f32")]
+                    pub(crate) fn add(a: *const f32);
+                    #[lazy_kernel(blob = "vmul_f32", symbol_prefix = "vmul")]
+                    fn mul();
+                    #[lazy_kernel(symbol = "entry")]
+                    fn sub() -> !;
+                }
+            },
+        );
+        assert_eq!(items.len(), 6);
+        let all = flat(quote!(#(#items)*));
+        assert!(
+            !all.contains("lazy_kernel"),
+            "helper attributes stripped: {all}"
+        );
+        assert!(all.contains("unsafe extern \"C-unwind\" fn (* const f32)"));
+        assert!(all.contains("SymbolOverride :: Prefix (\"vmul\")"));
+        assert!(all.contains("SymbolOverride :: Exact (\"entry\")"));
+        assert!(all.contains("BLOB : & str = \"vmul_f32\""));
+        assert!(all.contains("Slot :: new (& kernels :: MANIFEST ,"));
+        assert!(all.contains("fn () -> !"));
+        let (syn::Item::Fn(add), syn::Item::Mod(add_mod)) = (&items[0], &items[1]) else {
+            panic!("{all}");
+        };
+        assert_eq!(flat(&add.vis), "pub (crate)");
+        assert_eq!(flat(&add_mod.vis), "pub (crate)");
+        for attrs in [&add.attrs, &add_mod.attrs] {
+            assert!(
+                flat(quote!(#(#attrs)*)).contains("cfg (feature = \"f32\")"),
+                "cfg on both"
+            );
+        }
+    }
+
+    #[test]
+    fn paths_are_rebased_for_the_companion_module() {
+        let cases: [(Path, &str); 5] = [
+            (parse_quote!(crate::M), "crate :: M"),
+            (parse_quote!(::other::M), ":: other :: M"),
+            (parse_quote!(self::M), "super :: M"),
+            (parse_quote!(super::m::M), "super :: super :: m :: M"),
+            (parse_quote!(m::M), "m :: M"),
+        ];
+        for (mut path, want) in cases {
+            rebase_path(&mut path);
+            assert_eq!(flat(&path), want);
+        }
+        let mut ty: Type =
+            parse_quote!(*const Option<(super::A, [self::B; 2], extern "C" fn(&super::C))>);
+        rebase_type(&mut ty);
+        assert_eq!(
+            flat(&ty),
+            "* const Option < (super :: super :: A , [super :: B ; 2] , extern \"C\" fn (& super :: super :: C)) >"
+        );
+    }
+
+    #[test]
+    fn the_signature_keeps_its_types_outside_and_rebases_them_inside() {
+        let all = expand(
+            quote!(manifest = self::M),
+            quote!(
+                pub unsafe extern "C" fn k(p: *const super::P) -> self::R;
+            ),
+        );
+        assert!(
+            all.contains("(__arg0 : * const super :: P) -> self :: R"),
+            "{all}"
+        );
+        assert!(
+            all.contains("fn (* const super :: super :: P) -> super :: R"),
+            "{all}"
+        );
+        assert!(all.contains("Slot :: new (& super :: M ,"), "{all}");
+    }
+
+    #[test]
+    fn a_mistake_gives_the_error_and_still_the_kernel() {
+        let out = expand(
+            quote!(bogus = 1),
+            quote!(
+                unsafe extern "C" fn k(x: u8);
+            ),
+        );
+        assert!(out.contains("compile_error"));
+        assert!(out.contains("unknown argument `bogus`"));
+        assert!(
+            out.contains("pub static __SLOT"),
+            "full expansion kept: {out}"
+        );
+    }
+
+    #[test]
+    fn a_refused_signature_gives_the_error_and_a_stub() {
+        let items_and_error = lazy_kernel(
+            quote!(),
+            quote!(
+                unsafe extern "C" fn k<T>(x: T, ...);
+            ),
+        );
+        let out = items_and_error.to_string();
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+        assert!(out.contains("unsafe fn k < T > (_ : T)"), "{out}");
+        assert!(out.contains(":: core :: unreachable ! ()"));
+        assert!(!out.contains("__SLOT"));
+        assert!(syn::parse2::<syn::File>(items_and_error).is_ok());
+    }
+
+    #[test]
+    fn an_item_of_another_kind_is_kept_as_written_beside_the_error() {
+        let out = expand(
+            quote!(),
+            quote!(
+                struct S;
+            ),
+        );
+        assert!(out.contains("compile_error"));
+        assert!(out.ends_with("struct S ;"), "{out}");
+    }
+}

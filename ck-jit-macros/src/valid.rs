@@ -1,0 +1,870 @@
+//! What is allowed: checks the parsed item and arguments, resolves each
+//! kernel's blob, symbol and manifest, and reports every mistake into
+//! [`Errors`] so they all show at once.
+//!
+//! It decides and resolves; it generates nothing. A kernel with a mistake
+//! is still returned so that `expand` can emit something in its place and
+//! the one mistake does not cascade into errors at every call site.
+
+use ck_jit_build::manifest::{check_name, closest, escape};
+use proc_macro2::Span;
+use quote::quote;
+use syn::ext::IdentExt;
+use syn::{
+    Abi, Attribute, FnArg, ForeignItem, GenericArgument, LitStr, Path, PathArguments, ReturnType,
+    Type,
+};
+
+use crate::errors::Errors;
+use crate::manifest::Found;
+use crate::parse::{self, Args, Block, Input, Kernel};
+
+/// Where the runtime finds a kernel's entry point.
+#[derive(Clone)]
+pub(crate) enum Symbol {
+    /// As the manifest says.
+    Manifest,
+    /// `symbol = "..."`.
+    Exact(LitStr),
+    /// `symbol_prefix = "..."`.
+    Prefix(LitStr),
+}
+
+/// One kernel, checked and resolved.
+pub(crate) struct Checked<'a> {
+    /// The declaration.
+    pub kernel: &'a Kernel,
+    /// `#[cfg]`s of the enclosing block, for every generated item.
+    pub block_cfgs: Vec<&'a Attribute>,
+    /// Other attributes of the enclosing block, for the generated fn.
+    pub block_attrs: Vec<&'a Attribute>,
+    /// `"C"` or `"C-unwind"`.
+    pub abi: LitStr,
+    /// The blob, spanned where it was named (the literal or the fn name).
+    pub blob: LitStr,
+    /// The symbol override.
+    pub symbol: Symbol,
+    /// `manifest = ...`; `None` for the crate's default.
+    pub manifest: Option<Path>,
+    /// Whether `blob` is what the user meant, so worth looking up: not when
+    /// it is the fn's name standing in for a refused `blob = "..."`.
+    pub blob_meant: bool,
+    /// Whether the signature can be a C fn pointer type. When it cannot,
+    /// `expand` emits a stub instead of the kernel.
+    pub sig_ok: bool,
+}
+
+/// Checks everything and resolves every kernel. `found` is the manifest
+/// available at expansion time, if any.
+pub(crate) fn check<'a>(
+    outer: Args,
+    input: &'a Input,
+    found: Option<&Found>,
+    errors: &mut Errors,
+) -> Vec<Checked<'a>> {
+    let kernels = match input {
+        Input::Single(kernel) => vec![single(outer, kernel, errors)],
+        Input::Block(block) => self::block(outer, block, errors),
+    };
+    if let Some(found) = found {
+        check_blobs(&kernels, found, errors);
+    }
+    kernels
+}
+
+/// Arguments after their own checks.
+struct Resolved {
+    blob: Option<LitStr>,
+    symbol: Option<Symbol>,
+    manifest: Option<Path>,
+}
+
+fn resolve(args: Args, errors: &mut Errors) -> Resolved {
+    if let Some(blob) = &args.blob {
+        if let Err(e) = check_name(&blob.value()) {
+            errors.spanned(blob, e);
+        }
+    }
+    for symbol in args.symbol.iter().chain(&args.symbol_prefix) {
+        let value = symbol.value();
+        if value.is_empty() {
+            errors.spanned(symbol, "expected a symbol name, found an empty string");
+        } else if value.contains('\0') {
+            errors.spanned(symbol, "a symbol name cannot contain NUL");
+        }
+    }
+    let symbol = match (args.symbol, args.symbol_prefix) {
+        (Some(exact), Some(prefix)) => {
+            errors.spanned(
+                &prefix,
+                "`symbol` and `symbol_prefix` cannot both be given: expected one of them",
+            );
+            Some(Symbol::Exact(exact))
+        }
+        (Some(exact), None) => Some(Symbol::Exact(exact)),
+        (None, Some(prefix)) => Some(Symbol::Prefix(prefix)),
+        (None, None) => None,
+    };
+    Resolved {
+        blob: args.blob,
+        symbol,
+        manifest: args.manifest,
+    }
+}
+
+fn single<'a>(mut args: Args, kernel: &'a Kernel, errors: &mut Errors) -> Checked<'a> {
+    parse::helper_args(&kernel.helpers, &mut args, errors);
+    let args = resolve(args, errors);
+    let abi = single_abi(kernel, errors);
+    if let Some(body) = &kernel.body {
+        errors.spanned(
+            body,
+            "a #[lazy_kernel] fn is declared, not defined: expected `;` instead of a body",
+        );
+    }
+    let sig_ok = signature(kernel, errors);
+    Checked {
+        kernel,
+        block_cfgs: Vec::new(),
+        block_attrs: Vec::new(),
+        abi,
+        blob: blob_name(args.blob, kernel, errors),
+        symbol: args.symbol.unwrap_or(Symbol::Manifest),
+        manifest: args.manifest,
+        blob_meant: true,
+        sig_ok,
+    }
+}
+
+fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Checked<'a>> {
+    parse::helper_args(&block.helpers, &mut outer, errors);
+    let outer = resolve(outer, errors);
+    let abi = abi_name(&block.abi, errors);
+    if block.kernels.len() > 1 {
+        if let Some(blob) = &outer.blob {
+            errors.spanned(
+                blob,
+                format!(
+                    "`blob` names one blob but this block declares {} fns: expected \
+                     #[lazy_kernel(blob = \"...\")] on each fn instead",
+                    block.kernels.len()
+                ),
+            );
+        }
+    }
+    if block.kernels.is_empty() && block.others.is_empty() {
+        errors.push(syn::Error::new(
+            block.brace.span.join(),
+            "expected at least one fn declaration in a #[lazy_kernel] block",
+        ));
+    }
+    for attr in &block.inner_attrs {
+        errors.spanned(
+            attr,
+            "inner attributes are not supported in a #[lazy_kernel] block: expected them on the block or on a fn",
+        );
+    }
+    let mut block_cfgs = Vec::new();
+    let mut block_attrs = Vec::new();
+    for attr in &block.attrs {
+        if attr.path().is_ident("link") {
+            errors.spanned(
+                attr,
+                "`#[link]` has no effect here: a lazy kernel is loaded from its compiled blob at run time",
+            );
+        } else if attr.path().is_ident("cfg") {
+            block_cfgs.push(attr);
+        } else {
+            block_attrs.push(attr);
+        }
+    }
+    for item in &block.others {
+        let what = match item {
+            ForeignItem::Static(_) => "a static",
+            ForeignItem::Type(_) => "a type",
+            ForeignItem::Macro(_) => "a macro invocation",
+            _ => "an item that is not a plain fn declaration",
+        };
+        errors.spanned(
+            item,
+            format!("expected only fn declarations in a #[lazy_kernel] block, found {what}"),
+        );
+    }
+
+    let one_kernel = block.kernels.len() == 1;
+    let mut checked = Vec::new();
+    for kernel in &block.kernels {
+        let mut own = Args::default();
+        parse::helper_args(&kernel.helpers, &mut own, errors);
+        let own = resolve(own, errors);
+        let blob_meant = own.blob.is_some() || one_kernel || outer.blob.is_none();
+        let blob = match (own.blob, &outer.blob) {
+            (Some(own), Some(_)) if one_kernel => {
+                errors.spanned(&own, "duplicate argument `blob`");
+                Some(own)
+            }
+            (Some(own), _) => Some(own),
+            (None, Some(outer)) if one_kernel => Some(outer.clone()),
+            (None, _) => None,
+        };
+        if let Some(abi) = &kernel.sig.abi {
+            errors.spanned(
+                abi,
+                "a fn in an extern block takes the block's ABI: expected no `extern` here",
+            );
+        }
+        if let Some(body) = &kernel.body {
+            errors.spanned(
+                body,
+                "a #[lazy_kernel] fn is declared, not defined: expected `;` instead of a body",
+            );
+        }
+        let sig_ok = signature(kernel, errors);
+        checked.push(Checked {
+            kernel,
+            block_cfgs: block_cfgs.clone(),
+            block_attrs: block_attrs.clone(),
+            abi: abi.clone(),
+            blob: blob_name(blob, kernel, errors),
+            symbol: own
+                .symbol
+                .or_else(|| outer.symbol.clone())
+                .unwrap_or(Symbol::Manifest),
+            manifest: own.manifest.or_else(|| outer.manifest.clone()),
+            blob_meant,
+            sig_ok,
+        });
+    }
+    checked
+}
+
+/// The blob named by `blob = "..."`, else the fn's own name.
+fn blob_name(explicit: Option<LitStr>, kernel: &Kernel, errors: &mut Errors) -> LitStr {
+    explicit.unwrap_or_else(|| {
+        let ident = &kernel.sig.ident;
+        let name = ident.unraw().to_string();
+        if let Err(e) = check_name(&name) {
+            errors.spanned(
+                ident,
+                format!("{e}; expected an ASCII fn name or blob = \"...\""),
+            );
+        }
+        LitStr::new(&name, ident.span())
+    })
+}
+
+/// The ABI of the single-fn form, which must say `unsafe extern "C"`.
+fn single_abi(kernel: &Kernel, errors: &mut Errors) -> LitStr {
+    let sig = &kernel.sig;
+    let fn_token = &sig.fn_token;
+    match (&sig.unsafety, &sig.abi) {
+        (Some(_), Some(abi)) => abi_name(abi, errors),
+        (None, Some(abi)) => {
+            errors.spanned(
+                quote!(#abi #fn_token),
+                "expected `unsafe extern \"C\" fn`: calling a kernel is unsafe, so its declaration says `unsafe`",
+            );
+            abi_name(abi, errors)
+        }
+        (Some(unsafety), None) => {
+            errors.spanned(
+                quote!(#unsafety #fn_token),
+                "expected `unsafe extern \"C\" fn`: a kernel has a C signature",
+            );
+            LitStr::new("C", fn_token.span)
+        }
+        (None, None) => {
+            errors.spanned(
+                fn_token,
+                "expected `unsafe extern \"C\" fn`: a kernel is an unsafe C function",
+            );
+            LitStr::new("C", fn_token.span)
+        }
+    }
+}
+
+/// `"C"` or `"C-unwind"`; a bare `extern` is `"C"`.
+fn abi_name(abi: &Abi, errors: &mut Errors) -> LitStr {
+    match &abi.name {
+        None => LitStr::new("C", abi.extern_token.span),
+        Some(name) if matches!(name.value().as_str(), "C" | "C-unwind") => name.clone(),
+        Some(name) => {
+            errors.spanned(
+                name,
+                format!(
+                    "unsupported ABI \"{}\": expected extern \"C\" or extern \"C-unwind\"",
+                    escape(&name.value())
+                ),
+            );
+            LitStr::new("C", name.span())
+        }
+    }
+}
+
+/// Checks what a C fn pointer type can express; false when the signature
+/// cannot become one.
+fn signature(kernel: &Kernel, errors: &mut Errors) -> bool {
+    let sig = &kernel.sig;
+    let mut ok = true;
+    if let Some(constness) = &sig.constness {
+        errors.spanned(constness, "a kernel cannot be `const`: expected a plain fn");
+    }
+    if let Some(asyncness) = &sig.asyncness {
+        errors.spanned(asyncness, "a kernel cannot be `async`: expected a plain fn");
+    }
+    let generics = &sig.generics;
+    if !generics.params.is_empty() || generics.where_clause.is_some() {
+        let where_clause = &generics.where_clause;
+        errors.spanned(
+            quote!(#generics #where_clause),
+            "a kernel cannot be generic: expected one C signature without `<...>` or `where`",
+        );
+        ok = false;
+    }
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(receiver) => {
+                errors.spanned(
+                    receiver,
+                    "a kernel cannot take `self`: expected C parameters",
+                );
+                ok = false;
+            }
+            FnArg::Typed(typed) => {
+                for attr in &typed.attrs {
+                    errors.spanned(attr, "attributes on kernel parameters are not supported");
+                    ok = false;
+                }
+                ok &= concrete(&typed.ty, errors);
+            }
+        }
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.spanned(
+            variadic,
+            "a kernel cannot be variadic: expected a fixed list of C parameters, not `...`",
+        );
+        ok = false;
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        ok &= concrete(ty, errors);
+    }
+    for attr in &kernel.attrs {
+        if attr.path().is_ident("link_name") || attr.path().is_ident("link_ordinal") {
+            errors.spanned(
+                attr,
+                "this attribute has no effect on a lazy kernel: expected #[lazy_kernel(symbol = \"...\")]",
+            );
+        }
+    }
+    ok
+}
+
+/// Reports every `impl Trait` in `ty`; false when there is one.
+fn concrete(ty: &Type, errors: &mut Errors) -> bool {
+    let mut found = Vec::new();
+    impl_traits(ty, &mut found);
+    for ty in &found {
+        errors.spanned(
+            ty,
+            "a kernel signature cannot use `impl Trait`: expected a concrete C type",
+        );
+    }
+    found.is_empty()
+}
+
+fn impl_traits<'a>(ty: &'a Type, found: &mut Vec<&'a Type>) {
+    match ty {
+        Type::ImplTrait(_) => found.push(ty),
+        Type::Array(t) => impl_traits(&t.elem, found),
+        Type::Group(t) => impl_traits(&t.elem, found),
+        Type::Paren(t) => impl_traits(&t.elem, found),
+        Type::Ptr(t) => impl_traits(&t.elem, found),
+        Type::Reference(t) => impl_traits(&t.elem, found),
+        Type::Slice(t) => impl_traits(&t.elem, found),
+        Type::Tuple(t) => t.elems.iter().for_each(|t| impl_traits(t, found)),
+        Type::Path(t) => {
+            for segment in &t.path.segments {
+                if let PathArguments::AngleBracketed(args) = &segment.arguments {
+                    for arg in &args.args {
+                        if let GenericArgument::Type(t) = arg {
+                            impl_traits(t, found);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Looks every kernel's blob up in the manifest available at expansion time.
+fn check_blobs(kernels: &[Checked], found: &Found, errors: &mut Errors) {
+    let mut applies = kernels
+        .iter()
+        .filter(|k| k.blob_meant && (found.explicit || k.manifest.is_none()))
+        .peekable();
+    if applies.peek().is_none() {
+        return;
+    }
+    let manifest = match found.manifest.as_ref() {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            errors.push(syn::Error::new(
+                Span::call_site(),
+                format!(
+                    "cannot use the ck-jit manifest {}: {e}",
+                    found.path.display()
+                ),
+            ));
+            return;
+        }
+    };
+    for kernel in applies {
+        let name = kernel.blob.value();
+        // A name that cannot be a blob name was reported already.
+        if check_name(&name).is_err() || manifest.blob(&name).is_some() {
+            continue;
+        }
+        let near = closest(manifest.blobs.iter().map(|b| b.name.as_str()), &name, 3);
+        errors.spanned(
+            &kernel.blob,
+            format!(
+                "blob '{}' is not in the manifest ({}){}",
+                escape(&name),
+                found.path.display(),
+                did_you_mean(&near)
+            ),
+        );
+    }
+}
+
+/// `; did you mean 'a', 'b' or 'c'?`, or nothing without candidates.
+fn did_you_mean(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        [init @ .., last] => format!("; did you mean {} or {last}?", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+    use proc_macro2::TokenStream;
+    use std::path::PathBuf;
+    use std::rc::Rc;
+
+    fn run(args: TokenStream, item: TokenStream, found: Option<&Found>) -> Vec<String> {
+        let mut errors = Errors::default();
+        let outer = parse::args(args, &mut errors);
+        let input = parse::input(item).expect("parses");
+        check(outer, &input, found, &mut errors);
+        errors.messages()
+    }
+
+    fn errors_of(item: TokenStream) -> Vec<String> {
+        run(TokenStream::new(), item, None)
+    }
+
+    fn found(explicit: bool) -> Found {
+        let mut manifest = Manifest::new("t", "/r");
+        manifest.groups.push(Group {
+            name: "vec".into(),
+            compiler: "c++".into(),
+            args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+            cwd: None,
+            symbol: SymbolSpec::Exact("{name}".into()),
+            depfile: true,
+        });
+        for name in ["vadd_f32", "vadd_f64", "vmul_f32"] {
+            manifest.blobs.push(Blob {
+                name: name.into(),
+                source: format!("{name}.cpp"),
+                group: 0,
+                symbol: None,
+                meta: Default::default(),
+            });
+        }
+        manifest.finish().unwrap();
+        Found {
+            path: PathBuf::from("/m/ck_jit_manifest.json"),
+            explicit,
+            manifest: Rc::new(Ok(manifest)),
+        }
+    }
+
+    #[test]
+    fn a_correct_single_fn_has_no_errors_and_defaults_to_its_name() {
+        let mut errors = Errors::default();
+        let input = parse::input(quote!(
+            pub unsafe extern "C" fn vadd_f32(n: usize);
+        ))
+        .unwrap();
+        let checked = check(Args::default(), &input, Some(&found(false)), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert_eq!(checked[0].blob.value(), "vadd_f32");
+        assert_eq!(checked[0].abi.value(), "C");
+        assert!(checked[0].sig_ok && matches!(checked[0].symbol, Symbol::Manifest));
+    }
+
+    #[test]
+    fn generics_are_refused() {
+        assert_eq!(
+            errors_of(quote!(
+                unsafe extern "C" fn k<T>(x: T);
+            )),
+            ["a kernel cannot be generic: expected one C signature without `<...>` or `where`"]
+        );
+        assert_eq!(
+            errors_of(quote!(
+                extern "C" {
+                    fn k(x: u8)
+                    where
+                        u8: Copy;
+                }
+            ))
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn variadics_are_refused() {
+        assert_eq!(
+            errors_of(quote!(
+                extern "C" {
+                    fn k(x: u8, ...);
+                }
+            )),
+            ["a kernel cannot be variadic: expected a fixed list of C parameters, not `...`"]
+        );
+    }
+
+    #[test]
+    fn a_body_is_refused() {
+        assert_eq!(
+            errors_of(quote!(
+                unsafe extern "C" fn k() {}
+            )),
+            ["a #[lazy_kernel] fn is declared, not defined: expected `;` instead of a body"]
+        );
+    }
+
+    #[test]
+    fn abis_other_than_c_are_refused() {
+        for abi in ["Rust", "system", "stdcall"] {
+            let abi = LitStr::new(abi, Span::call_site());
+            assert_eq!(
+                errors_of(quote!(extern #abi { fn k(); })),
+                [format!(
+                    "unsupported ABI \"{}\": expected extern \"C\" or extern \"C-unwind\"",
+                    abi.value()
+                )]
+            );
+        }
+        assert!(errors_of(quote!(
+            unsafe extern "C-unwind" fn k();
+        ))
+        .is_empty());
+        assert!(errors_of(quote!(
+            extern "C" {
+                fn k();
+            }
+        ))
+        .is_empty());
+    }
+
+    #[test]
+    fn self_receivers_are_refused() {
+        assert_eq!(
+            errors_of(quote!(
+                unsafe extern "C" fn k(&self);
+            )),
+            ["a kernel cannot take `self`: expected C parameters"]
+        );
+    }
+
+    #[test]
+    fn the_single_form_must_say_unsafe_extern_c() {
+        let missing_unsafe = errors_of(quote!(
+            extern "C" fn k();
+        ));
+        assert_eq!(
+            missing_unsafe,
+            ["expected `unsafe extern \"C\" fn`: calling a kernel is unsafe, so its declaration says `unsafe`"]
+        );
+        let missing_extern = errors_of(quote!(
+            unsafe fn k();
+        ));
+        assert_eq!(
+            missing_extern,
+            ["expected `unsafe extern \"C\" fn`: a kernel has a C signature"]
+        );
+        assert_eq!(
+            errors_of(quote!(
+                fn k();
+            ))
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn symbol_and_symbol_prefix_are_exclusive() {
+        assert_eq!(
+            run(
+                quote!(symbol = "a", symbol_prefix = "b"),
+                quote!(
+                    unsafe extern "C" fn k();
+                ),
+                None
+            ),
+            ["`symbol` and `symbol_prefix` cannot both be given: expected one of them"]
+        );
+    }
+
+    #[test]
+    fn empty_or_nul_symbols_are_refused() {
+        let errors = run(
+            quote!(symbol_prefix = ""),
+            quote!(
+                unsafe extern "C" fn k();
+            ),
+            None,
+        );
+        assert_eq!(errors, ["expected a symbol name, found an empty string"]);
+        let errors = run(
+            quote!(symbol = "a\0b"),
+            quote!(
+                unsafe extern "C" fn k();
+            ),
+            None,
+        );
+        assert_eq!(errors, ["a symbol name cannot contain NUL"]);
+    }
+
+    #[test]
+    fn blob_on_a_block_of_several_fns_is_refused_without_guessing_names() {
+        assert_eq!(
+            run(
+                quote!(blob = "vadd_f32"),
+                quote!(
+                    extern "C" {
+                        fn a();
+                        #[lazy_kernel(blob = "c")]
+                        fn b();
+                    }
+                ),
+                Some(&found(false))
+            ),
+            [
+                "`blob` names one blob but this block declares 2 fns: expected \
+                 #[lazy_kernel(blob = \"...\")] on each fn instead",
+                "blob 'c' is not in the manifest (/m/ck_jit_manifest.json)",
+            ]
+        );
+        assert!(run(
+            quote!(blob = "x"),
+            quote!(
+                extern "C" {
+                    fn a();
+                }
+            ),
+            None
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn non_fn_items_in_a_block_are_refused() {
+        let errors = errors_of(quote!(
+            extern "C" {
+                fn a();
+                static S: u8;
+                type T;
+            }
+        ));
+        assert_eq!(
+            errors,
+            [
+                "expected only fn declarations in a #[lazy_kernel] block, found a static",
+                "expected only fn declarations in a #[lazy_kernel] block, found a type",
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_blob_names_are_refused() {
+        let errors = run(
+            quote!(blob = "../x"),
+            quote!(
+                unsafe extern "C" fn k();
+            ),
+            None,
+        );
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("bad blob name '../x'"), "{errors:?}");
+        let errors = errors_of(quote!(
+            unsafe extern "C" fn café();
+        ));
+        assert!(errors[0].starts_with("bad blob name 'café'"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_raw_fn_name_is_the_blob_name_without_r_hash() {
+        let mut errors = Errors::default();
+        let input = parse::input(quote!(
+            unsafe extern "C" fn r#type();
+        ))
+        .unwrap();
+        let checked = check(Args::default(), &input, None, &mut errors);
+        assert_eq!(checked[0].blob.value(), "type");
+    }
+
+    #[test]
+    fn unknown_blobs_name_the_manifest_and_suggest_close_names() {
+        let errors = run(
+            TokenStream::new(),
+            quote!(
+                unsafe extern "C" fn vad_f32();
+            ),
+            Some(&found(false)),
+        );
+        assert_eq!(
+            errors,
+            ["blob 'vad_f32' is not in the manifest (/m/ck_jit_manifest.json); did you mean 'vadd_f32'?"]
+        );
+        let errors = run(
+            TokenStream::new(),
+            quote!(
+                extern "C" {
+                    fn vadd_f16();
+                    fn conv2d();
+                }
+            ),
+            Some(&found(false)),
+        );
+        assert_eq!(
+            errors,
+            [
+                "blob 'vadd_f16' is not in the manifest (/m/ck_jit_manifest.json); did you mean 'vadd_f32' or 'vadd_f64'?",
+                "blob 'conv2d' is not in the manifest (/m/ck_jit_manifest.json)",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_out_dir_manifest_is_not_checked_against_a_custom_manifest() {
+        let item = quote!(
+            unsafe extern "C" fn not_there();
+        );
+        let args = quote!(manifest = other::M);
+        assert!(run(args.clone(), item.clone(), Some(&found(false))).is_empty());
+        assert_eq!(run(args, item, Some(&found(true))).len(), 1);
+    }
+
+    #[test]
+    fn a_broken_manifest_is_one_error_naming_its_path() {
+        let broken = Found {
+            path: PathBuf::from("/m/x.json"),
+            explicit: true,
+            manifest: Rc::new(Err("malformed manifest: eof".into())),
+        };
+        let errors = run(
+            TokenStream::new(),
+            quote!(
+                extern "C" {
+                    fn a();
+                    fn b();
+                }
+            ),
+            Some(&broken),
+        );
+        assert_eq!(
+            errors,
+            ["cannot use the ck-jit manifest /m/x.json: malformed manifest: eof"]
+        );
+    }
+
+    #[test]
+    fn per_fn_helpers_override_the_block_and_blob_is_not_given_twice() {
+        let mut errors = Errors::default();
+        let outer = parse::args(quote!(symbol = "entry", manifest = crate::M), &mut errors);
+        let input = parse::input(quote!(
+            extern "C" {
+                fn a();
+                #[lazy_kernel(blob = "vmul_f32", symbol_prefix = "vmul")]
+                fn b();
+            }
+        ))
+        .unwrap();
+        let checked = check(outer, &input, None, &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert!(matches!(&checked[0].symbol, Symbol::Exact(s) if s.value() == "entry"));
+        assert!(matches!(&checked[1].symbol, Symbol::Prefix(s) if s.value() == "vmul"));
+        assert_eq!(checked[1].blob.value(), "vmul_f32");
+        assert!(checked.iter().all(|k| k.manifest.is_some()));
+        let errors = run(
+            quote!(blob = "x"),
+            quote!(
+                extern "C" {
+                    #[lazy_kernel(blob = "y")]
+                    fn a();
+                }
+            ),
+            None,
+        );
+        assert_eq!(errors, ["duplicate argument `blob`"]);
+    }
+
+    #[test]
+    fn every_mistake_is_reported_at_once() {
+        let errors = run(
+            quote!(blob = "x", bogus = 1),
+            quote!(
+                extern "system" {
+                    fn a<T>(x: T);
+                    fn b(&self, ...);
+                    static S: u8;
+                }
+            ),
+            None,
+        );
+        assert_eq!(errors.len(), 7, "{errors:#?}");
+    }
+
+    #[test]
+    fn link_attributes_and_impl_trait_are_refused() {
+        assert_eq!(
+            errors_of(quote!(
+                #[link(name = "k")]
+                extern "C" {
+                    #[link_name = "x"]
+                    fn a();
+                }
+            ))
+            .len(),
+            2
+        );
+        assert_eq!(
+            errors_of(quote!(
+                unsafe extern "C" fn k(x: *const impl Copy) -> impl Copy;
+            )),
+            [
+                "a kernel signature cannot use `impl Trait`: expected a concrete C type",
+                "a kernel signature cannot use `impl Trait`: expected a concrete C type",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_never_returning_kernel_is_accepted() {
+        assert!(errors_of(quote!(
+            unsafe extern "C" fn abort_all() -> !;
+        ))
+        .is_empty());
+    }
+}
