@@ -182,6 +182,8 @@ pub struct Job {
     pub log: PathBuf,
     /// Kill after this long.
     pub timeout: Duration,
+    /// Append to the log instead of starting it (second step of a job).
+    pub append_log: bool,
 }
 
 impl Job {
@@ -303,6 +305,65 @@ pub fn normalise_args(args: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Splits a one-step "compile and link a shared object" template into a
+/// compile step (`-c`, output `{obj}`) and a link step, so that a launcher
+/// (ccache, sccache, distcc) sees a plain compile it can cache or send
+/// away — launchers pass link steps through uncached. Link-only arguments
+/// (`-shared`, `-l..`, `-L..`, `-Wl,..`, `-static..`) go to the link step;
+/// `-fPIC` and `-o {out}` to both. `None` when the template does not link a
+/// shared object.
+pub fn split_for_launcher(args: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    if !args.iter().any(|a| a == "-shared") {
+        return None;
+    }
+    let is_link_only = |a: &str| {
+        a == "-shared"
+            || a.starts_with("-l")
+            || a.starts_with("-L")
+            || a.starts_with("-Wl,")
+            || a.starts_with("-static")
+    };
+    let mut compile = vec!["-c".to_string()];
+    let mut link = vec!["-shared".to_string()];
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        if a == "-o" {
+            // The output: the object for the compile, {out} for the link.
+            let _ = it.next();
+            compile.push("-o".into());
+            compile.push("{obj}".into());
+            continue;
+        }
+        if is_link_only(a) {
+            if a != "-shared" {
+                link.push(a.clone());
+            }
+            continue;
+        }
+        if a == "-fPIC" || a == "-fpic" {
+            link.push(a.clone());
+        }
+        if a.starts_with("--offload-arch")
+            || a == "-arch"
+            || a.starts_with("-arch=")
+            || a.starts_with("--gpu-architecture")
+        {
+            // GPU drivers want the target on the link line too.
+            link.push(a.clone());
+            if a == "-arch" {
+                if let Some(v) = it.peek() {
+                    link.push((*v).clone());
+                }
+            }
+        }
+        compile.push(a.clone());
+    }
+    link.push("{obj}".into());
+    link.push("-o".into());
+    link.push("{out}".into());
+    Some((compile, link))
 }
 
 /// Substitutes the placeholders of an argument template.

@@ -468,8 +468,20 @@ impl Runtime {
 
     fn load_uncached(&self, blob: &str) -> Result<Loaded, Error> {
         let t0 = Instant::now();
-        let (entry, bytes, outcome) = self.ensure(blob, false)?;
-        let loaded = Loaded::open(blob, &entry.object, &bytes)?;
+        let (mut entry, mut bytes, mut outcome) = self.ensure(blob, false)?;
+        let mut retries = 0;
+        let loaded = loop {
+            match Loaded::open(blob, &entry.object, &bytes) {
+                Ok(l) => break l,
+                // Evicted (`ck-jit gc`/`clean` in another process) between
+                // the check and the dlopen: look again.
+                Err(Error::DlOpen { .. }) if !entry.object.exists() && retries < 3 => {
+                    retries += 1;
+                    (entry, bytes, outcome) = self.ensure(blob, false)?;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let dt = t0.elapsed();
         stats::LOADS.add(1);
         stats::LOAD_NS.add(dt.as_nanos() as u64);
@@ -569,36 +581,66 @@ impl Runtime {
         let (_, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
         let out = cache.temp_path(blob, "so");
         let dep = cache.temp_path(blob, "d");
-        let mut argv: Vec<String> = self.config.launcher.clone();
-        argv.push(id.path.to_string_lossy().into_owned());
-        argv.extend(
-            g.args
-                .iter()
+        let obj = cache.temp_path(blob, "o");
+        let compiler = id.path.to_string_lossy().into_owned();
+        let expand = |args: &[String]| -> Vec<String> {
+            args.iter()
                 .filter(|a| a.as_str() != "-fvisibility=hidden")
-                .map(|a| compile::expand(a, &self.root, &plan.source, &out, blob)),
-        );
-        if g.depfile {
-            argv.push("-MD".into());
-            argv.push("-MF".into());
-            argv.push(dep.to_string_lossy().into_owned());
-        }
-        let job = Job {
-            blob: blob.to_string(),
-            argv,
-            cwd: plan.cwd.clone(),
-            log: cache.log_path(blob, prekey),
-            timeout: self.config.compile_timeout,
+                .map(|a| {
+                    compile::expand(a, &self.root, &plan.source, &out, blob)
+                        .replace("{obj}", &obj.to_string_lossy())
+                })
+                .collect()
         };
+        // With a launcher, compile and link separately so the launcher sees
+        // a cacheable (or distributable) compile.
+        let steps: Vec<(Vec<String>, bool)> = match (
+            self.config.launcher.is_empty(),
+            compile::split_for_launcher(&g.args),
+        ) {
+            (false, Some((c, l))) => vec![(expand(&c), true), (expand(&l), false)],
+            _ => vec![(expand(&g.args), true)],
+        };
+        let log = cache.log_path(blob, prekey);
+        let jobs: Vec<Job> = steps
+            .into_iter()
+            .enumerate()
+            .map(|(i, (args, compiles))| {
+                let mut argv: Vec<String> = Vec::new();
+                if compiles {
+                    argv.extend(self.config.launcher.iter().cloned());
+                }
+                argv.push(compiler.clone());
+                argv.extend(args);
+                if compiles && g.depfile {
+                    argv.push("-MD".into());
+                    argv.push("-MF".into());
+                    argv.push(dep.to_string_lossy().into_owned());
+                }
+                Job {
+                    blob: blob.to_string(),
+                    argv,
+                    cwd: plan.cwd.clone(),
+                    log: log.clone(),
+                    timeout: self.config.compile_timeout,
+                    append_log: i > 0,
+                }
+            })
+            .collect();
         let cleanup = || {
             let _ = fs::remove_file(&out);
             let _ = fs::remove_file(&dep);
+            let _ = fs::remove_file(&obj);
         };
         let t0 = Instant::now();
         let ran = {
             let _permit = JOBS.acquire();
-            log::info!("ck-jit: compiling blob '{blob}': {}", job.command_line());
-            job.run()
+            jobs.iter().try_for_each(|job| {
+                log::info!("ck-jit: compiling blob '{blob}': {}", job.command_line());
+                job.run()
+            })
         };
+        let _ = fs::remove_file(&obj);
         let dt = t0.elapsed();
         stats::COMPILES.add(1);
         stats::COMPILE_NS.add(dt.as_nanos() as u64);
@@ -678,7 +720,7 @@ impl Runtime {
             size: bytes.len() as u64,
             checksum: blake3::hash(&bytes).to_hex().to_string(),
             deps,
-            command: job.argv.clone(),
+            command: jobs.iter().map(|j| j.argv.join(" ")).collect::<Vec<_>>(),
             created: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())

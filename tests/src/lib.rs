@@ -152,7 +152,9 @@ pub fn bin_path(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Calls a resolved `int f(int)` entry.
+/// Calls a resolved `int f(int)` entry (a pointer the runtime returned
+/// for a test blob; tests never pass anything else).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn call(p: *const (), x: i32) -> i32 {
     // SAFETY: every test blob exports `int name(int)`.
     let f: extern "C" fn(i32) -> i32 = unsafe { std::mem::transmute(p) };
