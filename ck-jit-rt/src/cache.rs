@@ -573,6 +573,55 @@ impl Cache {
         }
     }
 
+    /// When an entry was last used: its record's modification time, set at
+    /// publish and refreshed by [`Cache::touch`] on every cache hit.
+    pub fn last_used(&self, entry: &Entry) -> Option<SystemTime> {
+        fs::symlink_metadata(&entry.record_path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
+
+    /// Takes the compile lock of a prekey only if nobody holds it now:
+    /// `None` while a compile of it runs (in any process). For maintenance
+    /// (eviction, verification) that must not touch an entry being built.
+    pub fn try_lock(&self, blob: &str, prekey: &str) -> Result<Option<LockGuard>, Error> {
+        self.mkdir(&self.blob_dir(blob))?;
+        let path = self.lock_path(blob, prekey);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(self.file_mode())
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| Error::io("opening the lock", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(LockGuard { _file: Some(file) })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            // Same tolerance as `lock`: a shared cache on a file system
+            // without locks works unlocked.
+            Err(fs::TryLockError::Error(_)) if self.shared => Ok(Some(LockGuard { _file: None })),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("locking", &path, e)),
+        }
+    }
+
+    /// Removes an entry: the record first, so no lookup finds it any more,
+    /// then the object. Unlinking is safe for processes that have the object
+    /// mapped (it is never truncated or rewritten). Returns whether this call
+    /// removed the record (`false` when it was already gone).
+    pub fn remove(&self, entry: &Entry) -> Result<bool, Error> {
+        let removed = match fs::remove_file(&entry.record_path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io("removing", &entry.record_path, e)),
+        };
+        match fs::remove_file(&entry.object) {
+            Ok(()) => Ok(removed),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(removed),
+            Err(e) => Err(Error::io("removing", &entry.object, e)),
+        }
+    }
+
     /// Removes temp files left by compiles that died: ones of processes
     /// that no longer exist (local cache), or older than `max_age`.
     pub fn sweep_temps(&self, max_age: Duration) -> usize {

@@ -13,6 +13,7 @@
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
+//! | `CK_JIT_CACHE_MAX_SIZE` | size limit `ck-jit gc` shrinks the cache to when given no limit, e.g. `2G` |
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
 
 use std::ffi::OsString;
@@ -44,6 +45,8 @@ pub struct Config {
     pub compile_timeout: Duration,
     /// `CK_JIT_LOCK_TIMEOUT`.
     pub lock_timeout: Duration,
+    /// `CK_JIT_CACHE_MAX_SIZE`, as written (`ck-jit gc` parses it).
+    pub cache_max_size: Option<String>,
 }
 
 static CONFIG: Lazy<Config> = Lazy::new(Config::from_env);
@@ -100,6 +103,7 @@ impl Config {
                 .unwrap_or_default(),
             compile_timeout,
             lock_timeout,
+            cache_max_size: var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned()),
         }
     }
 

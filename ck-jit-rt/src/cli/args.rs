@@ -1,0 +1,327 @@
+//! The command line: every command and flag with its help text, and the
+//! parsers of flag values (sizes, `KEY=VALUE`). Parsing only; nothing here
+//! reads a manifest or touches the cache.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+
+const ABOUT: &str = "Inspect, pre-build and maintain the ck-jit kernel cache";
+
+const LONG_ABOUT: &str = "\
+Inspect, pre-build and maintain the ck-jit kernel cache.
+
+Kernels are source files (blobs) listed in a manifest; a program compiles
+each one on its first call into a disk cache. This tool builds those cache
+entries ahead of time through the same code path, so a program finds them
+and never runs a compiler, and keeps the cache in shape.
+
+The manifest is --manifest, else $CK_JIT_MANIFEST, else
+$CK_JIT_ROOT/ck_jit_manifest.json. The cache is --cache-dir, else
+$CK_JIT_CACHE_DIR, else ~/.cache/<manifest name>.
+
+Exit status: 0 done, 1 some of the work failed, 2 the request was wrong
+(unknown blob, bad flags, unreadable manifest).";
+
+const EXAMPLES: &str = "\
+Examples:
+  ck-jit --manifest target/ck_jit_manifest.json list
+  ck-jit build --all -j 8
+  ck-jit build fmha_fwd_d128_bf16 kernels/vadd_f32.cpp --force
+  ck-jit gc --max-size 2G
+  ck-jit verify --json";
+
+const SELECTION: &str = "\
+Blobs can be named by blob name (vadd_f32), file name (vadd_f32.cpp),
+source path (kernels/vadd_f32.cpp, relative to the tree root, or absolute)
+or cached object (~/.cache/ck_jit/v1/vadd_f32/<prekey>/<key>.so), mixed
+freely. --family and --where narrow the selection (all blobs when nothing
+is named); repeated --family means any of them, repeated --where all of them.";
+
+const LIST_EXAMPLES: &str = "\
+Examples:
+  ck-jit list
+  ck-jit list --family fwd --where dtype=bf16
+  ck-jit list vadd_f32 kernels/vadd_f64.cpp --json";
+
+const BUILD_EXAMPLES: &str = "\
+Examples:
+  ck-jit build --all
+  ck-jit build --family fwd -j 16
+  ck-jit build --blob-list hot_kernels.txt
+  grep -l bf16 kernels/*.cpp | ck-jit build --blob-list -
+  ck-jit build vadd_f32 --force";
+
+const CLEAN_EXAMPLES: &str = "\
+Examples:
+  ck-jit clean vadd_f32
+  ck-jit clean --where dtype=f64 --dry-run
+  ck-jit clean --all";
+
+const GC_EXAMPLES: &str = "\
+Examples:
+  ck-jit gc --max-size 500M
+  ck-jit gc --max-entries 1000 --dry-run
+  CK_JIT_CACHE_MAX_SIZE=2G ck-jit gc";
+
+const STAT_EXAMPLES: &str = "\
+Examples:
+  ck-jit stat
+  ck-jit stat --cache-dir /shared/ck_jit --json";
+
+const VERIFY_EXAMPLES: &str = "\
+Examples:
+  ck-jit verify
+  ck-jit verify --cache-dir /opt/app/kernel-cache --json";
+
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  ck-jit export-manifest --out-dir target/release/build/mycrate-1a2b3c/out --to dist/
+  ck-jit export-manifest --from ck_jit_manifest.json --to /opt/app/kernels/ --root /opt/app/kernels";
+
+/// `ck-jit [--manifest PATH] [--cache-dir DIR] [--json] <command> ...`
+#[derive(Debug, Parser)]
+#[command(
+    name = "ck-jit",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Settings every command takes.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the manifest and the cache are, and how to report.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Manifest file [default: $CK_JIT_MANIFEST, else $CK_JIT_ROOT/ck_jit_manifest.json]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Global options"
+    )]
+    pub manifest: Option<PathBuf>,
+    /// Cache root [default: $CK_JIT_CACHE_DIR, else ~/.cache/<manifest name>]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
+    pub cache_dir: Option<PathBuf>,
+    /// Print one JSON document on stdout instead of text
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub json: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the manifest's blobs: source found, cached, family, arch, metadata
+    #[command(after_help = format!("{SELECTION}\n\n{LIST_EXAMPLES}"))]
+    List(ListArgs),
+    /// Compile blobs into the cache ahead of time, in parallel
+    #[command(after_help = format!("{SELECTION}\n\n{BUILD_EXAMPLES}"))]
+    Build(BuildArgs),
+    /// Remove the cache entries of blobs, or everything
+    #[command(after_help = format!("{SELECTION}\n\n{CLEAN_EXAMPLES}"))]
+    Clean(CleanArgs),
+    /// Shrink the cache to a size or entry limit, least recently used first
+    #[command(after_help = GC_EXAMPLES)]
+    Gc(GcArgs),
+    /// Summarise the cache: entries, size, age, entries per blob
+    #[command(after_help = STAT_EXAMPLES)]
+    Stat(StatArgs),
+    /// Check every entry against its record; move bad ones to bad/
+    #[command(after_help = VERIFY_EXAMPLES)]
+    Verify(VerifyArgs),
+    /// Copy (and check) the manifest a crate's build wrote, for deployment
+    #[command(after_help = EXPORT_EXAMPLES)]
+    ExportManifest(ExportArgs),
+}
+
+/// Which blobs a command works on (see the commands' help).
+#[derive(Debug, Args)]
+pub struct Selection {
+    /// Blob names, file names, source paths or cached objects (.so)
+    #[arg(value_name = "BLOB")]
+    pub blobs: Vec<String>,
+    /// Read more blobs from FILE, one per line ('#' starts a comment, '-' is stdin)
+    #[arg(long, value_name = "FILE")]
+    pub blob_list: Vec<PathBuf>,
+    /// Only blobs of this family (manifest group); repeat for any of several
+    #[arg(long, value_name = "NAME")]
+    pub family: Vec<String>,
+    /// Only blobs whose metadata has KEY=VALUE; repeat to require all
+    #[arg(long = "where", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub filters: Vec<(String, String)>,
+}
+
+/// `ck-jit list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Which blobs (default: all).
+    #[command(flatten)]
+    pub select: Selection,
+    /// Every blob of the manifest (the default when nothing is named)
+    #[arg(long, conflicts_with_all = ["blobs", "blob_list", "family", "filters"])]
+    pub all: bool,
+}
+
+/// `ck-jit build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Which blobs.
+    #[command(flatten)]
+    pub select: Selection,
+    /// Every blob of the manifest
+    #[arg(long, conflicts_with_all = ["blobs", "blob_list", "family", "filters"])]
+    pub all: bool,
+    /// Compiles at once [default: $CK_JIT_JOBS, else the number of cores]
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Compile even blobs that are cached (replacing their entries)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `ck-jit clean`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Which blobs.
+    #[command(flatten)]
+    pub select: Selection,
+    /// Every entry in the cache (of any manifest), quarantined files and logs
+    #[arg(long, conflicts_with_all = ["blobs", "blob_list", "family", "filters"])]
+    pub all: bool,
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `ck-jit gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Largest total size to keep, e.g. 500M or 2G (powers of 1024) [default: $CK_JIT_CACHE_MAX_SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+    /// Most entries to keep
+    #[arg(long, value_name = "N")]
+    pub max_entries: Option<u64>,
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `ck-jit stat` (no flags of its own).
+#[derive(Debug, Args)]
+pub struct StatArgs {}
+
+/// `ck-jit verify` (no flags of its own).
+#[derive(Debug, Args)]
+pub struct VerifyArgs {}
+
+/// `ck-jit export-manifest`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["out_dir", "from"])))]
+pub struct ExportArgs {
+    /// The build's OUT_DIR, holding ck_jit_manifest.json
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// The manifest file itself
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Where to write it: a file, or a directory to put ck_jit_manifest.json in
+    #[arg(long, value_name = "PATH")]
+    pub to: PathBuf,
+    /// Record this absolute tree root instead of the build's (where the
+    /// sources are installed)
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+/// Parses a size: a number with an optional `K`, `M`, `G` or `T` suffix
+/// (powers of 1024; `B`, `KB`, `KiB`, ... are accepted too).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let expected = || {
+        format!(
+            "expected a size such as 500M or 2G (a number with an optional K, M, G or T \
+             suffix, powers of 1024), got '{}'",
+            text.escape_debug()
+        )
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: f64 = number.parse().map_err(|_| expected())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(expected()),
+    };
+    let bytes = number * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        return Err(expected());
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses `KEY=VALUE` (split at the first `=`; the key must not be empty).
+pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!(
+            "expected KEY=VALUE (e.g. dtype=bf16), got '{}'",
+            text.escape_debug()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes_and_refuse_nonsense() {
+        assert_eq!(parse_size("123"), Ok(123));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert_eq!(parse_size("10 MiB"), Ok(10 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        for bad in ["", "M", "5X", "-1", "1e99G", "1..2"] {
+            let e = parse_size(bad).unwrap_err();
+            assert!(e.contains("expected a size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn key_value_needs_a_key_and_an_equals_sign() {
+        assert_eq!(
+            parse_key_value("dtype=bf16"),
+            Ok(("dtype".into(), "bf16".into()))
+        );
+        assert_eq!(parse_key_value("k=a=b"), Ok(("k".into(), "a=b".into())));
+        assert!(parse_key_value("dtype").is_err());
+        assert!(parse_key_value("=x").is_err());
+    }
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

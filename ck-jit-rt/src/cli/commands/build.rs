@@ -1,0 +1,168 @@
+//! `ck-jit build`: compiles blobs into the cache ahead of time. Each blob
+//! goes through `Runtime::ensure`, the lazy call's own path (same key, same
+//! lock, same verification), on a pool of `-j` threads; the runtime's own
+//! compile limit is set to the same number.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ck_jit_rt::config::config;
+use ck_jit_rt::Outcome;
+use serde::Serialize;
+
+use crate::cli::args::BuildArgs;
+use crate::cli::context::Context;
+use crate::cli::error::CliError;
+use crate::cli::output;
+use crate::cli::select::{self, Source, WhenEmpty};
+
+#[derive(Debug, Serialize)]
+struct BlobDoc {
+    name: String,
+    /// `compiled`, `cached` or `failed`.
+    outcome: &'static str,
+    object: Option<String>,
+    seconds: f64,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct StatsDoc {
+    compiles: u64,
+    cache_hits: u64,
+    compile_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    manifest: String,
+    cache: String,
+    jobs: usize,
+    force: bool,
+    compiled: usize,
+    cached: usize,
+    failed: usize,
+    seconds: f64,
+    /// The runtime's counters for this process.
+    stats: StatsDoc,
+    blobs: Vec<BlobDoc>,
+}
+
+/// Runs `ck-jit build`.
+pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
+    let (rt, path) = ctx.runtime()?;
+    let origin = path.display().to_string();
+    let names = select::select(
+        Source {
+            manifest: rt.manifest(),
+            origin: &origin,
+            root: rt.root(),
+        },
+        &args.select,
+        args.all,
+        WhenEmpty::Refuse("build"),
+    )?;
+    // Open the cache up front: an unusable cache directory is one error,
+    // not one per blob.
+    let cache_root = rt.cache()?.root().display().to_string();
+    let jobs = args
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or(config().jobs)
+        .max(1);
+    ck_jit_rt::set_jobs(jobs);
+
+    let t0 = Instant::now();
+    let progress = ctx.out.progress(names.len() as u64);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<BlobDoc>>> = Mutex::new((0..names.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(names.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(name) = names.get(i) else { break };
+                let t = Instant::now();
+                let r = rt.ensure(name, args.force);
+                let dt = t.elapsed();
+                let doc = match r {
+                    Ok((entry, _, outcome)) => BlobDoc {
+                        name: name.clone(),
+                        outcome: match outcome {
+                            Outcome::Compiled => "compiled",
+                            Outcome::Cached => "cached",
+                        },
+                        object: Some(entry.object.display().to_string()),
+                        seconds: dt.as_secs_f64(),
+                        error: None,
+                    },
+                    Err(e) => BlobDoc {
+                        name: name.clone(),
+                        outcome: "failed",
+                        object: None,
+                        seconds: dt.as_secs_f64(),
+                        error: Some(e.to_string()),
+                    },
+                };
+                let line = format!("{:<9} {name} ({})", doc.outcome, output::seconds(dt));
+                if doc.error.is_some() {
+                    progress.step_kept(&line);
+                } else {
+                    progress.step(&line);
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(doc);
+            });
+        }
+    });
+    progress.finish();
+    let blobs: Vec<BlobDoc> = results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect();
+    let count = |o: &str| blobs.iter().filter(|b| b.outcome == o).count();
+    let stats = ck_jit_rt::stats();
+    let report = Report {
+        manifest: origin,
+        cache: cache_root,
+        jobs,
+        force: args.force,
+        compiled: count("compiled"),
+        cached: count("cached"),
+        failed: count("failed"),
+        seconds: t0.elapsed().as_secs_f64(),
+        stats: StatsDoc {
+            compiles: stats.compiles,
+            cache_hits: stats.cache_hits,
+            compile_seconds: stats.compile_time.as_secs_f64(),
+        },
+        blobs,
+    };
+    if !ctx.out.is_json() {
+        // Each failure in full: the command to reproduce it and the tail
+        // of the compiler's stderr.
+        for b in &report.blobs {
+            if let Some(e) = &b.error {
+                ctx.out.warn(e);
+            }
+        }
+    }
+    ctx.out.result(&report, || {
+        format!(
+            "build: {} compiled, {} cached, {} failed ({} blobs in {}, {} jobs; cache {})",
+            report.compiled,
+            report.cached,
+            report.failed,
+            report.blobs.len(),
+            output::seconds(Duration::from_secs_f64(report.seconds)),
+            report.jobs,
+            report.cache
+        )
+    });
+    if report.failed > 0 {
+        Err(CliError::Failed)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,127 @@
+//! `ck-jit clean`: removes the cache entries of the selected blobs (every
+//! entry of theirs, whatever inputs it was built from), or with `--all`
+//! every entry in the cache plus quarantined files and compile logs.
+//! Entries whose compile is running are left alone and reported.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::cli::args::CleanArgs;
+use crate::cli::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
+use crate::cli::context::Context;
+use crate::cli::error::CliError;
+use crate::cli::output;
+use crate::cli::select::{self, Source, WhenEmpty};
+
+#[derive(Debug, Serialize)]
+struct Report {
+    cache: String,
+    dry_run: bool,
+    removed: Vec<EntryDoc>,
+    bytes: u64,
+    /// Entries left because a compile of them was running.
+    busy: Vec<EntryDoc>,
+    /// Quarantined files and logs removed (`--all`).
+    other_files: usize,
+}
+
+/// Runs `ck-jit clean`.
+pub fn run(ctx: &Context, args: &CleanArgs) -> Result<(), CliError> {
+    let (cache, blobs) = if args.all {
+        (ctx.cache()?, None)
+    } else {
+        let (rt, path) = ctx.runtime()?;
+        let origin = path.display().to_string();
+        let names = select::select(
+            Source {
+                manifest: rt.manifest(),
+                origin: &origin,
+                root: rt.root(),
+            },
+            &args.select,
+            false,
+            WhenEmpty::Refuse("clean"),
+        )?;
+        (
+            rt.cache()?.clone(),
+            Some(names.into_iter().collect::<BTreeSet<_>>()),
+        )
+    };
+    let mut report = Report {
+        cache: cache.root().display().to_string(),
+        dry_run: args.dry_run,
+        removed: Vec::new(),
+        bytes: 0,
+        busy: Vec::new(),
+        other_files: 0,
+    };
+    for e in cache.entries() {
+        if blobs.as_ref().is_some_and(|b| !b.contains(&e.record.blob)) {
+            continue;
+        }
+        let bytes = entry_bytes(&e);
+        let outcome = if args.dry_run {
+            Removal::Removed
+        } else {
+            remove_unless_busy(&cache, &e)?
+        };
+        match outcome {
+            Removal::Removed => {
+                report.bytes += bytes;
+                report.removed.push(EntryDoc::new(&e, bytes));
+            }
+            Removal::Busy => report.busy.push(EntryDoc::new(&e, bytes)),
+            Removal::Gone => {}
+        }
+    }
+    if args.all {
+        for sub in ["bad", "logs"] {
+            report.other_files += remove_files_in(&cache.root().join(sub), args.dry_run);
+        }
+    }
+    for b in &report.busy {
+        ctx.out.warn(&format!(
+            "ck-jit: left {} of blob '{}': a compile of it is running",
+            b.object, b.blob
+        ));
+    }
+    ctx.out.result(&report, || {
+        let mut s = format!(
+            "clean: {} {} entries ({}){}",
+            if report.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            report.removed.len(),
+            output::size(report.bytes),
+            if report.busy.is_empty() {
+                String::new()
+            } else {
+                format!(", left {} being compiled", report.busy.len())
+            }
+        );
+        if args.all {
+            s.push_str(&format!(
+                ", and {} quarantined files and logs",
+                report.other_files
+            ));
+        }
+        s.push_str(&format!(" (cache {})", report.cache));
+        s
+    });
+    Ok(())
+}
+
+/// Removes the plain files directly in `dir`; returns how many (would be)
+/// removed.
+fn remove_files_in(dir: &Path, dry_run: bool) -> usize {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    rd.flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| dry_run || fs::remove_file(e.path()).is_ok())
+        .count()
+}

@@ -1,0 +1,145 @@
+//! `ck-jit list`: the manifest's blobs with whether their source is there
+//! and whether a verified entry for their current inputs is cached (asked
+//! of the runtime: `plan`, then `cached_entry`, as a lazy call would).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cli::args::ListArgs;
+use crate::cli::context::Context;
+use crate::cli::error::CliError;
+use crate::cli::output;
+use crate::cli::select::{self, Source, WhenEmpty};
+
+#[derive(Debug, Serialize)]
+struct Row {
+    name: String,
+    family: String,
+    compiler: String,
+    source: String,
+    source_found: bool,
+    /// `None` when it cannot be told (no source to compute the key from).
+    cached: Option<bool>,
+    object: Option<String>,
+    /// Entries of this blob in the cache, for any inputs.
+    entries: usize,
+    arch: Option<String>,
+    meta: BTreeMap<String, String>,
+    problem: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    manifest: String,
+    root: String,
+    cache: String,
+    blobs: Vec<Row>,
+}
+
+/// Runs `ck-jit list`.
+pub fn run(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
+    let (rt, path) = ctx.runtime()?;
+    let origin = path.display().to_string();
+    let names = select::select(
+        Source {
+            manifest: rt.manifest(),
+            origin: &origin,
+            root: rt.root(),
+        },
+        &args.select,
+        args.all,
+        WhenEmpty::All,
+    )?;
+    let cache = rt.cache()?;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for e in cache.entries() {
+        *counts.entry(e.record.blob).or_default() += 1;
+    }
+    let m = rt.manifest();
+    let mut rows = Vec::with_capacity(names.len());
+    for name in &names {
+        let Some(blob) = m.blob(name) else { continue };
+        let source = rt.root().join(&blob.source);
+        let (cached, object, problem) = match rt.plan(name) {
+            Ok(plan) => match rt.cached_entry(&plan)? {
+                Some((entry, _)) => (Some(true), Some(entry.object.display().to_string()), None),
+                None => (Some(false), None, None),
+            },
+            Err(e) => (None, None, Some(e.to_string())),
+        };
+        rows.push(Row {
+            name: name.clone(),
+            family: m.group_of(blob).name.clone(),
+            compiler: m.group_of(blob).compiler.clone(),
+            source_found: source.is_file(),
+            source: source.display().to_string(),
+            cached,
+            object,
+            entries: counts.get(name).copied().unwrap_or(0),
+            arch: blob.meta.get("arch").cloned(),
+            meta: blob.meta.clone(),
+            problem,
+        });
+    }
+    let report = Report {
+        manifest: origin,
+        root: rt.root().display().to_string(),
+        cache: cache.root().display().to_string(),
+        blobs: rows,
+    };
+    ctx.out.result(&report, || text(&report));
+    Ok(())
+}
+
+fn state(r: &Row) -> &'static str {
+    match (r.source_found, r.cached) {
+        (false, _) => "source missing",
+        (true, Some(true)) => "cached",
+        (true, Some(false)) => "not cached",
+        (true, None) => "unknown",
+    }
+}
+
+fn text(report: &Report) -> String {
+    let mut rows = vec![vec![
+        "NAME".to_string(),
+        "FAMILY".into(),
+        "STATE".into(),
+        "ARCH".into(),
+        "META".into(),
+    ]];
+    let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &report.blobs {
+        *tally.entry(state(r)).or_default() += 1;
+        rows.push(vec![
+            r.name.clone(),
+            r.family.clone(),
+            state(r).into(),
+            r.arch.clone().unwrap_or_else(|| "-".into()),
+            r.meta
+                .iter()
+                .filter(|(k, _)| k.as_str() != "arch")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ]);
+    }
+    let mut out = output::table(&rows);
+    for r in &report.blobs {
+        if let (true, Some(p)) = (r.source_found, &r.problem) {
+            out.push_str(&format!("{}: {p}\n", r.name));
+        }
+    }
+    out.push_str(&format!(
+        "{} blobs: {} (cache {})\n",
+        report.blobs.len(),
+        tally
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        report.cache
+    ));
+    out
+}

@@ -1,0 +1,162 @@
+//! `ck-jit stat`: what the cache holds: entries, bytes, the oldest and
+//! newest, least and most recently used, entries per blob, and what sits
+//! in `bad/`, `logs/` and `tmp/`. Reads only.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use ck_jit_rt::cache::Entry;
+use serde::Serialize;
+
+use crate::cli::commands::removal::entry_bytes;
+use crate::cli::context::Context;
+use crate::cli::error::CliError;
+use crate::cli::output;
+
+const COUNTERS: &str = "not recorded: the runtime counts hits and compiles per process \
+                        (ck_jit_rt::stats()), not in the cache";
+
+#[derive(Debug, Serialize)]
+struct When {
+    blob: String,
+    object: String,
+    /// Seconds since the epoch.
+    epoch: u64,
+    utc: String,
+}
+
+#[derive(Debug, Serialize, Default)]
+struct Files {
+    files: u64,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    cache: String,
+    entries: usize,
+    bytes: u64,
+    blobs: usize,
+    oldest: Option<When>,
+    newest: Option<When>,
+    least_recently_used: Option<When>,
+    most_recently_used: Option<When>,
+    /// Entries per blob.
+    per_blob: BTreeMap<String, usize>,
+    quarantined: Files,
+    logs: Files,
+    temp: Files,
+    hits: Option<u64>,
+    compiles: Option<u64>,
+    counters: &'static str,
+}
+
+/// Runs `ck-jit stat`.
+pub fn run(ctx: &Context) -> Result<(), CliError> {
+    let cache = ctx.cache()?;
+    let entries = cache.entries();
+    let when = |e: &Entry, epoch: u64| When {
+        blob: e.record.blob.clone(),
+        object: e.object.display().to_string(),
+        epoch,
+        utc: output::time(epoch),
+    };
+    let created = |e: &&Entry| e.record.created;
+    let used = |e: &&Entry| cache.last_used(e).map(output::epoch).unwrap_or(0);
+    let mut per_blob = BTreeMap::new();
+    for e in &entries {
+        *per_blob.entry(e.record.blob.clone()).or_default() += 1;
+    }
+    let report = Report {
+        cache: cache.root().display().to_string(),
+        entries: entries.len(),
+        bytes: entries.iter().map(entry_bytes).sum(),
+        blobs: per_blob.len(),
+        oldest: entries
+            .iter()
+            .min_by_key(created)
+            .map(|e| when(e, e.record.created)),
+        newest: entries
+            .iter()
+            .max_by_key(created)
+            .map(|e| when(e, e.record.created)),
+        least_recently_used: entries.iter().min_by_key(used).map(|e| when(e, used(&e))),
+        most_recently_used: entries.iter().max_by_key(used).map(|e| when(e, used(&e))),
+        per_blob,
+        quarantined: files_in(&cache.root().join("bad")),
+        logs: files_in(&cache.root().join("logs")),
+        temp: files_in(&cache.root().join("tmp")),
+        hits: None,
+        compiles: None,
+        counters: COUNTERS,
+    };
+    ctx.out.result(&report, || text(&report));
+    Ok(())
+}
+
+fn files_in(dir: &Path) -> Files {
+    let mut f = Files::default();
+    let Ok(rd) = fs::read_dir(dir) else { return f };
+    for e in rd.flatten() {
+        if let Ok(m) = e.metadata() {
+            if m.is_file() {
+                f.files += 1;
+                f.bytes += m.len();
+            }
+        }
+    }
+    f
+}
+
+fn text(r: &Report) -> String {
+    let mut s = format!("cache:        {}\n", r.cache);
+    s.push_str(&format!(
+        "entries:      {} of {} blobs, {}\n",
+        r.entries,
+        r.blobs,
+        output::size(r.bytes)
+    ));
+    let line = |label: &str, w: &Option<When>| match w {
+        Some(w) => format!("{label:<13} {} ({})\n", w.utc, w.blob),
+        None => format!("{label:<13} -\n"),
+    };
+    s.push_str(&line("oldest:", &r.oldest));
+    s.push_str(&line("newest:", &r.newest));
+    s.push_str(&line("least used:", &r.least_recently_used));
+    s.push_str(&line("last used:", &r.most_recently_used));
+    s.push_str(&format!(
+        "quarantined:  {} files, {} (bad/)\n",
+        r.quarantined.files,
+        output::size(r.quarantined.bytes)
+    ));
+    s.push_str(&format!(
+        "logs:         {} files, {}\n",
+        r.logs.files,
+        output::size(r.logs.bytes)
+    ));
+    if r.temp.files > 0 {
+        s.push_str(&format!(
+            "temp:         {} files, {} (compiles running or killed)\n",
+            r.temp.files,
+            output::size(r.temp.bytes)
+        ));
+    }
+    s.push_str(&format!("hits/compiles: {COUNTERS}\n"));
+    if !r.per_blob.is_empty() {
+        let mut counts: Vec<(&String, &usize)> = r.per_blob.iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        s.push_str("entries per blob (most first):\n");
+        let shown = 10;
+        for (blob, n) in counts.iter().take(shown) {
+            s.push_str(&format!("  {n:>5}  {blob}\n"));
+        }
+        if counts.len() > shown {
+            s.push_str(&format!(
+                "  ... and {} more blobs (--json lists all)\n",
+                counts.len() - shown
+            ));
+        }
+    }
+    s
+}

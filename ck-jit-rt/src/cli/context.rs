@@ -1,0 +1,112 @@
+//! Finds what a command works on: the manifest (`--manifest`, else
+//! `CK_JIT_MANIFEST`, else `$CK_JIT_ROOT/ck_jit_manifest.json`) and the cache
+//! (`--cache-dir`, else the runtime's own resolution), and opens them the
+//! way the runtime does. The environment is read only through
+//! `ck_jit_rt::config`.
+
+use std::path::{Path, PathBuf};
+
+use ck_jit_rt::cache::Cache;
+use ck_jit_rt::config::config;
+use ck_jit_rt::manifest::MANIFEST_FILE;
+use ck_jit_rt::Runtime;
+
+use crate::cli::args::Global;
+use crate::cli::error::CliError;
+use crate::cli::output::Output;
+
+/// The resolved global settings of one run.
+#[derive(Debug)]
+pub struct Context {
+    /// How to report.
+    pub out: Output,
+    manifest: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl Context {
+    /// Settings from the command line (the environment is consulted lazily,
+    /// only by what a command needs).
+    pub fn new(global: &Global, out: Output) -> Context {
+        Context {
+            out,
+            manifest: global.manifest.clone(),
+            cache_dir: global.cache_dir.clone(),
+        }
+    }
+
+    /// The manifest path: the flag, else `CK_JIT_MANIFEST`, else the one
+    /// installed at `$CK_JIT_ROOT`.
+    pub fn manifest_path(&self) -> Result<PathBuf, CliError> {
+        let cfg = config();
+        if let Some(p) = &self.manifest {
+            return Ok(p.clone());
+        }
+        if let Some(p) = &cfg.manifest {
+            return Ok(p.clone());
+        }
+        if let Some(root) = &cfg.root {
+            return Ok(root.join(MANIFEST_FILE));
+        }
+        Err(CliError::Usage(
+            "no manifest: expected --manifest PATH, or CK_JIT_MANIFEST, or CK_JIT_ROOT \
+             (a tree with ck_jit_manifest.json installed beside its blobs)"
+                .into(),
+        ))
+    }
+
+    /// A runtime over the manifest, using `--cache-dir` when given.
+    pub fn runtime(&self) -> Result<(Runtime, PathBuf), CliError> {
+        let path = self.manifest_path()?;
+        if !path.is_file() {
+            return Err(CliError::Usage(format!(
+                "manifest {} {}; expected the ck_jit_manifest.json a build wrote \
+                 (see `ck-jit export-manifest`)",
+                path.display(),
+                if path.exists() {
+                    "is not a file"
+                } else {
+                    "does not exist"
+                }
+            )));
+        }
+        let rt = Runtime::from_file(&path)?;
+        let rt = match &self.cache_dir {
+            Some(d) => rt.with_cache_dir(d),
+            None => rt,
+        };
+        Ok((rt, path))
+    }
+
+    /// The cache for commands that need no manifest (gc, stat, verify,
+    /// clean --all): `--cache-dir`, else `CK_JIT_CACHE_DIR`, else the
+    /// manifest's default cache.
+    pub fn cache(&self) -> Result<Cache, CliError> {
+        let dir = match self
+            .cache_dir
+            .clone()
+            .or_else(|| config().cache_dir.clone())
+        {
+            Some(d) => d,
+            None => {
+                let (rt, _) = self.runtime().map_err(|e| {
+                    match e {
+                    CliError::Usage(m) if m.starts_with("no manifest") => CliError::Usage(
+                        "no cache: expected --cache-dir DIR or CK_JIT_CACHE_DIR, or a manifest \
+                         (--manifest PATH, CK_JIT_MANIFEST or CK_JIT_ROOT) naming the default cache"
+                            .into(),
+                    ),
+                    e => e,
+                }
+                })?;
+                rt.cache_dir()?
+            }
+        };
+        open(&dir)
+    }
+}
+
+/// Opens a cache root with the runtime's checks.
+pub fn open(dir: &Path) -> Result<Cache, CliError> {
+    Ok(Cache::open(dir, config().shared_cache)?)
+}
