@@ -9,7 +9,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{
-    Attribute, FnArg, GenericArgument, Path, PathArguments, PathSegment, ReturnType, Token, Type,
+    Attribute, FnArg, GenericArgument, LitStr, Path, PathArguments, PathSegment, ReturnType, Token,
+    Type,
 };
 
 use crate::errors::Errors;
@@ -34,36 +35,42 @@ pub(crate) fn lazy_kernel(args: TokenStream, item: TokenStream) -> TokenStream {
     let kernels = valid::check(outer, &input, found.as_ref(), &mut errors);
     let mut out = errors.to_compile_errors();
     for checked in &kernels {
-        out.extend(if checked.sig_ok {
-            kernel(checked)
-        } else {
-            stub(checked)
+        out.extend(match (&checked.family, checked.sig_ok) {
+            (None, true) => kernel(checked),
+            (None, false) => stub(checked),
+            (Some(family), true) => family_kernel(checked, family),
+            (Some(family), false) => family_stub(checked, family),
         });
     }
     out
 }
 
-/// The wrapper fn and its companion module.
-fn kernel(k: &Checked) -> TokenStream {
-    let sig = &k.kernel.sig;
-    let name = &sig.ident;
-    let vis = &k.kernel.vis;
-    let span = name.span();
-    let fn_attrs = fn_attrs(k);
-    let mod_attrs = mod_attrs(k);
-    let separator = has_docs(k).then(|| quote!(#[doc = ""]));
-    let fn_doc = fn_doc(k);
-    let mod_doc = format!(
-        "Companion of the kernel fn `{name}`: its blob name, C signature and fallible access."
-    );
+/// What the wrapper fn and the companion module of a kernel are made of.
+struct Parts<'a> {
+    /// Parameter types as written (for items outside the module).
+    tys: Vec<&'a Type>,
+    /// `__arg0`, `__arg1`, ...
+    args: Vec<Ident>,
+    /// Parameter types as the companion module names them.
+    mod_tys: Vec<Type>,
+    /// The return type as the companion module names it.
+    mod_output: ReturnType,
+    /// The `Embedded` manifest static, as the companion module names it.
+    manifest: TokenStream,
+    /// The `SymbolOverride` expression.
+    symbol: TokenStream,
+}
 
+fn parts<'a>(k: &'a Checked) -> Parts<'a> {
+    let sig = &k.kernel.sig;
+    let span = sig.ident.span();
     let tys: Vec<&Type> = param_types(k).collect();
     let args: Vec<Ident> = (0..tys.len())
         .map(|i| Ident::new(&format!("__arg{i}"), span))
         .collect();
-    let output = &sig.output;
     // The module sees the caller's names through `use super::*`; only paths
-    // that start at `self` or `super` need one more step up.
+    // that start at `self` or `super`, or that the module shadows, need one
+    // more step up.
     let mod_tys: Vec<Type> = tys
         .iter()
         .map(|ty| {
@@ -72,13 +79,13 @@ fn kernel(k: &Checked) -> TokenStream {
             ty
         })
         .collect();
-    let mut mod_output = output.clone();
+    let mut mod_output = match &sig.output {
+        ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => ReturnType::Default,
+        output => output.clone(),
+    };
     if let ReturnType::Type(_, ty) = &mut mod_output {
         rebase_type(ty);
     }
-
-    let abi = &k.abi;
-    let blob = &k.blob;
     let manifest = match &k.manifest {
         Some(path) => {
             let mut path = path.clone();
@@ -96,6 +103,40 @@ fn kernel(k: &Checked) -> TokenStream {
             quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Prefix(#s))
         }
     };
+    Parts {
+        tys,
+        args,
+        mod_tys,
+        mod_output,
+        manifest,
+        symbol,
+    }
+}
+
+/// The wrapper fn and its companion module.
+fn kernel(k: &Checked) -> TokenStream {
+    let sig = &k.kernel.sig;
+    let name = &sig.ident;
+    let vis = &k.kernel.vis;
+    let span = name.span();
+    let fn_attrs = fn_attrs(k);
+    let mod_attrs = mod_attrs(k);
+    let separator = has_docs(k).then(|| quote!(#[doc = ""]));
+    let fn_doc = fn_doc(k);
+    let mod_doc = format!(
+        "Companion of the kernel fn `{name}`: its blob name, C signature and fallible access."
+    );
+    let Parts {
+        tys,
+        args,
+        mod_tys,
+        mod_output,
+        manifest,
+        symbol,
+    } = parts(k);
+    let output = &sig.output;
+    let abi = &k.abi;
+    let blob = &k.blob;
 
     quote_spanned! {span=>
         #(#fn_attrs)*
@@ -155,6 +196,203 @@ fn kernel(k: &Checked) -> TokenStream {
             /// As [`try_get`].
             pub fn prepare() -> ::core::result::Result<(), ::ck_jit_rt::Error> {
                 try_get().map(|_| ())
+            }
+        }
+    }
+}
+
+/// The module of a family kernel: its signature, the family's dispatch
+/// table, selection and the call through a chosen blob.
+fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
+    let name = &k.kernel.sig.ident;
+    let vis = &k.kernel.vis;
+    let span = name.span();
+    let mod_attrs = mod_attrs(k);
+    let call_attrs: Vec<&Attribute> = fn_attrs(k)
+        .filter(|a| !a.path().is_ident("cfg") && !a.path().is_ident("doc"))
+        .collect();
+    let inline = (!call_attrs.iter().any(|a| a.path().is_ident("inline")))
+        .then(|| quote_spanned!(span=> #[inline]));
+    let separator = has_docs(k).then(|| quote!(#[doc = ""]));
+    let mod_doc = family_doc(k, family);
+    let Parts {
+        args,
+        mod_tys,
+        mod_output,
+        manifest,
+        symbol,
+        ..
+    } = parts(k);
+    let abi = &k.abi;
+
+    quote_spanned! {span=>
+        #(#mod_attrs)*
+        #separator
+        #[doc = #mod_doc]
+        #[allow(non_snake_case, dead_code)]
+        #vis mod #name {
+            #[allow(unused_imports, clippy::wildcard_imports)]
+            use super::*;
+
+            /// The family: the manifest group whose blobs share this signature.
+            pub const FAMILY: &str = #family;
+
+            /// The C signature every blob of the family exports.
+            pub type Fn = unsafe extern #abi fn(#(#mod_tys),*) #mod_output;
+
+            /// Marks this family's handles, so that a kernel of another
+            /// family has another type.
+            pub enum Family {}
+
+            /// A chosen blob of this family, from [`select`] or [`by_name`]:
+            /// `Copy`, and a call through it costs one acquire load.
+            pub type Kernel = ::ck_jit_rt::Kernel<Family>;
+
+            /// One slot per blob of the family, built from the manifest on
+            /// first use.
+            #[doc(hidden)]
+            pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> =
+                ::ck_jit_rt::__private::FamilySlots::new(&#manifest, FAMILY, #symbol);
+
+            /// Every blob of the family with its metadata (what its kernel
+            /// supports), in name order; a blob's position is its index.
+            ///
+            /// # Errors
+            ///
+            /// If the manifest cannot be parsed.
+            pub fn blobs(
+            ) -> ::core::result::Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error> {
+                __FAMILY.members()
+            }
+
+            /// The blob that best supports what `query` needs (see
+            /// `ck_jit_rt::family` for the preference order). Select once
+            /// per configuration and keep the [`Kernel`].
+            ///
+            /// # Errors
+            ///
+            /// When no blob matches, an error saying, for each constraint,
+            /// how many blobs it let through and which values it saw.
+            pub fn select(query: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+                __FAMILY.select(query)
+            }
+
+            /// Every blob that meets `query`, best first.
+            ///
+            /// # Errors
+            ///
+            /// If the manifest cannot be parsed.
+            pub fn candidates(query: &::ck_jit_rt::Query) -> ::core::result::Result<::std::vec::Vec<Kernel>, ::ck_jit_rt::Error> {
+                __FAMILY.candidates(query)
+            }
+
+            /// The blob named `blob`, which must belong to this family.
+            ///
+            /// # Errors
+            ///
+            /// If it does not, naming its own family or close names.
+            pub fn by_name(blob: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+                __FAMILY.by_name(blob)
+            }
+
+            #(#call_attrs)*
+            /// Calls the chosen blob. Its first call compiles the blob
+            /// (unless a cached build is found) and loads it; later calls
+            /// cost one acquire load and an indirect call.
+            ///
+            /// # Panics
+            ///
+            /// If the blob cannot be compiled or loaded, or its entry point
+            /// is not found; the message is the runtime's error.
+            /// [`prepare`] and [`try_get`] report that as a `Result`.
+            ///
+            /// # Safety
+            ///
+            /// This calls foreign code through the declared signature: it
+            /// must match the blob's entry point, and the arguments must
+            /// meet the kernel's own requirements.
+            #inline
+            pub unsafe fn call(kernel: Kernel, #(#args: #mod_tys),*) #mod_output {
+                let __p = kernel.get();
+                // SAFETY: the slot holds the address of a family blob's
+                // entry point, declared with this signature.
+                let __f: Fn = unsafe { ::core::mem::transmute::<*const (), Fn>(__p) };
+                // SAFETY: the caller upholds the kernel's contract (this fn is unsafe).
+                unsafe { __f(#(#args),*) }
+            }
+
+            /// Compiles (unless a cached build is found) and loads the
+            /// chosen blob, returning its entry point or the runtime's
+            /// error. Calling the pointer has the contract of [`call`].
+            ///
+            /// # Errors
+            ///
+            /// If the blob cannot be compiled or loaded, or its entry point
+            /// is not found.
+            pub fn try_get(kernel: Kernel) -> ::core::result::Result<Fn, ::ck_jit_rt::Error> {
+                let __p = kernel.try_get()?;
+                // SAFETY: as in `call`.
+                ::core::result::Result::Ok(unsafe { ::core::mem::transmute::<*const (), Fn>(__p) })
+            }
+
+            /// Compiles (unless a cached build is found) and loads the
+            /// chosen blob ahead of its first call.
+            ///
+            /// # Errors
+            ///
+            /// As [`try_get`].
+            pub fn prepare(kernel: Kernel) -> ::core::result::Result<(), ::ck_jit_rt::Error> {
+                try_get(kernel).map(|_| ())
+            }
+        }
+    }
+}
+
+/// The family module's names with roughly their shapes, for a family
+/// kernel whose signature was refused.
+fn family_stub(k: &Checked, family: &LitStr) -> TokenStream {
+    let sig = &k.kernel.sig;
+    let name = &sig.ident;
+    let vis = &k.kernel.vis;
+    let span = name.span();
+    let mod_attrs = mod_attrs(k);
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    let Parts {
+        mod_tys,
+        mod_output,
+        ..
+    } = parts(k);
+    quote_spanned! {span=>
+        #(#mod_attrs)*
+        #[allow(non_snake_case, dead_code, missing_docs)]
+        #vis mod #name {
+            #[allow(unused_imports, clippy::wildcard_imports)]
+            use super::*;
+            pub const FAMILY: &str = #family;
+            pub enum Family {}
+            pub type Kernel = ::ck_jit_rt::Kernel<Family>;
+            pub fn blobs(
+            ) -> ::core::result::Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error> {
+                ::core::unreachable!()
+            }
+            pub fn select(_: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+                ::core::unreachable!()
+            }
+            pub fn candidates(_: &::ck_jit_rt::Query) -> ::core::result::Result<::std::vec::Vec<Kernel>, ::ck_jit_rt::Error> {
+                ::core::unreachable!()
+            }
+            pub fn by_name(_: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+                ::core::unreachable!()
+            }
+            pub unsafe fn call #generics (_: Kernel, #(_: #mod_tys),*) #mod_output #where_clause {
+                ::core::unreachable!()
+            }
+            pub fn try_get(_: Kernel) -> ::core::result::Result<*const (), ::ck_jit_rt::Error> {
+                ::core::unreachable!()
+            }
+            pub fn prepare(_: Kernel) -> ::core::result::Result<(), ::ck_jit_rt::Error> {
+                ::core::unreachable!()
             }
         }
     }
@@ -256,6 +494,28 @@ requirements."
     )
 }
 
+fn family_doc(k: &Checked, family: &LitStr) -> String {
+    let name = k.kernel.sig.ident.to_string();
+    let name = name.strip_prefix("r#").unwrap_or(&name);
+    let family = family.value();
+    format!(
+        "Kernel family `{family}`: every blob of the manifest group `{family}` exports \
+this signature, and which one runs is chosen at run time by attributes.
+
+A query states what an operation needs; each blob's metadata states what its \
+kernel supports. `{name}::select(&query)` picks the best blob once and returns a \
+`Copy` [`Kernel`](self::Kernel); `{name}::call(kernel, ...)` then costs one \
+acquire load and an indirect call. `{name}::by_name(\"...\")` picks a blob by \
+name, `{name}::blobs()` lists them with their metadata.
+
+```ignore
+let kernel = {name}::select(&ck_jit_rt::Query::new().eq(\"dtype\", \"bf16\").ge(\"hdim\", 128))?;
+{name}::prepare(kernel)?; // optional: compile and load now
+unsafe {{ {name}::call(kernel, /* args */) }};
+```"
+    )
+}
+
 /// Makes a type written in the caller's module mean the same inside the
 /// generated module.
 fn rebase_type(ty: &mut Type) {
@@ -285,11 +545,16 @@ fn rebase_type(ty: &mut Type) {
     }
 }
 
+/// Type names a companion module defines itself; a caller's type of the
+/// same name would be shadowed there, so it is named through `super::`.
+const GENERATED_TYPES: [&str; 3] = ["Fn", "Kernel", "Family"];
+
 /// Makes a path written in the caller's module mean the same inside the
 /// generated module: `self::x` becomes `super::x`, `super::x` becomes
-/// `super::super::x`. Absolute paths stay; other relative paths resolve
-/// through the module's `use super::*`, which also keeps extern crate
-/// names working.
+/// `super::super::x`, and a name the module defines itself
+/// ([`GENERATED_TYPES`]) is prefixed with `super::`. Absolute paths stay;
+/// other relative paths resolve through the module's `use super::*`, which
+/// also keeps extern crate names working.
 fn rebase_path(path: &mut Path) {
     for segment in &mut path.segments {
         match &mut segment.arguments {
@@ -319,7 +584,7 @@ fn rebase_path(path: &mut Path) {
     };
     if first.ident == "self" {
         first.ident = Ident::new("super", first.ident.span());
-    } else if first.ident == "super" {
+    } else if first.ident == "super" || GENERATED_TYPES.iter().any(|n| first.ident == n) {
         let up: Token![super] = Token![super](first.ident.span());
         path.segments.insert(0, PathSegment::from(up));
     }
@@ -467,6 +732,89 @@ mod tests {
             "{all}"
         );
         assert!(all.contains("Slot :: new (& super :: M ,"), "{all}");
+    }
+
+    #[test]
+    fn a_family_becomes_one_module_with_a_table_selection_and_call() {
+        let items = items(
+            quote!(family = "fwd", symbol_prefix = "_Z9fmha_fwd"),
+            quote! {
+                /// Attention forward.
+                #[deprecated]
+                pub unsafe extern "C" fn fwd(args: *const Args, stream: *mut u8) -> f32;
+            },
+        );
+        let [syn::Item::Mod(m)] = items.as_slice() else {
+            panic!("expected one mod, got {}", flat(quote!(#(#items)*)));
+        };
+        assert_eq!(m.ident, "fwd");
+        let attrs = &m.attrs;
+        let attrs = flat(quote!(#(#attrs)*));
+        assert!(attrs.contains("Attention forward."), "user docs kept");
+        assert!(
+            !attrs.contains("deprecated"),
+            "other attributes go on `call`"
+        );
+        let body = flat(m);
+        for want in [
+            "pub const FAMILY : & str = \"fwd\"",
+            "pub type Fn = unsafe extern \"C\" fn (* const Args , * mut u8) -> f32",
+            "pub enum Family { }",
+            "pub type Kernel = :: ck_jit_rt :: Kernel < Family >",
+            "pub static __FAMILY : :: ck_jit_rt :: __private :: FamilySlots < Family > = \
+             :: ck_jit_rt :: __private :: FamilySlots :: new (& crate :: __CK_JIT_MANIFEST , \
+             FAMILY , :: ck_jit_rt :: __private :: SymbolOverride :: Prefix (\"_Z9fmha_fwd\"))",
+            "pub fn blobs ()",
+            "pub fn select (query : & :: ck_jit_rt :: Query)",
+            "pub fn candidates (query : & :: ck_jit_rt :: Query)",
+            "pub fn by_name (blob : & str)",
+            "# [deprecated]",
+            "pub unsafe fn call (kernel : Kernel , __arg0 : * const Args , __arg1 : * mut u8) -> f32",
+            "let __p = kernel . get () ;",
+            "__f (__arg0 , __arg1)",
+            "pub fn try_get (kernel : Kernel)",
+            "pub fn prepare (kernel : Kernel)",
+        ] {
+            assert!(body.contains(want), "missing `{want}` in {body}");
+        }
+        assert!(!body.contains("__SLOT"), "no single-blob slot: {body}");
+    }
+
+    #[test]
+    fn caller_types_named_like_generated_items_are_reached_through_super() {
+        let body = expand(
+            quote!(family = "fwd"),
+            quote!(
+                pub unsafe extern "C" fn fwd(k: *const Kernel, f: Family, g: Fn) -> self::Fn;
+            ),
+        );
+        assert!(
+            body.contains(
+                "fn (* const super :: Kernel , super :: Family , super :: Fn) -> super :: Fn"
+            ),
+            "{body}"
+        );
+        let mut ty: Type = parse_quote!(Option<Kernel<u8>>);
+        rebase_type(&mut ty);
+        assert_eq!(flat(&ty), "Option < super :: Kernel < u8 > >");
+    }
+
+    #[test]
+    fn a_family_with_a_refused_signature_gives_the_error_and_a_stub() {
+        let tokens = lazy_kernel(
+            quote!(family = "fwd"),
+            quote!(
+                unsafe extern "C" fn fwd<T>(x: T);
+            ),
+        );
+        let out = tokens.to_string();
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(
+            out.contains("pub unsafe fn call < T > (_ : Kernel , _ : T)"),
+            "{out}"
+        );
+        assert!(!out.contains("__FAMILY"));
+        assert!(syn::parse2::<syn::File>(tokens).is_ok());
     }
 
     #[test]

@@ -84,6 +84,7 @@
 //! | argument | meaning | default |
 //! |---|---|---|
 //! | `blob = "name"` | the blob to compile; only on a single fn | the fn's name |
+//! | `family = "name"` | a family of blobs behind this one signature (see [Families](#families)); excludes `blob` | none |
 //! | `symbol = "name"` | the entry point's exact symbol | the manifest's symbol spec |
 //! | `symbol_prefix = "prefix"` | the first function symbol starting with this | the manifest's symbol spec |
 //! | `manifest = path` | the `Embedded` manifest static | `crate::__CK_JIT_MANIFEST` |
@@ -93,14 +94,74 @@
 //! fn; a `#[lazy_kernel(...)]` on one fn inside the block sets that fn's
 //! own `blob` and overrides the others for it.
 //!
+//! # Families
+//!
+//! `family = "fwd"` declares one signature shared by every blob of the
+//! manifest group `fwd` (CK's hundreds of forward-attention variants, say);
+//! which blob runs is chosen at run time by attributes. It goes on a single
+//! fn, on a block of one fn, or on one fn inside a block. The query states
+//! what an operation needs; each blob's metadata states what its kernel
+//! supports.
+//!
+//! ```ignore
+//! use ck_jit_rt::Query;
+//!
+//! #[lazy_kernel(family = "fwd", symbol_prefix = "_Z9fmha_fwd_I")]
+//! pub unsafe extern "C" fn fwd(s: *const StreamConfig, a: FmhaFwdArgs) -> f32;
+//!
+//! // Once per configuration: compares strings, compiles nothing.
+//! let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
+//! // The first call of a blob compiles and loads it; later ones cost one
+//! // acquire load and an indirect call.
+//! let ms = unsafe { fwd::call(kernel, &stream, args) };
+//! ```
+//!
+//! Among the blobs that match, `select` prefers, in order: the query's
+//! `prefer_min`/`prefer_max` keys; the tightest fit of each numeric
+//! constraint (`hdim >= 128` prefers 128 over 256); the `priority`
+//! metadata, higher first; the blob name. See `ck_jit_rt::family` for
+//! every constraint. A miss says, per constraint, how many blobs it let
+//! through and which values it saw.
+//!
+//! There is no fn of the family's name, only its module:
+//!
+//! ```ignore
+//! pub mod fwd {
+//!     use super::*;
+//!     /// The manifest group.
+//!     pub const FAMILY: &str = "fwd";
+//!     /// The C signature every blob of the family exports.
+//!     pub type Fn = unsafe extern "C" fn(*const StreamConfig, FmhaFwdArgs) -> f32;
+//!     /// Marks this family's handles: another family's `Kernel` is another type.
+//!     pub enum Family {}
+//!     /// A chosen blob: `Copy`, pointing at its slot in the family table.
+//!     pub type Kernel = ::ck_jit_rt::Kernel<Family>;
+//!     #[doc(hidden)]
+//!     pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> = /* ... */;
+//!     pub fn blobs() -> Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error>;
+//!     pub fn select(query: &::ck_jit_rt::Query) -> Result<Kernel, ::ck_jit_rt::SelectError>;
+//!     pub fn candidates(query: &::ck_jit_rt::Query) -> Result<Vec<Kernel>, ::ck_jit_rt::Error>;
+//!     pub fn by_name(blob: &str) -> Result<Kernel, ::ck_jit_rt::SelectError>;
+//!     pub unsafe fn call(kernel: Kernel, __arg0: *const StreamConfig, __arg1: FmhaFwdArgs) -> f32;
+//!     pub fn try_get(kernel: Kernel) -> Result<Fn, ::ck_jit_rt::Error>;
+//!     pub fn prepare(kernel: Kernel) -> Result<(), ::ck_jit_rt::Error>;
+//! }
+//! ```
+//!
+//! `symbol` and `symbol_prefix` apply to every blob of the family (with
+//! `{name}` standing for each blob's name). A caller type named like one of
+//! the module's own (`Fn`, `Kernel`, `Family`) is reached through
+//! `super::`, so it keeps its meaning in the signature.
+//!
 //! # Checks at expansion time
 //!
 //! The declaration must be a plain C signature: no generics, no `...`, no
 //! `self`, no body, ABI `"C"` or `"C-unwind"`; the single-fn form must be
 //! `unsafe`. Every mistake of one attribute is reported together.
 //!
-//! Blob names are looked up in the manifest when one is available, with the
-//! closest names suggested for a miss:
+//! Blob and family names are looked up in the manifest when one is
+//! available, with the closest names suggested for a miss (a family is the
+//! name of a blob group):
 //!
 //! | variable | effect |
 //! |---|---|

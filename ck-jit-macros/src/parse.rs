@@ -18,8 +18,8 @@ use syn::{
 use crate::errors::Errors;
 
 /// What an argument list may hold, for messages.
-pub(crate) const EXPECTED_ARGS: &str =
-    "expected blob = \"...\", symbol = \"...\", symbol_prefix = \"...\" or manifest = path";
+pub(crate) const EXPECTED_ARGS: &str = "expected blob = \"...\", family = \"...\", \
+     symbol = \"...\", symbol_prefix = \"...\" or manifest = path";
 
 /// What the attribute may be put on, for messages.
 pub(crate) const EXPECTED_ITEM: &str = "expected `extern \"C\" { fn name(...); }` or \
@@ -30,6 +30,8 @@ pub(crate) const EXPECTED_ITEM: &str = "expected `extern \"C\" { fn name(...); }
 pub(crate) struct Args {
     /// `blob = "..."`.
     pub blob: Option<LitStr>,
+    /// `family = "..."`.
+    pub family: Option<LitStr>,
     /// `symbol = "..."`.
     pub symbol: Option<LitStr>,
     /// `symbol_prefix = "..."`.
@@ -139,7 +141,7 @@ impl Parse for RawArg {
 /// What `key` should look like, or the whole list for an unknown key.
 fn expected_form(key: &Ident) -> String {
     match key.to_string().as_str() {
-        k @ ("blob" | "symbol" | "symbol_prefix") => format!("expected {k} = \"...\""),
+        k @ ("blob" | "family" | "symbol" | "symbol_prefix") => format!("expected {k} = \"...\""),
         "manifest" => "expected manifest = path".to_string(),
         other => format!("unknown argument `{other}`: {EXPECTED_ARGS}"),
     }
@@ -154,6 +156,7 @@ impl Args {
         };
         let slot_taken = match key.as_str() {
             "blob" => set(&mut self.blob, string(&arg.key, value, errors)),
+            "family" => set(&mut self.family, string(&arg.key, value, errors)),
             "symbol" => set(&mut self.symbol, string(&arg.key, value, errors)),
             "symbol_prefix" => set(&mut self.symbol_prefix, string(&arg.key, value, errors)),
             "manifest" => set(&mut self.manifest, path(value, errors)),
@@ -329,6 +332,17 @@ mod tests {
         assert_eq!(quote!(#manifest).to_string(), "crate :: M");
         let (args, _) = parse_args(quote!(symbol_prefix = "p",));
         assert_eq!(args.symbol_prefix.unwrap().value(), "p");
+        let (args, errors) = parse_args(quote!(family = "fwd"));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(args.family.unwrap().value(), "fwd");
+        let (_, errors) = parse_args(quote!(family = fwd, family));
+        assert_eq!(
+            errors,
+            [
+                "expected a string literal: family = \"...\"",
+                "expected family = \"...\"",
+            ]
+        );
     }
 
     #[test]

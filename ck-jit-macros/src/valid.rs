@@ -6,7 +6,7 @@
 //! is still returned so that `expand` can emit something in its place and
 //! the one mistake does not cascade into errors at every call site.
 
-use ck_jit_build::manifest::{check_name, closest, escape};
+use ck_jit_build::manifest::{check_name, closest, escape, Manifest, ManifestError};
 use proc_macro2::Span;
 use quote::quote;
 use syn::ext::IdentExt;
@@ -41,7 +41,11 @@ pub(crate) struct Checked<'a> {
     /// `"C"` or `"C-unwind"`.
     pub abi: LitStr,
     /// The blob, spanned where it was named (the literal or the fn name).
+    /// Unused for a family kernel.
     pub blob: LitStr,
+    /// `family = "..."`: the kernel is the shared signature of a family of
+    /// blobs, selected at run time, rather than one blob.
+    pub family: Option<LitStr>,
     /// The symbol override.
     pub symbol: Symbol,
     /// `manifest = ...`; `None` for the crate's default.
@@ -67,14 +71,19 @@ pub(crate) fn check<'a>(
         Input::Block(block) => self::block(outer, block, errors),
     };
     if let Some(found) = found {
-        check_blobs(&kernels, found, errors);
+        check_names(&kernels, found, errors);
     }
     kernels
 }
 
+/// Why `family` and `blob` cannot be given together.
+const FAMILY_AND_BLOB: &str = "`family` and `blob` exclude each other: a family kernel \
+     selects its blob at run time; expected one of them";
+
 /// Arguments after their own checks.
 struct Resolved {
     blob: Option<LitStr>,
+    family: Option<LitStr>,
     symbol: Option<Symbol>,
     manifest: Option<Path>,
 }
@@ -83,6 +92,15 @@ fn resolve(args: Args, errors: &mut Errors) -> Resolved {
     if let Some(blob) = &args.blob {
         if let Err(e) = check_name(&blob.value()) {
             errors.spanned(blob, e);
+        }
+    }
+    if let Some(family) = &args.family {
+        match check_name(&family.value()) {
+            Ok(()) => {}
+            Err(ManifestError::BadName { name, why }) => {
+                errors.spanned(family, format!("bad family name '{name}': {why}"))
+            }
+            Err(e) => errors.spanned(family, e),
         }
     }
     for symbol in args.symbol.iter().chain(&args.symbol_prefix) {
@@ -107,6 +125,7 @@ fn resolve(args: Args, errors: &mut Errors) -> Resolved {
     };
     Resolved {
         blob: args.blob,
+        family: args.family,
         symbol,
         manifest: args.manifest,
     }
@@ -123,15 +142,19 @@ fn single<'a>(mut args: Args, kernel: &'a Kernel, errors: &mut Errors) -> Checke
         );
     }
     let sig_ok = signature(kernel, errors);
+    if let (Some(blob), Some(_)) = (&args.blob, &args.family) {
+        errors.spanned(blob, FAMILY_AND_BLOB);
+    }
     Checked {
         kernel,
         block_cfgs: Vec::new(),
         block_attrs: Vec::new(),
         abi,
+        blob_meant: args.family.is_none(),
         blob: blob_name(args.blob, kernel, errors),
+        family: args.family,
         symbol: args.symbol.unwrap_or(Symbol::Manifest),
         manifest: args.manifest,
-        blob_meant: true,
         sig_ok,
     }
 }
@@ -151,6 +174,22 @@ fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Chec
                 ),
             );
         }
+    }
+    if block.kernels.len() > 1 {
+        if let Some(family) = &outer.family {
+            errors.spanned(
+                family,
+                format!(
+                    "`family` gives every blob of a family one signature, but this block \
+                     declares {} fns: expected one fn, or #[lazy_kernel(family = \"...\")] \
+                     on each fn instead",
+                    block.kernels.len()
+                ),
+            );
+        }
+    }
+    if let (Some(blob), Some(_)) = (&outer.blob, &outer.family) {
+        errors.spanned(blob, FAMILY_AND_BLOB);
     }
     if block.kernels.is_empty() && block.others.is_empty() {
         errors.push(syn::Error::new(
@@ -197,7 +236,30 @@ fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Chec
         let mut own = Args::default();
         parse::helper_args(&kernel.helpers, &mut own, errors);
         let own = resolve(own, errors);
-        let blob_meant = own.blob.is_some() || one_kernel || outer.blob.is_none();
+        let family = match (own.family, &outer.family) {
+            (Some(own), Some(_)) if one_kernel => {
+                errors.spanned(&own, "duplicate argument `family`");
+                Some(own)
+            }
+            (Some(own), _) => Some(own),
+            // Several fns under one family were refused above; each still
+            // gets a family module so that its uses resolve.
+            (None, Some(outer)) => Some(outer.clone()),
+            (None, None) => None,
+        };
+        // A blob and a family both on the block were reported above.
+        let reported = outer.blob.is_some() && outer.family.is_some() && own.blob.is_none();
+        if family.is_some() && !reported {
+            if let Some(blob) = own
+                .blob
+                .as_ref()
+                .or(outer.blob.as_ref().filter(|_| one_kernel))
+            {
+                errors.spanned(blob, FAMILY_AND_BLOB);
+            }
+        }
+        let blob_meant =
+            family.is_none() && (own.blob.is_some() || one_kernel || outer.blob.is_none());
         let blob = match (own.blob, &outer.blob) {
             (Some(own), Some(_)) if one_kernel => {
                 errors.spanned(&own, "duplicate argument `blob`");
@@ -226,6 +288,7 @@ fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Chec
             block_attrs: block_attrs.clone(),
             abi: abi.clone(),
             blob: blob_name(blob, kernel, errors),
+            family,
             symbol: own
                 .symbol
                 .or_else(|| outer.symbol.clone())
@@ -398,13 +461,21 @@ fn impl_traits<'a>(ty: &'a Type, found: &mut Vec<&'a Type>) {
     }
 }
 
-/// Looks every kernel's blob up in the manifest available at expansion time.
-fn check_blobs(kernels: &[Checked], found: &Found, errors: &mut Errors) {
-    let mut applies = kernels
+/// Looks every kernel's blob, and every family, up in the manifest
+/// available at expansion time.
+fn check_names(kernels: &[Checked], found: &Found, errors: &mut Errors) {
+    let applies = |k: &&Checked| found.explicit || k.manifest.is_none();
+    let blobs: Vec<&Checked> = kernels
         .iter()
-        .filter(|k| k.blob_meant && (found.explicit || k.manifest.is_none()))
-        .peekable();
-    if applies.peek().is_none() {
+        .filter(|k| k.blob_meant && k.family.is_none())
+        .filter(applies)
+        .collect();
+    let families: Vec<&Checked> = kernels
+        .iter()
+        .filter(|k| k.family.is_some())
+        .filter(applies)
+        .collect();
+    if blobs.is_empty() && families.is_empty() {
         return;
     }
     let manifest = match found.manifest.as_ref() {
@@ -420,7 +491,8 @@ fn check_blobs(kernels: &[Checked], found: &Found, errors: &mut Errors) {
             return;
         }
     };
-    for kernel in applies {
+    check_families(&families, manifest, found, errors);
+    for kernel in blobs {
         let name = kernel.blob.value();
         // A name that cannot be a blob name was reported already.
         if check_name(&name).is_err() || manifest.blob(&name).is_some() {
@@ -434,6 +506,56 @@ fn check_blobs(kernels: &[Checked], found: &Found, errors: &mut Errors) {
                 escape(&name),
                 found.path.display(),
                 did_you_mean(&near)
+            ),
+        );
+    }
+}
+
+/// Reports each family that no group of the manifest is named after, once
+/// per literal.
+fn check_families(kernels: &[&Checked], manifest: &Manifest, found: &Found, errors: &mut Errors) {
+    let mut names: Vec<&str> = manifest.groups.iter().map(|g| g.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut reported: Vec<(String, String)> = Vec::new();
+    for kernel in kernels {
+        let Some(family) = &kernel.family else {
+            continue;
+        };
+        let name = family.value();
+        // A name that cannot be a group name was reported already.
+        if check_name(&name).is_err() || names.contains(&name.as_str()) {
+            continue;
+        }
+        let site = (name.clone(), format!("{:?}", family.span()));
+        if reported.contains(&site) {
+            continue;
+        }
+        reported.push(site);
+        let near = closest(names.iter().copied(), &name, 3);
+        let hint = if !near.is_empty() {
+            did_you_mean(&near)
+        } else if names.is_empty() {
+            "; it has no blob groups".to_string()
+        } else {
+            let quoted: Vec<String> = names.iter().take(10).map(|n| format!("'{n}'")).collect();
+            let more = names.len().saturating_sub(10);
+            format!(
+                "; its families are {}{}",
+                quoted.join(", "),
+                if more > 0 {
+                    format!(", ... ({more} more)")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        errors.spanned(
+            family,
+            format!(
+                "family '{}' is not in the manifest ({}): no blob group has that name{hint}",
+                escape(&name),
+                found.path.display()
             ),
         );
     }
@@ -471,19 +593,27 @@ mod tests {
 
     fn found(explicit: bool) -> Found {
         let mut manifest = Manifest::new("t", "/r");
-        manifest.groups.push(Group {
-            name: "vec".into(),
-            compiler: "c++".into(),
-            args: vec!["{src}".into(), "-o".into(), "{out}".into()],
-            cwd: None,
-            symbol: SymbolSpec::Exact("{name}".into()),
-            depfile: true,
-        });
-        for name in ["vadd_f32", "vadd_f64", "vmul_f32"] {
+        for group in ["vec", "fwd", "fwd_splitkv"] {
+            manifest.groups.push(Group {
+                name: group.into(),
+                compiler: "c++".into(),
+                args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+                cwd: None,
+                symbol: SymbolSpec::Exact("{name}".into()),
+                depfile: true,
+            });
+        }
+        for (name, group) in [
+            ("vadd_f32", 0),
+            ("vadd_f64", 0),
+            ("vmul_f32", 0),
+            ("fmha_fwd_d128", 1),
+            ("fmha_fwd_splitkv_d128", 2),
+        ] {
             manifest.blobs.push(Blob {
                 name: name.into(),
                 source: format!("{name}.cpp"),
-                group: 0,
+                group,
                 symbol: None,
                 meta: Default::default(),
             });
@@ -858,6 +988,186 @@ mod tests {
                 "a kernel signature cannot use `impl Trait`: expected a concrete C type",
             ]
         );
+    }
+
+    #[test]
+    fn a_family_is_a_single_fn_or_a_one_fn_block_and_names_no_blob() {
+        let mut errors = Errors::default();
+        let outer = parse::args(quote!(family = "fwd"), &mut errors);
+        let input = parse::input(quote!(
+            pub unsafe extern "C" fn fwd(x: i32) -> i32;
+        ))
+        .unwrap();
+        let checked = check(outer, &input, Some(&found(false)), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert_eq!(checked[0].family.as_ref().unwrap().value(), "fwd");
+        assert!(!checked[0].blob_meant, "a family's fn name is not a blob");
+        assert!(run(
+            quote!(family = "fwd"),
+            quote!(
+                extern "C" {
+                    fn attention(x: i32) -> i32;
+                }
+            ),
+            Some(&found(true))
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn family_with_several_fns_is_refused_once() {
+        let errors = run(
+            quote!(family = "fwd"),
+            quote!(
+                extern "C" {
+                    fn a();
+                    fn b();
+                    fn c();
+                }
+            ),
+            Some(&found(false)),
+        );
+        assert_eq!(
+            errors,
+            [
+                "`family` gives every blob of a family one signature, but this block declares \
+              3 fns: expected one fn, or #[lazy_kernel(family = \"...\")] on each fn instead"
+            ]
+        );
+    }
+
+    #[test]
+    fn family_per_fn_in_a_block_mixes_with_plain_kernels() {
+        let mut errors = Errors::default();
+        let input = parse::input(quote!(
+            extern "C" {
+                fn vadd_f32();
+                #[lazy_kernel(family = "fwd_splitkv")]
+                fn splitkv();
+            }
+        ))
+        .unwrap();
+        let checked = check(Args::default(), &input, Some(&found(true)), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert!(checked[0].family.is_none() && checked[0].blob_meant);
+        assert_eq!(checked[1].family.as_ref().unwrap().value(), "fwd_splitkv");
+    }
+
+    #[test]
+    fn family_and_blob_exclude_each_other_wherever_given() {
+        let both = "`family` and `blob` exclude each other: a family kernel selects its blob \
+                    at run time; expected one of them";
+        let single = quote!(
+            unsafe extern "C" fn k();
+        );
+        assert_eq!(
+            run(quote!(family = "fwd", blob = "vadd_f32"), single, None),
+            [both]
+        );
+        let block = quote!(
+            extern "C" {
+                #[lazy_kernel(blob = "vadd_f32")]
+                fn k();
+            }
+        );
+        assert_eq!(run(quote!(family = "fwd"), block, None), [both]);
+        let block = quote!(
+            extern "C" {
+                #[lazy_kernel(family = "fwd")]
+                fn k();
+            }
+        );
+        assert_eq!(run(quote!(blob = "vadd_f32"), block, None), [both]);
+        let block = quote!(
+            extern "C" {
+                #[lazy_kernel(family = "fwd")]
+                fn k();
+            }
+        );
+        assert_eq!(
+            run(quote!(family = "bwd"), block, None),
+            ["duplicate argument `family`"]
+        );
+    }
+
+    #[test]
+    fn unknown_families_name_the_manifest_and_suggest_groups() {
+        let errors = run(
+            quote!(family = "fwdd"),
+            quote!(
+                unsafe extern "C" fn k();
+            ),
+            Some(&found(false)),
+        );
+        assert_eq!(
+            errors,
+            [
+                "family 'fwdd' is not in the manifest (/m/ck_jit_manifest.json): no blob group \
+              has that name; did you mean 'fwd'?"
+            ]
+        );
+        let errors = run(
+            quote!(family = "convolution"),
+            quote!(
+                extern "C" {
+                    fn a();
+                    fn b();
+                }
+            ),
+            Some(&found(false)),
+        );
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert_eq!(
+            errors[1],
+            "family 'convolution' is not in the manifest (/m/ck_jit_manifest.json): no blob \
+             group has that name; its families are 'fwd', 'fwd_splitkv', 'vec'"
+        );
+    }
+
+    #[test]
+    fn a_family_with_its_own_manifest_is_checked_only_against_an_explicit_one() {
+        let item = quote!(
+            unsafe extern "C" fn k();
+        );
+        let args = quote!(family = "nope", manifest = other::M);
+        assert!(run(args.clone(), item.clone(), Some(&found(false))).is_empty());
+        assert_eq!(run(args, item, Some(&found(true))).len(), 1);
+    }
+
+    #[test]
+    fn bad_family_names_are_refused() {
+        let errors = run(
+            quote!(family = "a b"),
+            quote!(
+                unsafe extern "C" fn k();
+            ),
+            Some(&found(true)),
+        );
+        assert_eq!(
+            errors,
+            ["bad family name 'a b': only ASCII letters, digits, '_', '-' and '.' are allowed"]
+        );
+    }
+
+    #[test]
+    fn a_broken_manifest_is_one_error_for_blobs_and_families_together() {
+        let broken = Found {
+            path: PathBuf::from("/m/x.json"),
+            explicit: true,
+            manifest: Rc::new(Err("malformed manifest: eof".into())),
+        };
+        let errors = run(
+            TokenStream::new(),
+            quote!(
+                extern "C" {
+                    fn a();
+                    #[lazy_kernel(family = "fwd")]
+                    fn b();
+                }
+            ),
+            Some(&broken),
+        );
+        assert_eq!(errors.len(), 1, "{errors:#?}");
     }
 
     #[test]

@@ -29,11 +29,13 @@
 #![deny(missing_docs)]
 
 pub mod cache;
+pub mod capi;
 pub mod compile;
 pub mod config;
 pub mod depfile;
 mod embed;
 mod error;
+pub mod family;
 pub mod load;
 mod runtime;
 mod slot;
@@ -42,6 +44,7 @@ pub mod symbol;
 
 pub use ck_jit_build::manifest;
 pub use error::{shell_quote, Error};
+pub use family::{Kernel, Member, NoMatch, Query, SelectError};
 pub use runtime::{
     fallback, freeze, frozen_reason, jobs, set_jobs, stats, unfreeze, Outcome, Plan, Runtime,
 };
@@ -53,6 +56,7 @@ pub use stats::Stats;
 pub mod __private {
     pub use crate::embed::Embedded;
     pub use crate::error::Error;
+    pub use crate::family::FamilySlots;
     pub use crate::slot::{Slot, SymbolOverride};
 }
 

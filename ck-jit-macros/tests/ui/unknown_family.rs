@@ -1,0 +1,15 @@
+use ck_jit_macros::lazy_kernel;
+
+static __CK_JIT_MANIFEST: ck_jit_rt::__private::Embedded =
+    ck_jit_rt::__private::Embedded::from_json_str(include_str!("../fixtures/manifest.json"));
+
+#[lazy_kernel(family = "fwdd")]
+pub unsafe extern "C" fn fwd(x: i32) -> i32;
+
+#[lazy_kernel]
+extern "C" {
+    #[lazy_kernel(family = "conv2d")]
+    pub fn conv(x: i32) -> i32;
+}
+
+fn main() {}

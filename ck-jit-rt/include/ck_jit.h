@@ -1,0 +1,111 @@
+/*
+ * ck_jit.h: the C ABI of the ck-jit runtime.
+ *
+ * Resolves a kernel blob's entry point by name. The first resolve of a
+ * blob compiles it (unless a cached build is found), loads it and returns
+ * the entry point; the pointer stays valid for the life of the process.
+ *
+ * The functions are defined by the ck-jit-rt Rust crate. Link a C or C++
+ * program against libck_jit_capi.a (or libck_jit_capi.so) from the
+ * ck-jit-capi crate; C++ code linked into a Rust program that depends on
+ * ck-jit-rt calls them directly.
+ *
+ * The manifest that says how to compile each blob is, in this order:
+ *   1. the runtime a Rust caller registered (ck_jit_rt::capi::register);
+ *   2. the file named by CK_JIT_MANIFEST;
+ *   3. $CK_JIT_ROOT/ck_jit_manifest.json.
+ * Every other CK_JIT_* variable applies as for Rust callers.
+ *
+ * Errors: a failing call returns NULL, -1 or a failure count and leaves a
+ * message for ck_jit_last_error(). No function aborts, throws or unwinds
+ * on bad input: NULL pointers and non-UTF-8 names are errors.
+ *
+ * Resolve once and keep the pointer; in C++ a function-local static does
+ * it thread-safely:
+ *
+ *     using fwd_fn = float (*)(const ck_tile::stream_config&, fmha_fwd_args);
+ *     static const auto fn = ck_jit::resolve<fwd_fn>("fmha_fwd_d128_bf16_batch");
+ *     return fn(s, a);
+ */
+#ifndef CK_JIT_H
+#define CK_JIT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * An entry point as an untyped function pointer: cast it to the entry
+ * point's real type before calling it.
+ */
+typedef void (*ck_jit_fn)(void);
+
+/*
+ * Compiles (unless a cached build is found) and loads `blob`, and returns
+ * its entry point, or NULL on failure (unknown blob, compile error, ...;
+ * see ck_jit_last_error). The first call of a blob may take as long as its
+ * compile; other threads asking for the same blob wait for it.
+ *
+ * Safe from any thread. `blob` may be NULL (an error).
+ */
+ck_jit_fn ck_jit_resolve(const char* blob);
+
+/*
+ * Sets the cache directory, overriding CK_JIT_CACHE_DIR. Must come before
+ * the first ck_jit_resolve or ck_jit_warmup of the process. The directory
+ * is created (mode 0700) and checked now: one that is a symlink, owned by
+ * another user or writable by group or others is refused, unless
+ * CK_JIT_SHARED_CACHE=1 (never when writable by everyone).
+ *
+ * Returns 0 on success, -1 on failure (see ck_jit_last_error), which
+ * includes a call after the first resolve and a runtime registered from
+ * Rust (that keeps its own directory).
+ */
+int ck_jit_set_cache_dir(const char* dir);
+
+/*
+ * The message of the last failed ck_jit call on this thread, or NULL when
+ * the last call succeeded. The string belongs to the library and stays
+ * valid until the next ck_jit call on this thread; copy it to keep it.
+ */
+const char* ck_jit_last_error(void);
+
+/*
+ * Compiles and loads `n` blobs in parallel (at most CK_JIT_JOBS compiles
+ * at once), ahead of their first use. Returns the number that failed;
+ * their messages, one per line, are in ck_jit_last_error. NULL entries
+ * count as failed; `blobs` may be NULL only when `n` is 0.
+ */
+int ck_jit_warmup(const char* const* blobs, size_t n);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+#include <stdexcept>
+#include <string>
+
+namespace ck_jit {
+
+/*
+ * ck_jit_resolve cast to the entry point type `F`; throws
+ * std::runtime_error with ck_jit_last_error's message on failure.
+ */
+template <class F>
+inline F resolve(const char* blob)
+{
+    ck_jit_fn fn = ck_jit_resolve(blob);
+    if(fn == nullptr)
+    {
+        const char* why = ck_jit_last_error();
+        throw std::runtime_error(why != nullptr ? std::string(why)
+                                                : std::string("ck-jit: cannot resolve a blob"));
+    }
+    return reinterpret_cast<F>(fn);
+}
+
+} // namespace ck_jit
+#endif /* __cplusplus */
+
+#endif /* CK_JIT_H */

@@ -1,0 +1,1237 @@
+//! Kernel families: the blobs of one manifest group that share one entry
+//! point signature and differ in what they support, and the selection of
+//! one of them by attributes.
+//!
+//! A [`Query`] states what an operation needs (the query's attributes); a
+//! blob's metadata states what a kernel supports. Selection matches the two
+//! once, by name and string comparison, and hands out a [`Kernel`]: a
+//! `Copy` handle that points straight at the member's slot, so a call
+//! through it costs one acquire load and an indirect call, with no string
+//! hashing, lock or allocation. Nothing in this module may add work to that
+//! warm path ([`Kernel::get`]); everything else here is cold.
+//!
+//! # Preference order
+//!
+//! When several members meet a query, [`Query`] orders them by, in turn:
+//!
+//! 1. the query's explicit preferences ([`Query::prefer_min`],
+//!    [`Query::prefer_max`]), in the order given;
+//! 2. the tightest fit of each numeric constraint, in the order given: the
+//!    smallest value for [`Query::ge`] and [`Query::gt`] (`hdim >= 128`
+//!    prefers 128 over 256), the largest for [`Query::le`] and
+//!    [`Query::lt`];
+//! 3. the `priority` metadata key, higher first (missing or not an integer
+//!    counts as 0);
+//! 4. the blob name, ascending.
+//!
+//! The order is total (blob names are unique), so a query over one
+//! manifest always selects the same blob.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use ck_jit_build::manifest::{closest, escape, Blob, Manifest, SymbolSpec};
+use once_cell::sync::OnceCell;
+
+use crate::embed::Embedded;
+use crate::error::Error;
+use crate::runtime::Runtime;
+pub use crate::slot::SymbolOverride;
+
+/// The metadata key that orders otherwise equal members (higher first).
+pub const PRIORITY_KEY: &str = "priority";
+
+/// Metadata values that make a flag false for [`Query::has`] (compared
+/// without regard to ASCII case); any other value, including one that
+/// merely names the flag, makes it true.
+pub const FALSE_VALUES: [&str; 5] = ["", "0", "false", "no", "off"];
+
+/// What an operation needs from a kernel, matched against what each blob
+/// of a family supports (its metadata), with hints for choosing among
+/// several that do.
+///
+/// Built by value:
+///
+/// ```
+/// use ck_jit_rt::Query;
+///
+/// let q = Query::new()
+///     .eq("dtype", "bf16")
+///     .ge("hdim", 128)
+///     .has("lse")
+///     .prefer_max("tile_m");
+/// assert_eq!(q.to_string(), "dtype = bf16, hdim >= 128, has lse, prefer max tile_m");
+/// ```
+///
+/// Comparisons ([`ge`](Query::ge), [`gt`](Query::gt), [`le`](Query::le),
+/// [`lt`](Query::lt)) parse the blob's value as a decimal integer; a blob
+/// whose value is missing or not an integer does not match them. See the
+/// [module docs](crate::family) for the order in which matching blobs are
+/// preferred.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Query {
+    clauses: Vec<Clause>,
+    prefs: Vec<Preference>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Clause {
+    Eq(String, String),
+    Ne(String, String),
+    Cmp(String, Cmp, i64),
+    Has(String),
+    Lacks(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Cmp {
+    Ge,
+    Gt,
+    Le,
+    Lt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Preference {
+    Min(String),
+    Max(String),
+}
+
+/// A blob's name and metadata, as selection sees it.
+type Candidate<'a> = (&'a str, &'a BTreeMap<String, String>);
+
+impl Query {
+    /// A query every blob matches.
+    pub fn new() -> Query {
+        Query::default()
+    }
+
+    /// Requires the metadata value of `key` to be exactly `value`.
+    pub fn eq(mut self, key: impl Into<String>, value: impl fmt::Display) -> Query {
+        self.clauses.push(Clause::Eq(key.into(), value.to_string()));
+        self
+    }
+
+    /// Requires the metadata value of `key` to be missing or other than
+    /// `value`.
+    pub fn ne(mut self, key: impl Into<String>, value: impl fmt::Display) -> Query {
+        self.clauses.push(Clause::Ne(key.into(), value.to_string()));
+        self
+    }
+
+    /// Requires the value of `key`, as an integer, to be at least `n`;
+    /// prefers the smallest such value.
+    pub fn ge(self, key: impl Into<String>, n: i64) -> Query {
+        self.cmp(key, Cmp::Ge, n)
+    }
+
+    /// Requires the value of `key`, as an integer, to be greater than `n`;
+    /// prefers the smallest such value.
+    pub fn gt(self, key: impl Into<String>, n: i64) -> Query {
+        self.cmp(key, Cmp::Gt, n)
+    }
+
+    /// Requires the value of `key`, as an integer, to be at most `n`;
+    /// prefers the largest such value.
+    pub fn le(self, key: impl Into<String>, n: i64) -> Query {
+        self.cmp(key, Cmp::Le, n)
+    }
+
+    /// Requires the value of `key`, as an integer, to be less than `n`;
+    /// prefers the largest such value.
+    pub fn lt(self, key: impl Into<String>, n: i64) -> Query {
+        self.cmp(key, Cmp::Lt, n)
+    }
+
+    fn cmp(mut self, key: impl Into<String>, op: Cmp, n: i64) -> Query {
+        self.clauses.push(Clause::Cmp(key.into(), op, n));
+        self
+    }
+
+    /// Requires the flag `key`: present, with a value that is not one of
+    /// [`FALSE_VALUES`]. `lse = "1"`, `"true"`, `"yes"` or `"lse"` (a file
+    /// name pattern capturing the flag's own text) all set it; `"0"`,
+    /// `"false"`, `"no"`, `"off"`, an empty value or no key at all do not.
+    /// For a key with several named values use [`Query::eq`].
+    pub fn has(mut self, key: impl Into<String>) -> Query {
+        self.clauses.push(Clause::Has(key.into()));
+        self
+    }
+
+    /// Requires the flag `key` to be unset: the opposite of [`Query::has`].
+    pub fn lacks(mut self, key: impl Into<String>) -> Query {
+        self.clauses.push(Clause::Lacks(key.into()));
+        self
+    }
+
+    /// Among matching blobs, prefers the smallest integer value of `key`
+    /// (blobs without one come last).
+    pub fn prefer_min(mut self, key: impl Into<String>) -> Query {
+        self.prefs.push(Preference::Min(key.into()));
+        self
+    }
+
+    /// Among matching blobs, prefers the largest integer value of `key`
+    /// (blobs without one come last).
+    pub fn prefer_max(mut self, key: impl Into<String>) -> Query {
+        self.prefs.push(Preference::Max(key.into()));
+        self
+    }
+
+    /// Whether a blob with metadata `meta` meets every constraint.
+    pub fn matches(&self, meta: &BTreeMap<String, String>) -> bool {
+        self.clauses.iter().all(|c| c.matches(meta))
+    }
+
+    /// The blobs of `family` (manifest group name) in `manifest` that meet
+    /// the query, best first.
+    pub fn rank_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Vec<&'m Blob> {
+        let blobs = family_blobs(manifest, family);
+        let candidates: Vec<Candidate> = blobs.iter().map(|b| (&*b.name, &b.meta)).collect();
+        self.order(&candidates)
+            .into_iter()
+            .map(|i| blobs[i])
+            .collect()
+    }
+
+    /// The best blob of `family` in `manifest` for this query.
+    ///
+    /// # Errors
+    ///
+    /// When none matches, a [`NoMatch`] saying, per constraint, how many
+    /// blobs it let through and the values it saw instead.
+    pub fn select_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Result<&'m Blob, NoMatch> {
+        let blobs = family_blobs(manifest, family);
+        let candidates: Vec<Candidate> = blobs.iter().map(|b| (&*b.name, &b.meta)).collect();
+        match self.order(&candidates).first() {
+            Some(&i) => Ok(blobs[i]),
+            None => Err(self.explain(family, &candidates, || family_names(manifest))),
+        }
+    }
+
+    /// Indices of the matching candidates, best first.
+    fn order(&self, candidates: &[Candidate]) -> Vec<usize> {
+        let mut matching: Vec<usize> = (0..candidates.len())
+            .filter(|&i| self.matches(candidates[i].1))
+            .collect();
+        matching.sort_by(|&a, &b| self.prefer(candidates[a], candidates[b]));
+        matching
+    }
+
+    /// The preference order of the module docs; `Less` means `a` first.
+    fn prefer(&self, a: Candidate, b: Candidate) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        for pref in &self.prefs {
+            let (key, smaller_first) = match pref {
+                Preference::Min(k) => (k, true),
+                Preference::Max(k) => (k, false),
+            };
+            let ord = match (number(a.1, key), number(b.1, key)) {
+                (Some(x), Some(y)) if smaller_first => x.cmp(&y),
+                (Some(x), Some(y)) => y.cmp(&x),
+                (Some(_), None) => Less,
+                (None, Some(_)) => Greater,
+                (None, None) => Equal,
+            };
+            if ord != Equal {
+                return ord;
+            }
+        }
+        for clause in &self.clauses {
+            let Clause::Cmp(key, op, _) = clause else {
+                continue;
+            };
+            // Both values exist: the candidates matched this clause.
+            let (x, y) = (number(a.1, key), number(b.1, key));
+            let ord = match op {
+                Cmp::Ge | Cmp::Gt => x.cmp(&y),
+                Cmp::Le | Cmp::Lt => y.cmp(&x),
+            };
+            if ord != Equal {
+                return ord;
+            }
+        }
+        let priority = |c: Candidate| number(c.1, PRIORITY_KEY).unwrap_or(0);
+        priority(b).cmp(&priority(a)).then_with(|| a.0.cmp(b.0))
+    }
+
+    /// Why no candidate matched: each constraint alone, then, when each
+    /// lets some through, where they stop overlapping.
+    fn explain(
+        &self,
+        family: &str,
+        candidates: &[Candidate],
+        families: impl FnOnce() -> Vec<String>,
+    ) -> NoMatch {
+        let total = candidates.len();
+        let mut constraints = Vec::new();
+        let mut together = None;
+        if total > 0 {
+            let all: Vec<usize> = (0..total).collect();
+            for clause in &self.clauses {
+                constraints.push(clause.report(candidates, &all, "values seen"));
+            }
+            if self
+                .clauses
+                .iter()
+                .all(|c| candidates.iter().any(|m| c.matches(m.1)))
+            {
+                together = Some(self.narrowing(candidates));
+            }
+        }
+        let (families, suggestions) = if total == 0 {
+            let names = families();
+            let near: Vec<String> = closest(names.iter().map(String::as_str), family, 3)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            (names, near)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        NoMatch(Box::new(Report {
+            family: family.to_string(),
+            query: self.to_string(),
+            total,
+            constraints,
+            together,
+            families,
+            suggestions,
+        }))
+    }
+
+    /// Applies the constraints one after another and describes the one
+    /// that leaves nothing.
+    fn narrowing(&self, candidates: &[Candidate]) -> String {
+        let mut left: Vec<usize> = (0..candidates.len()).collect();
+        let mut applied: Vec<String> = Vec::new();
+        for clause in &self.clauses {
+            let next: Vec<usize> = left
+                .iter()
+                .copied()
+                .filter(|&i| clause.matches(candidates[i].1))
+                .collect();
+            if next.is_empty() {
+                let report = clause.report(candidates, &left, "values seen among them");
+                return format!(
+                    "together they match none: {} leave {}, and of those {report}",
+                    applied.join(", "),
+                    left.len(),
+                );
+            }
+            applied.push(clause.to_string());
+            left = next;
+        }
+        // Unreachable for a query with no match; kept total for safety.
+        "together they match none".to_string()
+    }
+}
+
+impl Clause {
+    fn key(&self) -> &str {
+        match self {
+            Clause::Eq(k, _) | Clause::Ne(k, _) | Clause::Cmp(k, _, _) => k,
+            Clause::Has(k) | Clause::Lacks(k) => k,
+        }
+    }
+
+    fn matches(&self, meta: &BTreeMap<String, String>) -> bool {
+        match self {
+            Clause::Eq(k, v) => meta.get(k) == Some(v),
+            Clause::Ne(k, v) => meta.get(k) != Some(v),
+            Clause::Cmp(k, op, n) => number(meta, k).is_some_and(|x| match op {
+                Cmp::Ge => x >= *n,
+                Cmp::Gt => x > *n,
+                Cmp::Le => x <= *n,
+                Cmp::Lt => x < *n,
+            }),
+            Clause::Has(k) => flag(meta, k),
+            Clause::Lacks(k) => !flag(meta, k),
+        }
+    }
+
+    /// `dtype = fp8 matched 0 of 120 (values seen: bf16, fp16)` over the
+    /// candidates `among`.
+    fn report(&self, candidates: &[Candidate], among: &[usize], seen_label: &str) -> String {
+        let matched = among
+            .iter()
+            .filter(|&&i| self.matches(candidates[i].1))
+            .count();
+        let mut out = format!("{self} matched {matched} of {}", among.len());
+        if matched == among.len() {
+            return out;
+        }
+        let key = self.key();
+        let values: Vec<&str> = among
+            .iter()
+            .filter_map(|&i| candidates[i].1.get(key).map(String::as_str))
+            .collect();
+        let missing = among.len() - values.len();
+        let mut parts = Vec::new();
+        if let Clause::Cmp(_, _, n) = self {
+            let mut numbers: Vec<i64> = values.iter().filter_map(|v| v.parse().ok()).collect();
+            numbers.sort_by_key(|x| (x.abs_diff(*n), *x));
+            numbers.dedup();
+            let other = values.iter().filter(|v| v.parse::<i64>().is_err()).count();
+            if !numbers.is_empty() {
+                let shown: Vec<String> = numbers.iter().take(5).map(i64::to_string).collect();
+                let more = numbers.len().saturating_sub(5);
+                parts.push(format!(
+                    "closest {seen_label}: {}{}",
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(", ... ({more} more)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if other > 0 {
+                parts.push(format!("not an integer in {other}"));
+            }
+        } else {
+            let distinct: BTreeSet<&str> = values.iter().copied().collect();
+            let mut distinct: Vec<&str> = distinct.into_iter().collect();
+            // Numbers in numeric order, then words.
+            distinct.sort_by_key(|v| (v.parse::<i64>().map_err(|_| ()), *v));
+            if !distinct.is_empty() {
+                let shown: Vec<String> = distinct.iter().take(8).map(|v| escape(v)).collect();
+                let more = distinct.len().saturating_sub(8);
+                parts.push(format!(
+                    "{seen_label}: {}{}",
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(", ... ({more} more)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        if missing > 0 {
+            parts.push(format!("missing in {missing}"));
+        }
+        if !parts.is_empty() {
+            out.push_str(&format!(" ({})", parts.join("; ")));
+        }
+        out
+    }
+}
+
+fn number(meta: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+    meta.get(key)?.parse().ok()
+}
+
+fn flag(meta: &BTreeMap<String, String>, key: &str) -> bool {
+    meta.get(key)
+        .is_some_and(|v| !FALSE_VALUES.iter().any(|f| v.eq_ignore_ascii_case(f)))
+}
+
+fn family_blobs<'m>(manifest: &'m Manifest, family: &str) -> Vec<&'m Blob> {
+    manifest
+        .blobs
+        .iter()
+        .filter(|b| manifest.group_of(b).name == family)
+        .collect()
+}
+
+/// The distinct group names of a manifest, sorted.
+fn family_names(manifest: &Manifest) -> Vec<String> {
+    let names: BTreeSet<&str> = manifest.groups.iter().map(|g| g.name.as_str()).collect();
+    names.into_iter().map(str::to_string).collect()
+}
+
+impl fmt::Display for Cmp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Cmp::Ge => ">=",
+            Cmp::Gt => ">",
+            Cmp::Le => "<=",
+            Cmp::Lt => "<",
+        })
+    }
+}
+
+impl fmt::Display for Clause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Clause::Eq(k, v) => write!(f, "{} = {}", escape(k), escape(v)),
+            Clause::Ne(k, v) => write!(f, "{} != {}", escape(k), escape(v)),
+            Clause::Cmp(k, op, n) => write!(f, "{} {op} {n}", escape(k)),
+            Clause::Has(k) => write!(f, "has {}", escape(k)),
+            Clause::Lacks(k) => write!(f, "lacks {}", escape(k)),
+        }
+    }
+}
+
+impl fmt::Display for Query {
+    /// `dtype = bf16, hdim >= 128, has lse, prefer min tile`; `any` for an
+    /// empty query.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = self.clauses.iter().map(Clause::to_string).collect();
+        parts.extend(self.prefs.iter().map(|p| match p {
+            Preference::Min(k) => format!("prefer min {}", escape(k)),
+            Preference::Max(k) => format!("prefer max {}", escape(k)),
+        }));
+        if parts.is_empty() {
+            f.write_str("any")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// No blob of a family meets a query: per constraint, how many blobs it
+/// let through and what values the family has instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoMatch(Box<Report>);
+
+/// The content of a [`NoMatch`], boxed to keep errors small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Report {
+    family: String,
+    query: String,
+    total: usize,
+    constraints: Vec<String>,
+    together: Option<String>,
+    families: Vec<String>,
+    suggestions: Vec<String>,
+}
+
+impl NoMatch {
+    /// The family searched.
+    pub fn family(&self) -> &str {
+        &self.0.family
+    }
+
+    /// How many blobs the family has.
+    pub fn candidates(&self) -> usize {
+        self.0.total
+    }
+}
+
+impl fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let this = &self.0;
+        let family = escape(&this.family);
+        if this.total == 0 {
+            write!(f, "ck-jit: family '{family}' has no blobs in the manifest")?;
+            let quote = |names: &[String]| -> Vec<String> {
+                names.iter().map(|n| format!("'{}'", escape(n))).collect()
+            };
+            if !this.suggestions.is_empty() {
+                write!(
+                    f,
+                    "; did you mean {}?",
+                    quote(&this.suggestions).join(" or ")
+                )?;
+            } else if !this.families.is_empty() {
+                let all = quote(&this.families);
+                let more = all.len().saturating_sub(10);
+                write!(f, " (families: {}", all[..all.len() - more].join(", "))?;
+                if more > 0 {
+                    write!(f, ", ... ({more} more)")?;
+                }
+                write!(f, ")")?;
+            }
+            return Ok(());
+        }
+        write!(f, "ck-jit: no {family} blob matches {}", this.query)?;
+        if !this.constraints.is_empty() {
+            write!(f, ": {}", this.constraints.join("; "))?;
+        }
+        if let Some(together) = &this.together {
+            write!(f, "; {together}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for NoMatch {}
+
+/// Why a family member could not be chosen.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SelectError {
+    /// The manifest behind the family could not be used.
+    Runtime(Error),
+    /// No member meets the query.
+    NoMatch(NoMatch),
+    /// A blob asked for by name is not a member of the family.
+    NotMember {
+        /// The family.
+        family: String,
+        /// The name asked for.
+        blob: String,
+        /// The family the blob belongs to, when it is in the manifest.
+        family_of_blob: Option<String>,
+        /// Members with close names.
+        suggestions: Vec<String>,
+    },
+}
+
+impl From<Error> for SelectError {
+    fn from(e: Error) -> SelectError {
+        SelectError::Runtime(e)
+    }
+}
+
+impl From<NoMatch> for SelectError {
+    fn from(e: NoMatch) -> SelectError {
+        SelectError::NoMatch(e)
+    }
+}
+
+impl fmt::Display for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectError::Runtime(e) => e.fmt(f),
+            SelectError::NoMatch(e) => e.fmt(f),
+            SelectError::NotMember {
+                family,
+                blob,
+                family_of_blob,
+                suggestions,
+            } => {
+                write!(
+                    f,
+                    "ck-jit: blob '{}' is not in family '{}'",
+                    escape(blob),
+                    escape(family)
+                )?;
+                match family_of_blob {
+                    Some(other) => write!(f, " (it belongs to family '{}')", escape(other)),
+                    None if !suggestions.is_empty() => {
+                        write!(f, "; did you mean '{}'?", suggestions.join("', '"))
+                    }
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for SelectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SelectError::Runtime(e) => Some(e),
+            SelectError::NoMatch(e) => Some(e),
+            SelectError::NotMember { .. } => None,
+        }
+    }
+}
+
+/// Where a family's runtime comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Embedded(&'static Embedded),
+    Runtime(&'static Runtime),
+}
+
+impl Source {
+    fn runtime(self) -> Result<&'static Runtime, Error> {
+        match self {
+            Source::Embedded(e) => e.runtime(),
+            Source::Runtime(r) => Ok(r),
+        }
+    }
+}
+
+/// The dispatch table of one family: one once-filled slot per member blob,
+/// built from the manifest on first use.
+///
+/// `F` is a marker type that ties the [`Kernel`] handles a table gives out
+/// to it, so a handle of one family cannot be passed where another's is
+/// expected (`#[lazy_kernel(family = "...")]` generates one per family).
+///
+/// Members are the blobs of the manifest whose group is named like the
+/// family, in manifest (name) order; a member's family-local index is its
+/// position. Blobs only a fallback manifest (`CK_JIT_MANIFEST`) knows are
+/// not members.
+pub struct FamilySlots<F = ()> {
+    source: Source,
+    family: &'static str,
+    symbol: SymbolOverride,
+    members: OnceCell<Result<Box<[Member<F>]>, Error>>,
+    _family: PhantomData<fn() -> F>,
+}
+
+impl<F> fmt::Debug for FamilySlots<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FamilySlots")
+            .field("family", &self.family)
+            .field(
+                "members",
+                &self.members.get().map(|m| m.as_ref().map(|m| m.len())),
+            )
+            .finish()
+    }
+}
+
+impl<F> FamilySlots<F> {
+    /// The table of `family` over an embedded manifest (what the macro
+    /// generates).
+    pub const fn new(
+        manifest: &'static Embedded,
+        family: &'static str,
+        symbol: SymbolOverride,
+    ) -> FamilySlots<F> {
+        FamilySlots {
+            source: Source::Embedded(manifest),
+            family,
+            symbol,
+            members: OnceCell::new(),
+            _family: PhantomData,
+        }
+    }
+
+    /// The table of `family` over a runtime built by hand.
+    pub const fn with_runtime(
+        runtime: &'static Runtime,
+        family: &'static str,
+        symbol: SymbolOverride,
+    ) -> FamilySlots<F> {
+        FamilySlots {
+            source: Source::Runtime(runtime),
+            family,
+            symbol,
+            members: OnceCell::new(),
+            _family: PhantomData,
+        }
+    }
+
+    /// The family name.
+    pub fn family(&self) -> &'static str {
+        self.family
+    }
+
+    /// Every member, in family-local index order (built on first use).
+    ///
+    /// # Errors
+    ///
+    /// If the manifest cannot be parsed.
+    pub fn members(&'static self) -> Result<&'static [Member<F>], Error> {
+        self.members
+            .get_or_init(|| {
+                let runtime = self.source.runtime()?;
+                let manifest: &'static Manifest = runtime.manifest();
+                Ok(family_blobs(manifest, self.family)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, blob)| Member {
+                        ptr: AtomicPtr::new(std::ptr::null_mut()),
+                        index,
+                        blob,
+                        runtime,
+                        symbol: self.symbol,
+                        _family: PhantomData,
+                    })
+                    .collect())
+            })
+            .as_ref()
+            .map(|m| &**m)
+            .map_err(Clone::clone)
+    }
+
+    /// The best member for `query` (see the [module docs](crate::family)
+    /// for the preference order). Do this once per configuration and keep
+    /// the handle: selection compares strings, a call through the handle
+    /// does not.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NoMatch`] saying why each constraint failed, or the
+    /// runtime's error if the manifest cannot be used.
+    pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
+        let members = self.members()?;
+        let candidates = candidates(members);
+        match query.order(&candidates).first() {
+            Some(&i) => Ok(members[i].kernel()),
+            None => {
+                let runtime = self.source.runtime()?;
+                Err(query
+                    .explain(self.family, &candidates, || {
+                        family_names(runtime.manifest())
+                    })
+                    .into())
+            }
+        }
+    }
+
+    /// Every member that meets `query`, best first (empty when none does).
+    ///
+    /// # Errors
+    ///
+    /// If the manifest cannot be parsed.
+    pub fn candidates(&'static self, query: &Query) -> Result<Vec<Kernel<F>>, Error> {
+        let members = self.members()?;
+        Ok(query
+            .order(&candidates(members))
+            .into_iter()
+            .map(|i| members[i].kernel())
+            .collect())
+    }
+
+    /// The member named `blob`.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotMember`] naming the blob's own family or close
+    /// member names, or the runtime's error if the manifest cannot be used.
+    pub fn by_name(&'static self, blob: &str) -> Result<Kernel<F>, SelectError> {
+        let members = self.members()?;
+        if let Ok(i) = members.binary_search_by(|m| m.name().cmp(blob)) {
+            return Ok(members[i].kernel());
+        }
+        let manifest = self.source.runtime()?.manifest();
+        let family_of_blob = manifest
+            .blob(blob)
+            .map(|b| manifest.group_of(b).name.clone());
+        let suggestions = closest(members.iter().map(Member::name), blob, 3)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        Err(SelectError::NotMember {
+            family: self.family.to_string(),
+            blob: blob.to_string(),
+            family_of_blob,
+            suggestions,
+        })
+    }
+}
+
+fn candidates<F>(members: &[Member<F>]) -> Vec<Candidate<'_>> {
+    members.iter().map(|m| (m.name(), m.meta())).collect()
+}
+
+/// One blob of a family and the slot caching its entry point.
+pub struct Member<F = ()> {
+    ptr: AtomicPtr<()>,
+    index: usize,
+    blob: &'static Blob,
+    runtime: &'static Runtime,
+    symbol: SymbolOverride,
+    _family: PhantomData<fn() -> F>,
+}
+
+impl<F> fmt::Debug for Member<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Member")
+            .field("index", &self.index)
+            .field("blob", &self.blob.name)
+            .field("meta", &self.blob.meta)
+            .field("ready", &self.is_ready())
+            .finish()
+    }
+}
+
+impl<F> Member<F> {
+    /// The blob name.
+    pub fn name(&self) -> &'static str {
+        &self.blob.name
+    }
+
+    /// The blob's metadata: what this kernel supports.
+    pub fn meta(&self) -> &'static BTreeMap<String, String> {
+        &self.blob.meta
+    }
+
+    /// One metadata value.
+    pub fn get(&self, key: &str) -> Option<&'static str> {
+        self.blob.meta.get(key).map(String::as_str)
+    }
+
+    /// The position in the family.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The handle to call this member through.
+    pub fn kernel(&'static self) -> Kernel<F> {
+        Kernel { member: self }
+    }
+
+    /// Whether the entry point is loaded.
+    pub fn is_ready(&self) -> bool {
+        !self.ptr.load(Ordering::Acquire).is_null()
+    }
+
+    fn try_get(&self) -> Result<*const (), Error> {
+        let p = self.ptr.load(Ordering::Acquire);
+        if !p.is_null() {
+            return Ok(p);
+        }
+        let spec = match self.symbol {
+            SymbolOverride::Manifest => None,
+            SymbolOverride::Exact(s) => Some(SymbolSpec::Exact(s.to_string())),
+            SymbolOverride::Prefix(s) => Some(SymbolSpec::Prefix(s.to_string())),
+        };
+        let p = self.runtime.resolve(&self.blob.name, spec.as_ref())?;
+        self.ptr.store(p as *mut (), Ordering::Release);
+        Ok(p)
+    }
+}
+
+/// A chosen member of a family: a `Copy` handle that points at the
+/// member's slot, obtained from [`FamilySlots::select`],
+/// [`FamilySlots::by_name`] or [`Member::kernel`].
+///
+/// Calling through it ([`Kernel::get`]) costs one acquire load once the
+/// member is loaded.
+pub struct Kernel<F: 'static = ()> {
+    member: &'static Member<F>,
+}
+
+impl<F: 'static> Clone for Kernel<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: 'static> Copy for Kernel<F> {}
+
+impl<F: 'static> PartialEq for Kernel<F> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.member, other.member)
+    }
+}
+
+impl<F: 'static> Eq for Kernel<F> {}
+
+impl<F: 'static> std::hash::Hash for Kernel<F> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.member, state)
+    }
+}
+
+impl<F: 'static> fmt::Debug for Kernel<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("index", &self.member.index)
+            .field("blob", &self.member.blob.name)
+            .finish()
+    }
+}
+
+impl<F: 'static> Kernel<F> {
+    /// The member's entry point; compiles and loads on first use.
+    ///
+    /// # Panics
+    ///
+    /// If the blob cannot be compiled, loaded or resolved, with the error's
+    /// message (use [`Kernel::try_get`] for a `Result`).
+    #[inline(always)]
+    pub fn get(self) -> *const () {
+        let p = self.member.ptr.load(Ordering::Acquire);
+        if !p.is_null() {
+            return p;
+        }
+        self.cold()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cold(self) -> *const () {
+        match self.member.try_get() {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The entry point, or the error that prevented it.
+    ///
+    /// # Errors
+    ///
+    /// If the blob cannot be compiled, loaded or resolved.
+    pub fn try_get(self) -> Result<*const (), Error> {
+        self.member.try_get()
+    }
+
+    /// The member this handle calls.
+    pub fn member(self) -> &'static Member<F> {
+        self.member
+    }
+
+    /// The family-local index.
+    pub fn index(self) -> usize {
+        self.member.index
+    }
+
+    /// The blob name.
+    pub fn name(self) -> &'static str {
+        self.member.name()
+    }
+
+    /// The blob's metadata.
+    pub fn meta(self) -> &'static BTreeMap<String, String> {
+        self.member.meta()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ck_jit_build::manifest::{Group, SymbolSpec};
+
+    /// A manifest with one group per family and blobs `(name, family,
+    /// metadata "k=v,k=v")`.
+    fn manifest(blobs: &[(&str, &str, &str)]) -> Manifest {
+        let mut m = Manifest::new("t", "/r");
+        let mut families: Vec<&str> = blobs.iter().map(|b| b.1).collect();
+        families.sort();
+        families.dedup();
+        for f in &families {
+            m.groups.push(Group {
+                name: f.to_string(),
+                compiler: "cc".into(),
+                args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+                cwd: None,
+                symbol: SymbolSpec::Exact("{name}".into()),
+                depfile: true,
+            });
+        }
+        for (name, family, meta) in blobs {
+            m.blobs.push(Blob {
+                name: name.to_string(),
+                source: format!("{name}.c"),
+                group: families.iter().position(|f| f == family).unwrap() as u32,
+                symbol: None,
+                meta: meta
+                    .split(',')
+                    .filter(|kv| !kv.is_empty())
+                    .map(|kv| {
+                        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                        (k.to_string(), v.to_string())
+                    })
+                    .collect(),
+            });
+        }
+        m.finish().unwrap();
+        m
+    }
+
+    fn fwd() -> Manifest {
+        manifest(&[
+            ("fwd_d64_bf16", "fwd", "hdim=64,dtype=bf16,lse=0"),
+            ("fwd_d128_bf16", "fwd", "hdim=128,dtype=bf16,lse=1"),
+            ("fwd_d128_fp16", "fwd", "hdim=128,dtype=fp16,lse=1"),
+            ("fwd_d256_bf16", "fwd", "hdim=256,dtype=bf16,lse=1"),
+            ("fwd_d256_fp16", "fwd", "hdim=256,dtype=fp16"),
+            ("fwd_dx_bf16", "fwd", "hdim=any,dtype=bf16"),
+            ("bwd_d128_bf16", "bwd", "hdim=128,dtype=bf16"),
+        ])
+    }
+
+    fn names(blobs: Vec<&Blob>) -> Vec<&str> {
+        blobs.into_iter().map(|b| b.name.as_str()).collect()
+    }
+
+    fn no_match(m: &Manifest, family: &str, q: Query) -> String {
+        q.select_in(m, family).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn equality_filters_and_the_family_is_the_group_name() {
+        let m = fwd();
+        let q = Query::new().eq("dtype", "fp16");
+        assert_eq!(
+            names(q.rank_in(&m, "fwd")),
+            ["fwd_d128_fp16", "fwd_d256_fp16"]
+        );
+        assert_eq!(names(q.rank_in(&m, "bwd")), Vec::<&str>::new());
+        assert_eq!(
+            names(Query::new().eq("hdim", 128).rank_in(&m, "bwd")),
+            ["bwd_d128_bf16"]
+        );
+    }
+
+    #[test]
+    fn ne_matches_other_and_missing_values() {
+        let m = fwd();
+        let q = Query::new().ne("lse", "1");
+        assert_eq!(
+            names(q.rank_in(&m, "fwd")),
+            ["fwd_d256_fp16", "fwd_d64_bf16", "fwd_dx_bf16"],
+            "by name when nothing else orders them"
+        );
+    }
+
+    #[test]
+    fn numeric_comparisons_skip_missing_and_non_numeric_values() {
+        let m = fwd();
+        assert_eq!(
+            names(Query::new().gt("hdim", 128).rank_in(&m, "fwd")),
+            ["fwd_d256_bf16", "fwd_d256_fp16"]
+        );
+        assert_eq!(
+            names(Query::new().le("hdim", 128).rank_in(&m, "fwd")),
+            ["fwd_d128_bf16", "fwd_d128_fp16", "fwd_d64_bf16"],
+            "largest first for an upper bound"
+        );
+        assert_eq!(
+            names(Query::new().lt("hdim", 128).rank_in(&m, "fwd")),
+            ["fwd_d64_bf16"]
+        );
+        let any = Query::new().ge("hdim", i64::MIN);
+        assert!(
+            !names(any.rank_in(&m, "fwd")).contains(&"fwd_dx_bf16"),
+            "'any' is not a number"
+        );
+        assert!(!Query::new().ge("tile", 0).matches(&BTreeMap::new()));
+    }
+
+    #[test]
+    fn ge_prefers_the_tightest_fit() {
+        let m = fwd();
+        let best = Query::new().eq("dtype", "bf16").ge("hdim", 100);
+        assert_eq!(best.select_in(&m, "fwd").unwrap().name, "fwd_d128_bf16");
+        assert_eq!(
+            names(best.rank_in(&m, "fwd")),
+            ["fwd_d128_bf16", "fwd_d256_bf16"]
+        );
+    }
+
+    #[test]
+    fn flags_are_true_unless_missing_or_spelled_false() {
+        let meta = |v: &str| BTreeMap::from([("lse".to_string(), v.to_string())]);
+        for yes in ["1", "true", "yes", "lse", "TRUE", "on"] {
+            assert!(Query::new().has("lse").matches(&meta(yes)), "{yes}");
+            assert!(!Query::new().lacks("lse").matches(&meta(yes)), "{yes}");
+        }
+        for no in ["", "0", "false", "No", "off"] {
+            assert!(!Query::new().has("lse").matches(&meta(no)), "{no:?}");
+            assert!(Query::new().lacks("lse").matches(&meta(no)), "{no:?}");
+        }
+        assert!(!Query::new().has("lse").matches(&BTreeMap::new()));
+        assert!(Query::new().lacks("lse").matches(&BTreeMap::new()));
+    }
+
+    #[test]
+    fn explicit_preferences_come_first_then_fit_then_priority_then_name() {
+        let m = manifest(&[
+            ("a", "f", "hdim=256,tile=64"),
+            ("b", "f", "hdim=128,tile=32"),
+            ("c", "f", "hdim=128,tile=64,priority=5"),
+            ("d", "f", "hdim=128,tile=64"),
+            ("e", "f", "hdim=128,tile=64,priority=-1"),
+            ("g", "f", "hdim=128,priority=9"),
+        ]);
+        // Preference beats fit: the 256 blob has the larger tile too, but
+        // ties with three 128 ones, which fit better.
+        let q = Query::new().ge("hdim", 128).prefer_max("tile");
+        assert_eq!(names(q.rank_in(&m, "f")), ["c", "d", "e", "a", "b", "g"]);
+        // Without a preference: fit, then priority, then name.
+        let q = Query::new().ge("hdim", 64);
+        assert_eq!(names(q.rank_in(&m, "f")), ["g", "c", "b", "d", "e", "a"]);
+        // prefer_min puts blobs without the key last.
+        let q = Query::new().prefer_min("tile");
+        assert_eq!(names(q.rank_in(&m, "f")), ["b", "c", "a", "d", "e", "g"]);
+        // Preferences apply in the order given.
+        let q = Query::new().prefer_max("hdim").prefer_min("tile");
+        assert_eq!(q.select_in(&m, "f").unwrap().name, "a");
+        let q = Query::new().prefer_min("tile").prefer_max("hdim");
+        assert_eq!(q.select_in(&m, "f").unwrap().name, "b");
+    }
+
+    #[test]
+    fn a_non_numeric_priority_counts_as_zero() {
+        let m = manifest(&[("a", "f", "priority=high"), ("b", "f", "")]);
+        assert_eq!(names(Query::new().rank_in(&m, "f")), ["a", "b"]);
+    }
+
+    #[test]
+    fn no_match_says_what_each_constraint_let_through_and_what_it_saw() {
+        let m = fwd();
+        assert_eq!(
+            no_match(&m, "fwd", Query::new().eq("dtype", "fp8").ge("hdim", 128)),
+            "ck-jit: no fwd blob matches dtype = fp8, hdim >= 128: \
+             dtype = fp8 matched 0 of 6 (values seen: bf16, fp16); \
+             hdim >= 128 matched 4 of 6 (closest values seen: 128, 64, 256; not an integer in 1)"
+        );
+        assert_eq!(
+            no_match(&m, "fwd", Query::new().ge("hdim", 512)),
+            "ck-jit: no fwd blob matches hdim >= 512: hdim >= 512 matched 0 of 6 \
+             (closest values seen: 256, 128, 64; not an integer in 1)"
+        );
+        assert_eq!(
+            no_match(&m, "fwd", Query::new().has("dropout")),
+            "ck-jit: no fwd blob matches has dropout: has dropout matched 0 of 6 (missing in 6)"
+        );
+    }
+
+    #[test]
+    fn no_match_of_constraints_that_each_match_alone_shows_where_they_part() {
+        let m = fwd();
+        let msg = no_match(
+            &m,
+            "fwd",
+            Query::new().eq("dtype", "fp16").has("lse").le("hdim", 64),
+        );
+        assert_eq!(
+            msg,
+            "ck-jit: no fwd blob matches dtype = fp16, has lse, hdim <= 64: \
+             dtype = fp16 matched 2 of 6 (values seen: bf16, fp16); \
+             has lse matched 3 of 6 (values seen: 0, 1; missing in 2); \
+             hdim <= 64 matched 1 of 6 (closest values seen: 64, 128, 256; not an integer in 1); \
+             together they match none: dtype = fp16, has lse leave 1, and of those \
+             hdim <= 64 matched 0 of 1 (closest values seen among them: 128)"
+        );
+    }
+
+    #[test]
+    fn an_unknown_family_lists_close_or_all_family_names() {
+        let m = fwd();
+        assert_eq!(
+            no_match(&m, "fwdd", Query::new()),
+            "ck-jit: family 'fwdd' has no blobs in the manifest; did you mean 'fwd' or 'bwd'?"
+        );
+        assert_eq!(
+            no_match(&m, "convolution", Query::new()),
+            "ck-jit: family 'convolution' has no blobs in the manifest (families: 'bwd', 'fwd')"
+        );
+    }
+
+    #[test]
+    fn long_value_lists_are_cut() {
+        let blobs: Vec<(String, String)> = (0..20)
+            .map(|i| (format!("b{i:02}"), format!("v=x{i:02}")))
+            .collect();
+        let refs: Vec<(&str, &str, &str)> = blobs
+            .iter()
+            .map(|(n, m)| (n.as_str(), "f", m.as_str()))
+            .collect();
+        let m = manifest(&refs);
+        let msg = no_match(&m, "f", Query::new().eq("v", "y"));
+        assert!(
+            msg.ends_with("(values seen: x00, x01, x02, x03, x04, x05, x06, x07, ... (12 more))"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn hostile_metadata_prints_on_one_line() {
+        let m = manifest(&[("a", "f", "k=a\nb")]);
+        let msg = no_match(&m, "f", Query::new().eq("k", "c\rd"));
+        assert!(!msg.contains('\n') && !msg.contains('\r'), "{msg}");
+    }
+
+    #[test]
+    fn queries_display_and_compare_by_content() {
+        assert_eq!(Query::new().to_string(), "any");
+        let q = Query::new()
+            .eq("a", 1)
+            .ne("b", "x")
+            .gt("c", -2)
+            .lt("d", 3)
+            .lacks("e")
+            .prefer_min("f");
+        assert_eq!(
+            q.to_string(),
+            "a = 1, b != x, c > -2, d < 3, lacks e, prefer min f"
+        );
+        assert_eq!(q.clone(), q);
+        assert_ne!(q, Query::new());
+    }
+}

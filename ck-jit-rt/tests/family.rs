@@ -1,0 +1,278 @@
+//! Kernel families through the runtime: six C blobs of one family with
+//! different metadata, compiled by the system C compiler, selected by
+//! attributes and called through the family table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ck_jit_rt::config::Config;
+use ck_jit_rt::family::{FamilySlots, SymbolOverride};
+use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_rt::{Query, Runtime, SelectError};
+
+/// The six members: name, what `entry(x)` adds to `x`, metadata.
+const MEMBERS: [(&str, i32, &str); 6] = [
+    ("attn_d64_f16", 100, "dtype=f16,hdim=64"),
+    ("attn_d128_f16", 200, "dtype=f16,hdim=128,lse=1"),
+    (
+        "attn_d128_f16_fast",
+        300,
+        "dtype=f16,hdim=128,lse=1,priority=5",
+    ),
+    ("attn_d128_f32", 400, "dtype=f32,hdim=128"),
+    ("attn_d256_f16", 500, "dtype=f16,hdim=256,lse=yes"),
+    ("attn_d256_f32", 600, "dtype=f32,hdim=256,lse=0"),
+];
+
+/// A directory of its own under cargo's temp dir, removed on success.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(name: &str) -> Tree {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "family-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("kernels")).unwrap();
+        Tree(dir)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn config() -> Config {
+    let mut c = Config::from_env();
+    c.cache_dir = None;
+    c.root = None;
+    c.manifest = None;
+    c.offline = false;
+    c.shared_cache = false;
+    c.launcher = Vec::new();
+    c
+}
+
+/// Writes the sources of `members` (plus `extra` blobs of another family)
+/// and returns a leaked runtime over them with the tree's cache.
+fn runtime(tree: &Tree, members: &[(&str, i32, &str)], broken: &[&str]) -> &'static Runtime {
+    let mut m = Manifest::new("ck_jit_family_test", tree.0.to_string_lossy());
+    for family in ["attn", "other"] {
+        m.groups.push(Group {
+            name: family.into(),
+            compiler: "cc".into(),
+            args: ["-O1", "-fPIC", "-shared", "{src}", "-o", "{out}"]
+                .map(String::from)
+                .to_vec(),
+            cwd: None,
+            symbol: SymbolSpec::Exact("entry".into()),
+            depfile: true,
+        });
+    }
+    let mut blob = |name: &str, group: u32, meta: &str, source: String| {
+        std::fs::write(tree.0.join(format!("kernels/{name}.c")), source).unwrap();
+        m.blobs.push(Blob {
+            name: name.into(),
+            source: format!("kernels/{name}.c"),
+            group,
+            symbol: None,
+            meta: meta
+                .split(',')
+                .filter(|kv| !kv.is_empty())
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        });
+    };
+    for (name, add, meta) in members {
+        blob(
+            name,
+            0,
+            meta,
+            format!("int entry(int x) {{ return x + {add}; }}\n"),
+        );
+    }
+    for name in broken {
+        blob(name, 0, "dtype=broken", "this is not C\n".into());
+    }
+    blob(
+        "lonely",
+        1,
+        "dtype=f16",
+        "int entry(int x) { return -x; }\n".into(),
+    );
+    m.finish().unwrap();
+    Box::leak(Box::new(
+        Runtime::new(m, "family test")
+            .with_config(config())
+            .with_root(&tree.0)
+            .with_cache_dir(tree.0.join("cache")),
+    ))
+}
+
+fn family(rt: &'static Runtime) -> &'static FamilySlots {
+    Box::leak(Box::new(FamilySlots::with_runtime(
+        rt,
+        "attn",
+        SymbolOverride::Manifest,
+    )))
+}
+
+fn call(kernel: ck_jit_rt::Kernel, x: i32) -> i32 {
+    // SAFETY: every blob of the family defines `int entry(int)`.
+    let f: unsafe extern "C" fn(i32) -> i32 = unsafe { std::mem::transmute(kernel.get()) };
+    // SAFETY: `entry` has no requirements.
+    unsafe { f(x) }
+}
+
+#[test]
+fn selection_by_attributes_calls_the_chosen_blob() {
+    let tree = Tree::new("select");
+    let fam = family(runtime(&tree, &MEMBERS, &[]));
+    assert_eq!(
+        fam.members().unwrap().len(),
+        6,
+        "'lonely' is another family"
+    );
+
+    // hdim >= 100 prefers 128 over 256; of the two f16 128s with lse the
+    // one with priority 5 wins.
+    let k = fam
+        .select(&Query::new().eq("dtype", "f16").ge("hdim", 100).has("lse"))
+        .unwrap();
+    assert_eq!(k.name(), "attn_d128_f16_fast");
+    assert!(!k.member().is_ready(), "selecting compiles nothing");
+    assert_eq!(call(k, 1), 301);
+    assert!(k.member().is_ready());
+    assert_eq!(call(k, 2), 302, "warm call through the same slot");
+
+    // An explicit preference beats the fit.
+    let k = fam
+        .select(
+            &Query::new()
+                .eq("dtype", "f16")
+                .ge("hdim", 100)
+                .prefer_max("hdim"),
+        )
+        .unwrap();
+    assert_eq!((k.name(), call(k, 0)), ("attn_d256_f16", 500));
+    // "0" is not a flag that is set.
+    let k = fam.select(
+        &Query::new()
+            .eq("dtype", "f32")
+            .lacks("lse")
+            .prefer_max("hdim"),
+    );
+    assert_eq!(call(k.unwrap(), 0), 600);
+}
+
+#[test]
+fn every_member_is_reachable_by_index_and_by_name() {
+    let tree = Tree::new("all");
+    let fam = family(runtime(&tree, &MEMBERS, &[]));
+    let members = fam.members().unwrap();
+    for (i, member) in members.iter().enumerate() {
+        assert_eq!(member.index(), i);
+        let by_name = fam.by_name(member.name()).unwrap();
+        assert_eq!(by_name, member.kernel());
+        let (_, add, _) = MEMBERS.iter().find(|m| m.0 == member.name()).unwrap();
+        assert_eq!(call(by_name, 1), 1 + add, "{}", member.name());
+    }
+    let all = fam.candidates(&Query::new()).unwrap();
+    assert_eq!(all.len(), 6);
+    assert_eq!(
+        all[0].name(),
+        "attn_d128_f16_fast",
+        "highest priority first"
+    );
+}
+
+#[test]
+fn threads_racing_on_a_cold_member_all_get_it() {
+    let tree = Tree::new("race");
+    let fam = family(runtime(&tree, &MEMBERS, &[]));
+    let k = fam.by_name("attn_d64_f16").unwrap();
+    let results: Vec<i32> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8).map(|i| s.spawn(move || call(k, i))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results, (0..8).map(|i| i + 100).collect::<Vec<_>>());
+}
+
+#[test]
+fn no_match_and_wrong_names_say_why() {
+    let tree = Tree::new("errors");
+    let fam = family(runtime(&tree, &MEMBERS, &[]));
+    let err = fam
+        .select(&Query::new().eq("dtype", "bf16").ge("hdim", 512))
+        .unwrap_err();
+    assert!(matches!(err, SelectError::NoMatch(ref n) if n.candidates() == 6));
+    assert_eq!(
+        err.to_string(),
+        "ck-jit: no attn blob matches dtype = bf16, hdim >= 512: \
+         dtype = bf16 matched 0 of 6 (values seen: f16, f32); \
+         hdim >= 512 matched 0 of 6 (closest values seen: 256, 128, 64)"
+    );
+    let err = fam.by_name("lonely").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "ck-jit: blob 'lonely' is not in family 'attn' (it belongs to family 'other')"
+    );
+    let err = fam.by_name("attn_d128_f61").unwrap_err().to_string();
+    assert!(
+        err.ends_with("did you mean 'attn_d128_f16', 'attn_d128_f32'?"),
+        "{err}"
+    );
+
+    let none: &'static FamilySlots = Box::leak(Box::new(FamilySlots::with_runtime(
+        runtime(&tree, &MEMBERS, &[]),
+        "atn",
+        SymbolOverride::Manifest,
+    )));
+    assert_eq!(none.members().unwrap().len(), 0);
+    let err = none.select(&Query::new()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "ck-jit: family 'atn' has no blobs in the manifest; did you mean 'attn'?"
+    );
+}
+
+#[test]
+fn a_member_that_fails_to_compile_is_an_error_then_a_panic_naming_it() {
+    let tree = Tree::new("broken");
+    let fam = family(runtime(&tree, &MEMBERS[..1], &["attn_broken"]));
+    let k = fam.select(&Query::new().eq("dtype", "broken")).unwrap();
+    let err = k.try_get().unwrap_err().to_string();
+    assert!(err.contains("blob 'attn_broken': compile failed"), "{err}");
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| k.get())).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(message.contains("attn_broken"), "{message}");
+    assert!(!k.member().is_ready());
+    // The family's other members are unaffected.
+    assert_eq!(call(fam.by_name("attn_d64_f16").unwrap(), 0), 100);
+}
+
+#[test]
+fn a_symbol_override_applies_to_every_member() {
+    let tree = Tree::new("symbol");
+    let rt = runtime(&tree, &MEMBERS[..2], &[]);
+    let fam: &'static FamilySlots = Box::leak(Box::new(FamilySlots::with_runtime(
+        rt,
+        "attn",
+        SymbolOverride::Exact("missing_{name}"),
+    )));
+    let err = fam.members().unwrap()[0].kernel().try_get().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no symbol 'missing_attn_d128_f16'"),
+        "{err}"
+    );
+}
