@@ -75,10 +75,13 @@
 //! | `CK_JIT_NAME` | cache name, when neither [`Build::name`] nor the config file sets one (default `ck_jit`) |
 //! | `OUT_DIR` | where the manifest is written, unless [`Build::out_dir`] is set (set by cargo) |
 //! | `CARGO_MANIFEST_DIR` | the tree root, unless [`Build::root`] or the config file's `root` is set (set by cargo) |
+//! | `PATH`, `ROCM_PATH`, `HIP_PATH` | [`intercept`]: where the real `hipcc` is, and what the fake ROCm home mirrors |
+//! | `CK_JIT_REAL_HIPCC` | [`intercept`]: the real compiler for host sources, unless set with [`Intercept::real_compiler`](intercept::Intercept::real_compiler) |
+//! | `CK_JIT_SHIM_*` | [`intercept`]: set by the interceptor for its fake compiler, read in shim mode only |
 //!
 //! The compiler is not taken from `CC`/`CXX`: blobs are not host build
-//! artifacts. `CK_JIT_ROOT` and the other `CK_JIT_*` variables are read by
-//! the runtime, not here.
+//! artifacts. `CK_JIT_ROOT` and the `CK_JIT_*` variables not listed above
+//! are read by the runtime, not here.
 //!
 //! # What is recorded, and when it is redone
 //!
@@ -97,7 +100,17 @@
 //! files are watched instead, and a `cargo:warning` says that new files
 //! directly in it go unnoticed; keeping blobs in a subdirectory avoids this.
 //!
-//! Nothing is compiled and no program is started here.
+//! [`Build`] compiles nothing and starts no program.
+//!
+//! # CK and aiter
+//!
+//! [`ck::CkFmha`] records CK's fused-attention blobs: it runs CK's code
+//! generator (the only program it starts) or takes its output, and makes one
+//! group per blob kind with CK's compile command, entry symbol prefix and the
+//! traits each file name encodes. [`ck::rewrite_dispatcher`] makes CK's
+//! `*_api.cpp` dispatchers resolve their blobs through ck-jit's C ABI.
+//! [`intercept`] records the blob compiles of a build only its own scripts
+//! know, by running it with a fake `hipcc`.
 //!
 //! # Checks
 //!
@@ -113,6 +126,7 @@
 
 mod build;
 mod cargo;
+pub mod ck;
 mod config;
 mod discover;
 mod env;
@@ -121,6 +135,7 @@ mod group;
 pub mod manifest;
 
 pub use build::{from_config, Build};
+pub use ck::intercept;
 pub use error::Error;
 pub use group::BlobGroup;
 pub use manifest::Manifest;

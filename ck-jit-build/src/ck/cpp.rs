@@ -1,0 +1,608 @@
+//! Just enough C++ lexing for CK's generated sources: tokens with their
+//! byte spans and lines, template argument lists, type aliases, and a
+//! normal form for types so that a dispatcher's `using trait_ = ...;` and a
+//! blob's `using trait_0 = ...;` compare equal when they name the same type.
+//!
+//! Input is untrusted (it is fuzzed): every function returns an error or a
+//! best effort, never panics, and recursion is bounded.
+
+/// Token kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tok {
+    /// Identifier or keyword.
+    Ident,
+    /// Number literal.
+    Number,
+    /// String or character literal.
+    Literal,
+    /// One punctuation character, or `::`.
+    Punct,
+    /// A whole preprocessor line (with continuations).
+    Preproc,
+}
+
+/// A token: its kind, byte span in the source and 1-based line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Token {
+    pub kind: Tok,
+    pub start: usize,
+    pub end: usize,
+    pub line: usize,
+}
+
+impl Token {
+    pub(crate) fn text<'a>(&self, src: &'a str) -> &'a str {
+        src.get(self.start..self.end).unwrap_or("")
+    }
+}
+
+/// A lexing error: line and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LexError {
+    pub line: usize,
+    pub why: String,
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+}
+
+fn is_ident_continue(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// Splits `src` into tokens. Comments and whitespace are dropped; a
+/// preprocessor directive is one token.
+pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut line = 1;
+    // Whether only whitespace was seen since the last line break, so a `#`
+    // starts a directive.
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line += 1;
+            i += 1;
+            line_start = true;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let open = line;
+            i += 2;
+            loop {
+                if i + 1 >= b.len() {
+                    return Err(LexError {
+                        line: open,
+                        why: "unterminated /* comment".into(),
+                    });
+                }
+                if b[i] == b'*' && b[i + 1] == b'/' {
+                    i += 2;
+                    break;
+                }
+                if b[i] == b'\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        let start_line = line;
+        if c == b'#' && line_start {
+            while i < b.len() && b[i] != b'\n' {
+                if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
+                    line += 1;
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+            }
+            out.push(Token {
+                kind: Tok::Preproc,
+                start,
+                end: i,
+                line: start_line,
+            });
+            continue;
+        }
+        line_start = false;
+        if c == b'R' && b.get(i + 1) == Some(&b'"') {
+            // Raw string R"delim( ... )delim".
+            let open = i + 2;
+            let Some(paren) = b[open..].iter().position(|&x| x == b'(') else {
+                return Err(LexError {
+                    line,
+                    why: "malformed raw string".into(),
+                });
+            };
+            let delim = &b[open..open + paren];
+            if delim.len() > 16 || delim.iter().any(|x| x.is_ascii_whitespace()) {
+                return Err(LexError {
+                    line,
+                    why: "malformed raw string delimiter".into(),
+                });
+            }
+            let mut j = open + paren + 1;
+            loop {
+                if j >= b.len() {
+                    return Err(LexError {
+                        line: start_line,
+                        why: "unterminated raw string".into(),
+                    });
+                }
+                if b[j] == b')'
+                    && b[j + 1..].starts_with(delim)
+                    && b.get(j + 1 + delim.len()) == Some(&b'"')
+                {
+                    j += delim.len() + 2;
+                    break;
+                }
+                if b[j] == b'\n' {
+                    line += 1;
+                }
+                j += 1;
+            }
+            i = j;
+            out.push(Token {
+                kind: Tok::Literal,
+                start,
+                end: i,
+                line: start_line,
+            });
+            continue;
+        }
+        if is_ident_start(c) {
+            while i < b.len() && is_ident_continue(b[i]) {
+                i += 1;
+            }
+            out.push(Token {
+                kind: Tok::Ident,
+                start,
+                end: i,
+                line: start_line,
+            });
+            continue;
+        }
+        if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric()
+                    || b[i] == b'.'
+                    || b[i] == b'\''
+                    || ((b[i] == b'+' || b[i] == b'-')
+                        && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P')))
+            {
+                i += 1;
+            }
+            out.push(Token {
+                kind: Tok::Number,
+                start,
+                end: i,
+                line: start_line,
+            });
+            continue;
+        }
+        if c == b'"' || c == b'\'' {
+            i += 1;
+            loop {
+                match b.get(i) {
+                    None | Some(b'\n') => {
+                        return Err(LexError {
+                            line: start_line,
+                            why: "unterminated literal".into(),
+                        })
+                    }
+                    Some(b'\\') => i += 2,
+                    Some(&x) if x == c => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+            out.push(Token {
+                kind: Tok::Literal,
+                start,
+                end: i.min(b.len()),
+                line: start_line,
+            });
+            continue;
+        }
+        i += if c == b':' && b.get(i + 1) == Some(&b':') {
+            2
+        } else {
+            1
+        };
+        out.push(Token {
+            kind: Tok::Punct,
+            start,
+            end: i,
+            line: start_line,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether token `t` is the punctuation `p`.
+pub(crate) fn is_punct(src: &str, t: Option<&Token>, p: &str) -> bool {
+    t.is_some_and(|t| t.kind == Tok::Punct && t.text(src) == p)
+}
+
+/// How far a template argument list, a call's arguments or a `using`
+/// declaration may reach: far more than any generated code needs, and a
+/// bound on the work hostile input can cause.
+pub(crate) const MAX_SPAN_TOKENS: usize = 1 << 14;
+
+/// The index of the `>` closing the `<` at `open`, skipping nested `<>`,
+/// `()`, `[]` and `{}`. `None` when unbalanced or farther than
+/// [`MAX_SPAN_TOKENS`].
+pub(crate) fn matching_angle(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    let mut angle = 0usize;
+    let mut other = 0usize;
+    for (i, t) in toks.iter().enumerate().skip(open).take(MAX_SPAN_TOKENS) {
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "(" | "[" | "{" => other += 1,
+            ")" | "]" | "}" => {
+                if other == 0 {
+                    return None;
+                }
+                other -= 1;
+            }
+            "<" if other == 0 => angle += 1,
+            ">" if other == 0 => {
+                angle = angle.checked_sub(1)?;
+                if angle == 0 {
+                    return Some(i);
+                }
+            }
+            ";" => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The index of the `)` closing the `(` at `open` (within
+/// [`MAX_SPAN_TOKENS`]).
+pub(crate) fn matching_paren(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, t) in toks.iter().enumerate().skip(open).take(MAX_SPAN_TOKENS) {
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return if t.text(src) == ")" { Some(i) } else { None };
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits `toks[from..to]` at top-level commas (outside `<>`, `()`, `[]`,
+/// `{}`), giving index ranges.
+pub(crate) fn split_commas(
+    src: &str,
+    toks: &[Token],
+    from: usize,
+    to: usize,
+) -> Vec<(usize, usize)> {
+    let mut parts = Vec::new();
+    let mut depth = 0i64;
+    let mut start = from;
+    for (i, t) in toks.iter().enumerate().take(to).skip(from) {
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "<" | "(" | "[" | "{" => depth += 1,
+            ">" | ")" | "]" | "}" => depth -= 1,
+            "," if depth == 0 => {
+                parts.push((start, i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if start < to || !parts.is_empty() {
+        parts.push((start, to));
+    }
+    parts
+}
+
+/// How deep alias expansion may go (a cycle or a hostile input stops here).
+const MAX_ALIAS_DEPTH: usize = 16;
+/// The most tokens a normalised type may have.
+const MAX_TYPE_TOKENS: usize = 20_000;
+
+/// The normal form of the type spelt by `toks` in `src`: aliases expanded
+/// through `lookup` (a name followed or preceded by `::` is not an alias),
+/// integer arithmetic between template-argument separators folded
+/// (`128/2` is `64`), a leading global `::` dropped, and tokens joined with
+/// a space only between two words.
+pub(crate) fn normalize<'a, F>(src: &'a str, toks: &[Token], lookup: &F) -> Result<String, String>
+where
+    F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
+{
+    let mut words: Vec<String> = Vec::new();
+    expand(src, toks, lookup, 0, &mut words)?;
+    let folded = fold(&words);
+    Ok(join(&folded))
+}
+
+fn expand<'a, F>(
+    src: &'a str,
+    toks: &[Token],
+    lookup: &F,
+    depth: usize,
+    out: &mut Vec<String>,
+) -> Result<(), String>
+where
+    F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
+{
+    if depth > MAX_ALIAS_DEPTH {
+        return Err("type aliases nest too deeply (a cycle?)".into());
+    }
+    for (i, t) in toks.iter().enumerate() {
+        if out.len() > MAX_TYPE_TOKENS {
+            return Err("type is too long".into());
+        }
+        let text = t.text(src);
+        let qualified =
+            (i > 0 && is_punct(src, toks.get(i - 1), "::")) || is_punct(src, toks.get(i + 1), "::");
+        if t.kind == Tok::Ident && !qualified {
+            if let Some((inner, inner_src)) = lookup(text) {
+                expand(inner_src, inner, lookup, depth + 1, out)?;
+                continue;
+            }
+        }
+        if text == "::"
+            && (out.is_empty()
+                || matches!(out.last().map(String::as_str), Some("<" | "," | "=" | "(")))
+        {
+            continue;
+        }
+        out.push(text.to_string());
+    }
+    Ok(())
+}
+
+fn is_word(s: &str) -> bool {
+    s.bytes().next().is_some_and(is_ident_continue)
+}
+
+fn join(words: &[String]) -> String {
+    let mut s = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 && is_word(&words[i - 1]) && is_word(w) {
+            s.push(' ');
+        }
+        s.push_str(w);
+    }
+    s
+}
+
+/// Folds each run of integer arithmetic between `<`, `>` and `,`.
+fn fold(words: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut seg: Vec<&str> = Vec::new();
+    let flush = |seg: &mut Vec<&str>, out: &mut Vec<String>| {
+        match (seg.len() > 1).then(|| eval(seg)).flatten() {
+            Some(v) => out.push(v.to_string()),
+            None => out.extend(seg.iter().map(|s| s.to_string())),
+        }
+        seg.clear();
+    };
+    for w in words {
+        if matches!(w.as_str(), "<" | ">" | ",") {
+            flush(&mut seg, &mut out);
+            out.push(w.clone());
+        } else {
+            seg.push(w);
+        }
+    }
+    flush(&mut seg, &mut out);
+    out
+}
+
+fn int_literal(s: &str) -> Option<i128> {
+    let t = s.trim_end_matches(['u', 'U', 'l', 'L']).replace('\'', "");
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return i128::from_str_radix(hex, 16).ok();
+    }
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// Evaluates integer `+ - * / %` with parentheses; `None` unless the whole
+/// run is such an expression and every step is defined.
+fn eval(seg: &[&str]) -> Option<i128> {
+    if seg.iter().any(|s| {
+        !(int_literal(s).is_some() || matches!(*s, "+" | "-" | "*" | "/" | "%" | "(" | ")"))
+    }) {
+        return None;
+    }
+    let mut p = Eval {
+        seg,
+        at: 0,
+        depth: 0,
+    };
+    let v = p.sum()?;
+    (p.at == seg.len()).then_some(v)
+}
+
+struct Eval<'s> {
+    seg: &'s [&'s str],
+    at: usize,
+    depth: usize,
+}
+
+impl<'s> Eval<'s> {
+    fn peek(&self) -> Option<&'s str> {
+        self.seg.get(self.at).copied()
+    }
+
+    fn sum(&mut self) -> Option<i128> {
+        let mut v = self.product()?;
+        while let Some(op @ ("+" | "-")) = self.peek() {
+            self.at += 1;
+            let r = self.product()?;
+            v = if op == "+" {
+                v.checked_add(r)?
+            } else {
+                v.checked_sub(r)?
+            };
+        }
+        Some(v)
+    }
+
+    fn product(&mut self) -> Option<i128> {
+        let mut v = self.unary()?;
+        while let Some(op @ ("*" | "/" | "%")) = self.peek() {
+            self.at += 1;
+            let r = self.unary()?;
+            v = match op {
+                "*" => v.checked_mul(r)?,
+                "/" => v.checked_div(r)?,
+                _ => v.checked_rem(r)?,
+            };
+        }
+        Some(v)
+    }
+
+    fn unary(&mut self) -> Option<i128> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return None;
+        }
+        let v = match self.peek()? {
+            "-" => {
+                self.at += 1;
+                self.unary()?.checked_neg()
+            }
+            "+" => {
+                self.at += 1;
+                self.unary()
+            }
+            "(" => {
+                self.at += 1;
+                let v = self.sum()?;
+                if self.peek() != Some(")") {
+                    return None;
+                }
+                self.at += 1;
+                Some(v)
+            }
+            lit => {
+                let v = int_literal(lit)?;
+                self.at += 1;
+                Some(v)
+            }
+        };
+        self.depth -= 1;
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(src: &str) -> Vec<String> {
+        tokenize(src)
+            .unwrap()
+            .iter()
+            .map(|t| t.text(src).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn tokens_skip_comments_and_keep_directives_whole() {
+        let src = "#include \"a.hpp\"\n// c\nusing x = a::b<1, /* k */ 2>; \"s\\\"q\" 'c' R\"x(y)\")x\"\n  #define Q \\\n 1\n";
+        assert_eq!(
+            texts(src),
+            [
+                "#include \"a.hpp\"",
+                "using",
+                "x",
+                "=",
+                "a",
+                "::",
+                "b",
+                "<",
+                "1",
+                ",",
+                "2",
+                ">",
+                ";",
+                "\"s\\\"q\"",
+                "'c'",
+                "R\"x(y)\")x\"",
+                "#define Q \\\n 1"
+            ]
+        );
+        let toks = tokenize("a\n\nb").unwrap();
+        assert_eq!((toks[0].line, toks[1].line), (1, 3));
+    }
+
+    #[test]
+    fn lexing_errors_are_reported() {
+        for bad in ["/* open", "\"open", "'x", "R\"(open", "R\"abc"] {
+            assert!(tokenize(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn normal_form_folds_arithmetic_and_whitespace() {
+        let norm = |s: &str| {
+            let toks = tokenize(s).unwrap();
+            normalize(s, &toks, &|_: &str| None).unwrap()
+        };
+        assert_eq!(
+            norm("t_<128, ck_tile::M<false>,  64/2, (1+2)*3, x - 1, -4 >"),
+            "t_<128,ck_tile::M<false>,32,9,x-1,-4>"
+        );
+        assert_eq!(norm(":: a ::b< unsigned  int >"), "a::b<unsigned int>");
+        assert_eq!(norm("t<1/0>"), "t<1/0>");
+    }
+
+    #[test]
+    fn aliases_expand_unless_qualified() {
+        let src = "m_ t<m_, ns::m_, m_::x>";
+        let alias = "ck::Mask<true>";
+        let alias_toks = tokenize(alias).unwrap();
+        let toks = tokenize(src).unwrap();
+        let lookup = |n: &str| (n == "m_").then_some((alias_toks.as_slice(), alias));
+        assert_eq!(
+            normalize(src, &toks, &lookup).unwrap(),
+            "ck::Mask<true>t<ck::Mask<true>,ns::m_,m_::x>"
+        );
+        let cyc = "a";
+        let cyc_toks = tokenize(cyc).unwrap();
+        let lookup = |n: &str| (n == "a").then_some((cyc_toks.as_slice(), cyc));
+        assert!(normalize(cyc, &cyc_toks, &lookup).is_err());
+    }
+}

@@ -1,0 +1,381 @@
+//! The error type of the CK preset, the dispatcher rewrite and the build
+//! interceptor: each variant names the step that failed and carries the
+//! path, program, command or call site it failed on.
+//!
+//! It is separate from [`crate::Error`] because these steps run programs and
+//! read C++ sources, which the plain manifest builder never does; a failure
+//! of the manifest assembly itself is wrapped unchanged in
+//! [`Error::Build`].
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::manifest::escape;
+
+/// Why the CK preset, a dispatcher rewrite or an interception failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Assembling or writing the manifest (cache name, root, write, ...).
+    Build(crate::Error),
+    /// Finding the CK tree: the path is missing or holds no CK FMHA example.
+    SourceTree {
+        /// The tree as given.
+        path: PathBuf,
+        /// What is missing.
+        why: String,
+    },
+    /// Finding CK's code generator: `generate.py` is not where CK keeps it.
+    Generator {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// Starting a program: it was not found.
+    ProgramNotFound {
+        /// The program as given.
+        program: PathBuf,
+        /// What it was needed for.
+        purpose: &'static str,
+    },
+    /// Starting a program: it exists but could not be run.
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Running CK's code generator: it exited with an error.
+    Codegen {
+        /// The command, shell-quoted for copying.
+        command: String,
+        /// How it ended.
+        status: String,
+        /// The end of its standard error.
+        stderr_tail: String,
+    },
+    /// Reading or writing a file or directory.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Collecting blobs: the generated directory holds none of the requested
+    /// directions (a filter that matches nothing, a wrong directory).
+    NoBlobs {
+        /// The generated directory.
+        dir: PathBuf,
+    },
+    /// Reading a generated file name: it is not UTF-8 or cannot be a blob
+    /// name.
+    FileName {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Parsing C++ (a blob or a dispatcher).
+    Parse {
+        /// The file, where known.
+        file: Option<PathBuf>,
+        /// 1-based line.
+        line: usize,
+        /// What was expected.
+        why: String,
+    },
+    /// Rewriting a dispatcher: a call whose template arguments no blob
+    /// declares.
+    UnmatchedCall {
+        /// The dispatcher, where known.
+        file: Option<PathBuf>,
+        /// 1-based line of the call.
+        line: usize,
+        /// The call's template, e.g. `fmha_fwd_`.
+        call: String,
+        /// The unmatched template argument, normalised.
+        args: String,
+    },
+    /// Rewriting a dispatcher: the blob declaring a call's traits is of
+    /// another kind than the call's template argument needs.
+    WrongKind {
+        /// The dispatcher, where known.
+        file: Option<PathBuf>,
+        /// 1-based line of the call.
+        line: usize,
+        /// The call's template.
+        call: String,
+        /// The blob found.
+        blob: String,
+        /// Its kind.
+        found: super::Kind,
+        /// The kind needed at that position.
+        needed: super::Kind,
+    },
+    /// Indexing blobs: two blobs declare the same traits.
+    DuplicateTraits {
+        /// The traits, normalised.
+        traits: String,
+        /// The first blob.
+        first: String,
+        /// The second blob.
+        second: String,
+    },
+    /// Running the intercepted build: it failed.
+    ForeignBuild {
+        /// The command, shell-quoted.
+        command: String,
+        /// How it ended.
+        status: String,
+        /// Its output, captured here.
+        log: PathBuf,
+        /// The end of that output.
+        tail: String,
+    },
+    /// Reading the interception log: a line is not a record.
+    Record {
+        /// The log.
+        log: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// Turning records into a manifest: a recorded compile cannot be
+    /// replayed (source outside the root, two commands for one blob, ...).
+    Intercept {
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// `s` with control characters escaped, not shortened (normalised traits
+/// run to several hundred characters and all of them matter).
+fn escape_all(s: &str) -> String {
+    s.chars().flat_map(char::escape_debug).collect()
+}
+
+pub(crate) fn shown(path: &Path) -> String {
+    escape(&path.to_string_lossy())
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Build(e) => write!(f, "{e}"),
+            Error::SourceTree { path, why } => {
+                write!(f, "cannot use CK tree '{}': {why}", shown(path))
+            }
+            Error::Generator { path } => write!(
+                f,
+                "code generator '{}' does not exist; give the root of a composable_kernel \
+                 checkout (or of an aiter checkout with 3rdparty/composable_kernel), or use \
+                 generated_dir() with already generated sources",
+                shown(path)
+            ),
+            Error::ProgramNotFound { program, purpose } => write!(
+                f,
+                "program '{}' (needed to {purpose}) was not found; install it or give its path",
+                shown(program)
+            ),
+            Error::Spawn { program, source } => {
+                write!(f, "cannot run '{}': {source}", shown(program))
+            }
+            Error::Codegen {
+                command,
+                status,
+                stderr_tail,
+            } => write!(
+                f,
+                "the CK code generator failed ({status}): {}; its stderr ends: {}",
+                escape(command),
+                escape(stderr_tail)
+            ),
+            Error::Io { path, source } => write!(f, "cannot access '{}': {source}", shown(path)),
+            Error::NoBlobs { dir } => write!(
+                f,
+                "no CK FMHA blobs in '{}': check the directions, the filter and the directory",
+                shown(dir)
+            ),
+            Error::FileName { path, why } => {
+                write!(f, "generated file '{}': {why}", shown(path))
+            }
+            Error::Parse { file, line, why } => match file {
+                Some(p) => write!(f, "{}:{line}: {why}", shown(p)),
+                None => write!(f, "line {line}: {why}"),
+            },
+            Error::UnmatchedCall {
+                file,
+                line,
+                call,
+                args,
+            } => {
+                let at = match file {
+                    Some(p) => format!("{}:{line}", shown(p)),
+                    None => format!("line {line}"),
+                };
+                write!(
+                    f,
+                    "{at}: no blob declares the traits of the call {}<...>: {}",
+                    escape(call),
+                    escape_all(args)
+                )
+            }
+            Error::WrongKind {
+                file,
+                line,
+                call,
+                blob,
+                found,
+                needed,
+            } => {
+                let at = match file {
+                    Some(p) => format!("{}:{line}", shown(p)),
+                    None => format!("line {line}"),
+                };
+                write!(
+                    f,
+                    "{at}: the call {}<...> needs a {needed} blob, but its traits are declared by                      the {found} blob '{}'",
+                    escape(call),
+                    escape(blob)
+                )
+            }
+            Error::DuplicateTraits {
+                traits,
+                first,
+                second,
+            } => write!(
+                f,
+                "blobs '{}' and '{}' both declare {}",
+                escape(first),
+                escape(second),
+                escape_all(traits)
+            ),
+            Error::ForeignBuild {
+                command,
+                status,
+                log,
+                tail,
+            } => write!(
+                f,
+                "intercepted build failed ({status}): {}; log '{}' ends: {}",
+                escape(command),
+                shown(log),
+                escape(tail)
+            ),
+            Error::Record { log, line, why } => {
+                write!(f, "interception log '{}' line {line}: {why}", shown(log))
+            }
+            Error::Intercept { why } => write!(f, "interception: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Build(e) => Some(e),
+            Error::Spawn { source, .. } | Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::Error> for Error {
+    fn from(e: crate::Error) -> Error {
+        Error::Build(e)
+    }
+}
+
+impl From<crate::manifest::ManifestError> for Error {
+    fn from(e: crate::manifest::ManifestError) -> Error {
+        Error::Build(crate::Error::Manifest(e))
+    }
+}
+
+/// `Error::Io` for `path`.
+pub(crate) fn io_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A command line, quoted for a shell, for messages.
+pub(crate) fn quoted<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.as_ref().to_string_lossy();
+            if !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+            {
+                a.into_owned()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The last `max` bytes of `text`, from a line start where possible.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    let text = text.trim_end();
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    match cut.find('\n') {
+        Some(i) if i + 1 < cut.len() => cut[i + 1..].to_string(),
+        _ => cut.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_lowercase_single_lines() {
+        let errors = [
+            Error::Generator {
+                path: "/ck/example/ck_tile/01_fmha/generate.py".into(),
+            },
+            Error::ProgramNotFound {
+                program: "python3".into(),
+                purpose: "run CK's code generator",
+            },
+            Error::UnmatchedCall {
+                file: None,
+                line: 7,
+                call: "fmha_fwd_".into(),
+                args: "fmha_fwd_traits_<1>".into(),
+            },
+            Error::Codegen {
+                command: "python3 generate.py".into(),
+                status: "exit status: 1".into(),
+                stderr_tail: "Traceback\nValueError".into(),
+            },
+        ];
+        for e in errors {
+            let m = e.to_string();
+            assert!(!m.contains('\n'), "{m}");
+            assert!(!m.starts_with(|c: char| c.is_uppercase()), "{m}");
+        }
+    }
+
+    #[test]
+    fn quoting_and_tails() {
+        assert_eq!(
+            quoted(&["python3", "a b", "it's"]),
+            "python3 'a b' 'it'\\''s'"
+        );
+        assert_eq!(tail("a\nb\nc\n", 100), "a\nb\nc");
+        assert_eq!(tail("line one\nline two\nline three", 12), "line three");
+    }
+}

@@ -1,0 +1,946 @@
+//! [`CkFmha`]: the preset for CK's fused-attention blobs. It runs CK's code
+//! generator (or takes an already generated directory), classifies every
+//! generated file, and records one manifest group per blob kind with the
+//! compile command a CK build uses, the entry symbol prefix and the traits
+//! each file name encodes.
+//!
+//! It never compiles a blob; the only program it starts is CK's generator
+//! (see [`codegen`](super::codegen)).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::codegen::{Codegen, Outcome};
+use super::error::{io_err, shown, Error};
+use super::kind::{classify, Direction, FileClass, Kind};
+use super::name::BlobTraits;
+use super::rewrite::{rewrite_dispatcher, BlobIndex};
+use crate::cargo::CargoOutput;
+use crate::env;
+use crate::group::BlobGroup;
+use crate::manifest::{self, check_name, check_source, escape, Blob, Manifest, SymbolSpec};
+
+/// Where CK keeps the FMHA example (headers and generator) in its tree.
+pub const FMHA_EXAMPLE_DIR: &str = "example/ck_tile/01_fmha";
+
+/// Where an aiter checkout keeps CK.
+pub const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
+
+/// The subdirectory of `OUT_DIR` the generator writes into, one
+/// subdirectory per direction.
+pub const GENERATED_SUBDIR: &str = "ck_fmha";
+
+/// The GPU architecture compiled for unless [`CkFmha::arch`] says otherwise.
+pub const DEFAULT_ARCH: &str = "gfx90a";
+
+/// Flags CK's `example/ck_tile/01_fmha/CMakeLists.txt` gives every FMHA
+/// source (`EXAMPLE_FMHA_{FWD,BWD}_COMPILE_OPTIONS`), besides the fast-exp2
+/// define of the forward kinds.
+const CK_FMHA_FLAGS: &[&str] = &[
+    "-Wno-undefined-func-template",
+    "-Wno-float-equal",
+    "-fgpu-flush-denormals-to-zero",
+];
+
+/// Records how to compile CK's FMHA blobs (the CK/aiter preset).
+///
+/// Give the CK tree with [`source`](CkFmha::source) (an aiter tree, with CK
+/// under `3rdparty/composable_kernel`, is detected) and the preset runs CK's
+/// `example/ck_tile/01_fmha/generate.py` once per direction into
+/// `OUT_DIR/ck_fmha/<direction>`; or give an already generated directory
+/// with [`generated_dir`](CkFmha::generated_dir). Every generated file is
+/// classified ([`classify`](super::classify)): each blob kind becomes one
+/// manifest group named after it (`fwd`, `fwd_splitkv`,
+/// `fwd_splitkv_combine`, `fwd_appendkv`, `bwd_dot_do_o`, `bwd_dq_dk_dv`,
+/// `bwd_convert_dq`), the `*_api.cpp` dispatchers and other host sources are
+/// returned for the consumer to compile.
+///
+/// Each blob compiles as a CK build compiles it:
+///
+/// ```text
+/// hipcc -std=c++17 -O3 --offload-arch=gfx90a
+///       -Wno-undefined-func-template -Wno-float-equal -fgpu-flush-denormals-to-zero
+///       -I<ck>/include -I<ck>/example/ck_tile/01_fmha -I{root}/<direction>
+///       -DCK_TILE_FMHA_FWD_FAST_EXP2=1        (forward kinds)
+///       -fPIC -shared {src} -o {out}
+/// ```
+///
+/// and is entered through the first exported function whose mangled name
+/// starts with [`Kind::symbol_prefix`] (`_Z9fmha_fwd_I` for `fwd`).
+///
+/// # Where things are recorded
+///
+/// The manifest root is the generated directory (`OUT_DIR/ck_fmha`, or the
+/// one given), so blob sources are recorded relative to it and
+/// `CK_JIT_ROOT` relocates them. The CK headers are recorded with absolute
+/// paths: a relocated tree still needs the CK checkout at the path it had at
+/// build time. To relocate both, set [`root`](CkFmha::root) to a directory
+/// holding both the generated directory and the CK tree: paths under it are
+/// then recorded relative to it (`-I{root}/third_party/ck/include`).
+///
+/// # Rerunning
+///
+/// The generator runs again only when its inputs change: a stamp in
+/// `OUT_DIR/ck_fmha/<direction>.stamp` records the command and the size and
+/// modification time of `generate.py` and of every file under `codegen/`.
+/// Cargo is told to watch exactly those (never the generated files in
+/// `OUT_DIR`); a [`generated_dir`](CkFmha::generated_dir) outside `OUT_DIR`
+/// is watched itself.
+///
+/// # Example
+///
+/// ```no_run
+/// // build.rs
+/// use ck_jit_build::ck::{CkFmha, Direction};
+///
+/// let files = CkFmha::new()
+///     .source("third_party/aiter")
+///     .direction(Direction::Fwd)
+///     .direction(Direction::Bwd)
+///     .arch("gfx942")
+///     .write();
+/// for api in files.dispatchers() {
+///     println!("dispatcher: {}", api.display());
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CkFmha {
+    source: Option<PathBuf>,
+    generated: Option<PathBuf>,
+    directions: Vec<Direction>,
+    receipt: u32,
+    filter: Option<String>,
+    archs: Vec<String>,
+    compiler: String,
+    flags: Vec<String>,
+    includes: Vec<PathBuf>,
+    defines: Vec<(String, Option<String>)>,
+    fast_exp2: bool,
+    python: PathBuf,
+    name: Option<String>,
+    out_dir: Option<PathBuf>,
+    root: Option<PathBuf>,
+    cargo_metadata: bool,
+}
+
+/// A generated file and what it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Path relative to the generated directory, `/`-separated.
+    pub rel: String,
+    /// What the file is.
+    pub class: FileClass,
+}
+
+/// What [`CkFmha`] produced: the manifest and every generated file.
+#[derive(Debug, Clone)]
+pub struct CkFmhaFiles {
+    /// The manifest (also written to [`manifest_path`](Self::manifest_path)
+    /// by [`CkFmha::try_write`]).
+    pub manifest: Manifest,
+    /// Where the manifest was written, if it was.
+    pub manifest_path: Option<PathBuf>,
+    /// The generated directory.
+    pub generated_dir: PathBuf,
+    /// The CK tree, if one was given.
+    pub ck_root: Option<PathBuf>,
+    /// Every generated source file, sorted by relative path.
+    pub files: Vec<GeneratedFile>,
+    /// The directions whose generator ran in this build (empty when every
+    /// stamp matched or the files were given).
+    pub regenerated: Vec<Direction>,
+    /// Blob files whose names did not parse fully: they are in the manifest
+    /// with `kind` metadata only.
+    pub unparsed: Vec<String>,
+}
+
+impl CkFmhaFiles {
+    /// The API dispatchers (`fmha_*_api.cpp`), for the consumer to compile.
+    pub fn dispatchers(&self) -> impl Iterator<Item = &Path> {
+        self.files
+            .iter()
+            .filter(|f| matches!(f.class, FileClass::Api(_)))
+            .map(|f| f.path.as_path())
+    }
+
+    /// Generated sources that are neither blobs nor dispatchers.
+    pub fn host_sources(&self) -> impl Iterator<Item = &Path> {
+        self.files
+            .iter()
+            .filter(|f| f.class == FileClass::Host)
+            .map(|f| f.path.as_path())
+    }
+
+    /// The blob files, with their kinds.
+    pub fn blobs(&self) -> impl Iterator<Item = (Kind, &Path)> {
+        self.files.iter().filter_map(|f| match f.class {
+            FileClass::Blob(k) => Some((k, f.path.as_path())),
+            _ => None,
+        })
+    }
+
+    /// Reads every blob and indexes the traits each declares, for
+    /// [`rewrite_dispatcher`].
+    pub fn blob_index(&self) -> Result<BlobIndex, Error> {
+        let mut index = BlobIndex::new();
+        for f in &self.files {
+            if let FileClass::Blob(_) = f.class {
+                index.add_file(&f.path)?;
+            }
+        }
+        Ok(index)
+    }
+
+    /// Rewrites every dispatcher so it calls its blobs through ck-jit's C
+    /// ABI ([`rewrite_dispatcher`]) and writes the results into `dir`
+    /// (created if needed; a file whose content did not change is not
+    /// rewritten). Returns the paths written, for a C++ build of the
+    /// consumer: compile them as CK's dispatchers are compiled (`hipcc`,
+    /// `-I<ck>/include -I<ck>/example/ck_tile/01_fmha`), with the directory
+    /// of the runtime's `ck_jit.h` on the include path, and link the
+    /// runtime's C ABI.
+    pub fn rewrite_dispatchers<P: AsRef<Path>>(&self, dir: P) -> Result<Vec<PathBuf>, Error> {
+        let dir = dir.as_ref();
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let index = self.blob_index()?;
+        let mut written = Vec::new();
+        for api in self.dispatchers() {
+            let text = fs::read_to_string(api).map_err(io_err(api))?;
+            let out = rewrite_dispatcher(&text, &index).map_err(|e| e.in_file(api))?;
+            let name = api.file_name().unwrap_or_default();
+            let path = dir.join(name);
+            write_if_changed(&path, &out.text).map_err(io_err(&path))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+impl Default for CkFmha {
+    fn default() -> CkFmha {
+        CkFmha::new()
+    }
+}
+
+impl CkFmha {
+    /// A preset with no tree yet: every direction, receipt 1, `hipcc`,
+    /// `gfx90a`, `python3`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// let mut ck = ck_jit_build::ck::CkFmha::new();
+    /// ```
+    pub fn new() -> CkFmha {
+        CkFmha {
+            source: None,
+            generated: None,
+            directions: Vec::new(),
+            receipt: 1,
+            filter: None,
+            archs: Vec::new(),
+            compiler: "hipcc".into(),
+            flags: Vec::new(),
+            includes: Vec::new(),
+            defines: Vec::new(),
+            fast_exp2: true,
+            python: "python3".into(),
+            name: None,
+            out_dir: None,
+            root: None,
+            cargo_metadata: true,
+        }
+    }
+
+    /// The CK tree: its `include/` and `example/ck_tile/01_fmha/` are the
+    /// blobs' include directories, and its generator writes the blobs unless
+    /// [`generated_dir`](CkFmha::generated_dir) is given. An aiter tree is
+    /// accepted too: CK is then taken from its `3rdparty/composable_kernel`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().source("third_party/composable_kernel");
+    /// ```
+    pub fn source<P: AsRef<Path>>(&mut self, tree: P) -> &mut CkFmha {
+        self.source = Some(tree.as_ref().to_path_buf());
+        self
+    }
+
+    /// Takes the blobs from an already generated directory instead of
+    /// running the generator: its files (at any depth, e.g. one
+    /// subdirectory per direction, or all in one as CK's CMake writes them)
+    /// are classified by name. Give the CK tree too with
+    /// [`source`](CkFmha::source) for the include directories, or add them
+    /// with [`include`](CkFmha::include).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new()
+    ///     .source("third_party/composable_kernel")
+    ///     .generated_dir("generated/fmha");
+    /// ```
+    pub fn generated_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
+        self.generated = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds a direction to generate (`generate.py -d`); default all four.
+    /// With [`generated_dir`](CkFmha::generated_dir), only blobs of the
+    /// given directions are recorded.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use ck_jit_build::ck::{CkFmha, Direction};
+    /// CkFmha::new().direction(Direction::Fwd).direction(Direction::FwdSplitkv);
+    /// ```
+    pub fn direction(&mut self, direction: Direction) -> &mut CkFmha {
+        if !self.directions.contains(&direction) {
+            self.directions.push(direction);
+        }
+        self
+    }
+
+    /// The generator's `--receipt`. Default 1, CK's "generate more
+    /// instances to cover all hdim": blobs are compiled on first use, so
+    /// extra instances cost nothing at build time. CK's own CMake uses its
+    /// default 0 for the forward directions, aiter uses 600.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().receipt(600);
+    /// ```
+    pub fn receipt(&mut self, receipt: u32) -> &mut CkFmha {
+        self.receipt = receipt;
+        self
+    }
+
+    /// The generator's `--filter` (an fnmatch pattern on kernel names),
+    /// passed through unchanged to every direction's run.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().filter("*_d128_*");
+    /// ```
+    pub fn filter(&mut self, pattern: &str) -> &mut CkFmha {
+        self.filter = Some(pattern.to_string());
+        self
+    }
+
+    /// Adds a GPU architecture (`--offload-arch=<arch>`); default `gfx90a`
+    /// when none is given.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().arch("gfx90a").arch("gfx942");
+    /// ```
+    pub fn arch(&mut self, arch: &str) -> &mut CkFmha {
+        self.archs.push(arch.to_string());
+        self
+    }
+
+    /// The compiler the runtime runs: a name looked up in `PATH` or a path.
+    /// Default `hipcc`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().compiler("/opt/rocm/bin/hipcc");
+    /// ```
+    pub fn compiler(&mut self, program: &str) -> &mut CkFmha {
+        self.compiler = program.to_string();
+        self
+    }
+
+    /// Adds a flag after CK's own (`-fvisibility=hidden` is dropped).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().flag("-mllvm").flag("-enable-post-misched=0");
+    /// ```
+    pub fn flag(&mut self, flag: &str) -> &mut CkFmha {
+        self.flags.push(flag.to_string());
+        self
+    }
+
+    /// Adds an include directory (relative to the manifest root, or
+    /// absolute).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().include("/opt/ck/include");
+    /// ```
+    pub fn include<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
+        self.includes.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds `-D<name>[=<value>]`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().define("CK_TILE_FLOAT_TO_BFLOAT16_DEFAULT", Some("3"));
+    /// ```
+    pub fn define(&mut self, name: &str, value: Option<&str>) -> &mut CkFmha {
+        self.defines
+            .push((name.to_string(), value.map(str::to_string)));
+        self
+    }
+
+    /// Whether the forward kinds get `-DCK_TILE_FMHA_FWD_FAST_EXP2=1`, as
+    /// CK's CMake does by default (`FMHA_FWD_FAST_EXP2`); default true.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().fast_exp2(false);
+    /// ```
+    pub fn fast_exp2(&mut self, on: bool) -> &mut CkFmha {
+        self.fast_exp2 = on;
+        self
+    }
+
+    /// The Python interpreter that runs the generator; default `python3`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().python("/usr/bin/python3.11");
+    /// ```
+    pub fn python<P: AsRef<Path>>(&mut self, program: P) -> &mut CkFmha {
+        self.python = program.as_ref().to_path_buf();
+        self
+    }
+
+    /// The cache name; default `CK_JIT_NAME`, else `ck_jit`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().name("my_attention");
+    /// ```
+    pub fn name(&mut self, name: &str) -> &mut CkFmha {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// Where the generator writes and the manifest goes; default `OUT_DIR`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().out_dir("target/ck");
+    /// ```
+    pub fn out_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The manifest root: a directory holding the generated directory (and
+    /// ideally the CK tree). Default: the generated directory itself.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().root("..");
+    /// ```
+    pub fn root<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
+        self.root = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Whether to print `cargo:` lines (default true).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().cargo_metadata(false);
+    /// ```
+    pub fn cargo_metadata(&mut self, print: bool) -> &mut CkFmha {
+        self.cargo_metadata = print;
+        self
+    }
+
+    /// Runs the generator if needed and assembles the manifest, without
+    /// writing it or printing anything.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// let files = ck_jit_build::ck::CkFmha::new()
+    ///     .generated_dir("generated")
+    ///     .try_manifest()?;
+    /// println!("{} blobs", files.manifest.blobs.len());
+    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ```
+    pub fn try_manifest(&self) -> Result<CkFmhaFiles, Error> {
+        let mut cargo = CargoOutput::silent();
+        self.plan(&mut cargo)
+    }
+
+    /// [`try_manifest`](CkFmha::try_manifest), then writes the manifest to
+    /// `OUT_DIR/ck_jit_manifest.json` (only when its content changed) and
+    /// prints the `cargo:` lines.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// let files = ck_jit_build::ck::CkFmha::new().source("ck").try_write()?;
+    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ```
+    pub fn try_write(&self) -> Result<CkFmhaFiles, Error> {
+        let stdout = io::stdout();
+        let mut lock = stdout.lock();
+        self.try_write_with_output(&mut lock)
+    }
+
+    /// [`try_write`](CkFmha::try_write), sending the `cargo:` lines to
+    /// `cargo_lines`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// let mut lines = Vec::new();
+    /// ck_jit_build::ck::CkFmha::new().source("ck").try_write_with_output(&mut lines)?;
+    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ```
+    pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<CkFmhaFiles, Error> {
+        let mut cargo = if self.cargo_metadata {
+            CargoOutput::to(cargo_lines)
+        } else {
+            CargoOutput::silent()
+        };
+        let mut files = self.plan(&mut cargo)?;
+        let out_dir = self.resolve_out_dir(&mut cargo)?;
+        let path = out_dir.join(manifest::MANIFEST_FILE);
+        write_if_changed(&path, &files.manifest.to_json()).map_err(|source| {
+            crate::Error::WriteManifest {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        cargo
+            .finish()
+            .map_err(|source| crate::Error::CargoOutput { source })?;
+        files.manifest_path = Some(path);
+        Ok(files)
+    }
+
+    /// [`try_write`](CkFmha::try_write), panicking on error.
+    ///
+    /// # Panics
+    ///
+    /// When the tree or generator is missing, the generator fails, a file
+    /// cannot be read, or the manifest cannot be written. The message is the
+    /// [`Error`]'s.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::ck::CkFmha::new().source("ck").write();
+    /// ```
+    pub fn write(&self) -> CkFmhaFiles {
+        match self.try_write() {
+            Ok(files) => files,
+            Err(e) => panic!("ck-jit-build: {e}"),
+        }
+    }
+
+    fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
+        let dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => env::var(env::OUT_DIR, cargo)
+                .map(PathBuf::from)
+                .ok_or(crate::Error::Env {
+                    var: env::OUT_DIR,
+                    why: "is not set; call out_dir() when not running under cargo",
+                })?,
+        };
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        fs::canonicalize(&dir).map_err(|e| io_err(&dir)(e))
+    }
+
+    fn directions(&self) -> Vec<Direction> {
+        if self.directions.is_empty() {
+            Direction::ALL.to_vec()
+        } else {
+            let mut d = self.directions.clone();
+            d.sort();
+            d
+        }
+    }
+
+    fn plan(&self, cargo: &mut CargoOutput<'_>) -> Result<CkFmhaFiles, Error> {
+        let directions = self.directions();
+        let ck = match &self.source {
+            Some(tree) => Some(resolve_ck(tree)?),
+            None => None,
+        };
+        let mut regenerated = Vec::new();
+        let (generated, scan_dirs, watch_generated) = match (&self.generated, &ck) {
+            (Some(dir), _) => {
+                let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
+                    path: dir.clone(),
+                    why: format!("generated directory: {e}"),
+                })?;
+                (canon.clone(), vec![canon], true)
+            }
+            (None, Some(ck)) => {
+                let generate_py = ck.join(FMHA_EXAMPLE_DIR).join("generate.py");
+                if !generate_py.is_file() {
+                    return Err(Error::Generator { path: generate_py });
+                }
+                let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
+                fs::create_dir_all(&base).map_err(io_err(&base))?;
+                let mut scan = Vec::new();
+                for d in &directions {
+                    let out = base.join(d.as_str());
+                    let stamp = base.join(format!("{}.stamp", d.as_str()));
+                    let outcome = Codegen {
+                        python: &self.python,
+                        generate_py: &generate_py,
+                        direction: *d,
+                        receipt: self.receipt,
+                        filter: self.filter.as_deref(),
+                        out: &out,
+                        stamp: &stamp,
+                    }
+                    .run()?;
+                    if outcome == Outcome::Generated {
+                        regenerated.push(*d);
+                    }
+                    scan.push(out);
+                }
+                cargo.rerun_if_changed(&utf8(&generate_py)?);
+                cargo.rerun_if_changed(&utf8(&ck.join(FMHA_EXAMPLE_DIR).join("codegen"))?);
+                (base, scan, false)
+            }
+            (None, None) => {
+                return Err(Error::SourceTree {
+                    path: PathBuf::new(),
+                    why: "no tree given: call source() with a CK or aiter checkout, \
+                          or generated_dir() with generated sources"
+                        .into(),
+                })
+            }
+        };
+        if watch_generated {
+            // A generated directory under OUT_DIR is the build's own output:
+            // watching it would rerun the build script after every build.
+            let out_dir = self
+                .out_dir
+                .clone()
+                .or_else(|| env::var(env::OUT_DIR, &mut CargoOutput::silent()).map(PathBuf::from));
+            let inside_out = out_dir
+                .and_then(|o| fs::canonicalize(o).ok())
+                .is_some_and(|o| generated.starts_with(o));
+            if !inside_out {
+                cargo.rerun_if_changed(&utf8(&generated)?);
+            }
+        }
+
+        let root = match &self.root {
+            Some(r) => {
+                let canon = fs::canonicalize(r).map_err(|source| crate::Error::Root {
+                    path: r.clone(),
+                    source,
+                })?;
+                if !generated.starts_with(&canon) {
+                    return Err(Error::SourceTree {
+                        path: r.clone(),
+                        why: format!(
+                            "the root must contain the generated directory '{}'",
+                            shown(&generated)
+                        ),
+                    });
+                }
+                canon
+            }
+            None => generated.clone(),
+        };
+        let root_text = utf8(&root)?;
+
+        let mut files = Vec::new();
+        for dir in &scan_dirs {
+            scan(dir, &generated, &mut files)?;
+        }
+        files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        files.retain(|f| match f.class {
+            FileClass::Blob(k) => directions.contains(&k.direction()),
+            FileClass::Api(d) => directions.contains(&d),
+            _ => true,
+        });
+        if !files.iter().any(|f| matches!(f.class, FileClass::Blob(_))) {
+            return Err(Error::NoBlobs { dir: generated });
+        }
+
+        let name = self.cache_name(cargo)?;
+        let mut manifest = Manifest::new(name, root_text);
+        let mut group_of: BTreeMap<Kind, u32> = BTreeMap::new();
+        let mut dirs_of: BTreeMap<Kind, BTreeSet<PathBuf>> = BTreeMap::new();
+        let mut last: Option<(Kind, &Path)> = None;
+        for f in &files {
+            if let (FileClass::Blob(k), Some(parent)) = (f.class, f.path.parent()) {
+                // Files are sorted, so a directory's blobs come together.
+                if last != Some((k, parent)) {
+                    dirs_of.entry(k).or_default().insert(parent.to_path_buf());
+                    last = Some((k, parent));
+                }
+            }
+        }
+        for (kind, dirs) in &dirs_of {
+            let group = self.group(*kind, ck.as_deref(), &root, dirs)?;
+            group_of.insert(*kind, manifest.groups.len() as u32);
+            manifest.groups.push(group.render()?);
+        }
+
+        // Paths are compared as strings: `files` are relative to the
+        // generated directory, which is `prefix` under the root.
+        let prefix = match generated.strip_prefix(&root) {
+            Ok(p) if p.as_os_str().is_empty() => String::new(),
+            Ok(p) => format!("{}/", utf8(p)?.replace('\\', "/")),
+            Err(_) => String::new(),
+        };
+        let mut unparsed = Vec::new();
+        for f in &files {
+            let FileClass::Blob(kind) = f.class else {
+                continue;
+            };
+            let file_name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+            let stem = file_name.rsplit_once('.').map_or(file_name, |(s, _)| s);
+            let bad = |why: String| Error::FileName {
+                path: f.path.clone(),
+                why,
+            };
+            check_name(stem).map_err(|e| bad(e.to_string()))?;
+            let rel = format!("{prefix}{}", f.rel);
+            check_source(stem, &rel).map_err(|e| bad(e.to_string()))?;
+            let meta = match BlobTraits::parse(stem) {
+                Ok(t) if t.kind == kind => t.meta(),
+                _ => {
+                    unparsed.push(stem.to_string());
+                    BTreeMap::from([("kind".to_string(), kind.as_str().to_string())])
+                }
+            };
+            manifest.blobs.push(Blob {
+                name: stem.to_string(),
+                source: rel,
+                group: group_of.get(&kind).copied().unwrap_or(0),
+                symbol: None,
+                meta,
+            });
+        }
+        // One stem in two directories: name both files.
+        manifest.blobs.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(w) = manifest.blobs.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(crate::Error::DuplicateBlob {
+                name: w[0].name.clone(),
+                first: w[0].source.clone(),
+                second: w[1].source.clone(),
+            }
+            .into());
+        }
+        manifest.finish()?;
+        if let Some(first) = unparsed.first() {
+            cargo.warning(&format!(
+                "{} CK blob names did not parse fully (e.g. '{}'); they are recorded \
+                 with their kind only",
+                unparsed.len(),
+                escape(first)
+            ));
+        }
+        Ok(CkFmhaFiles {
+            manifest,
+            manifest_path: None,
+            generated_dir: generated,
+            ck_root: ck,
+            files,
+            regenerated,
+            unparsed,
+        })
+    }
+
+    fn cache_name(&self, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
+        let name = match &self.name {
+            Some(n) => n.clone(),
+            None => match env::var(env::CK_JIT_NAME, cargo) {
+                Some(v) if !v.is_empty() => v.into_string().map_err(|_| crate::Error::Env {
+                    var: env::CK_JIT_NAME,
+                    why: "is not valid UTF-8",
+                })?,
+                _ => manifest::DEFAULT_NAME.to_string(),
+            },
+        };
+        check_name(&name).map_err(|source| crate::Error::CacheName {
+            name: escape(&name),
+            source,
+        })?;
+        Ok(name)
+    }
+
+    /// The group of `kind`: CK's compile command for it.
+    fn group(
+        &self,
+        kind: Kind,
+        ck: Option<&Path>,
+        root: &Path,
+        blob_dirs: &BTreeSet<PathBuf>,
+    ) -> Result<BlobGroup, Error> {
+        let mut g = BlobGroup::new(kind.as_str());
+        g.compiler(&self.compiler).flags(["-std=c++17", "-O3"]);
+        if self.archs.is_empty() {
+            g.flag(&format!("--offload-arch={DEFAULT_ARCH}"));
+        }
+        for arch in &self.archs {
+            g.flag(&format!("--offload-arch={arch}"));
+        }
+        g.flags(CK_FMHA_FLAGS).flags(&self.flags);
+        if let Some(ck) = ck {
+            g.include(under_root(&ck.join("include"), root));
+            g.include(under_root(&ck.join(FMHA_EXAMPLE_DIR), root));
+        }
+        for dir in blob_dirs {
+            g.include(under_root(dir, root));
+        }
+        for dir in &self.includes {
+            g.include(dir);
+        }
+        if self.fast_exp2 && kind.direction() != Direction::Bwd {
+            g.define("CK_TILE_FMHA_FWD_FAST_EXP2", Some("1"));
+        }
+        for (name, value) in &self.defines {
+            g.define(name, value.as_deref());
+        }
+        g.symbol(SymbolSpec::Prefix(kind.symbol_prefix()));
+        Ok(g)
+    }
+}
+
+/// `path` relative to `root` when inside it (`.` for the root itself),
+/// else unchanged (absolute).
+fn under_root(path: &Path, root: &Path) -> PathBuf {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// The CK tree of `tree`: itself, or the CK inside an aiter checkout.
+fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
+    let canon = fs::canonicalize(tree).map_err(|e| Error::SourceTree {
+        path: tree.to_path_buf(),
+        why: if e.kind() == io::ErrorKind::NotFound {
+            "does not exist".into()
+        } else {
+            e.to_string()
+        },
+    })?;
+    if !canon.is_dir() {
+        return Err(Error::SourceTree {
+            path: tree.to_path_buf(),
+            why: "is not a directory".into(),
+        });
+    }
+    let aiter_ck = canon.join(AITER_CK_DIR);
+    let ck = if aiter_ck.join(FMHA_EXAMPLE_DIR).is_dir() {
+        aiter_ck
+    } else {
+        canon
+    };
+    if !ck.join("include").is_dir() {
+        return Err(Error::SourceTree {
+            path: tree.to_path_buf(),
+            why: format!(
+                "'{}' has no include/ directory; is this a composable_kernel (or aiter) checkout?",
+                shown(&ck)
+            ),
+        });
+    }
+    Ok(ck)
+}
+
+/// Adds every source file under `dir` (recursively; hidden entries and
+/// directory symlinks skipped) to `out`, classified.
+fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    for e in entries {
+        let e = e.map_err(io_err(dir))?;
+        let path = e.path();
+        let ft = e.file_type().map_err(io_err(&path))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            return Err(Error::FileName {
+                path,
+                why: "is not valid UTF-8".into(),
+            });
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        if ft.is_dir() {
+            scan(&path, base, out)?;
+            continue;
+        }
+        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
+        if !is_file {
+            continue;
+        }
+        let class = classify(name);
+        if class == FileClass::Other {
+            continue;
+        }
+        let rel = path
+            .strip_prefix(base)
+            .ok()
+            .and_then(Path::to_str)
+            .map(|s| s.replace('\\', "/"))
+            .ok_or_else(|| Error::FileName {
+                path: path.clone(),
+                why: "is not a UTF-8 path under the generated directory".into(),
+            })?;
+        out.push(GeneratedFile { path, rel, class });
+    }
+    Ok(())
+}
+
+fn utf8(path: &Path) -> Result<String, Error> {
+    match path.to_str() {
+        Some(s) if !s.contains(['\n', '\r']) => Ok(s.to_string()),
+        _ => Err(crate::Error::RerunPath {
+            path: path.to_path_buf(),
+        }
+        .into()),
+    }
+}
+
+/// Writes `text` to `path` unless it already holds exactly that, through a
+/// temporary file so a reader never sees half of it.
+pub(crate) fn write_if_changed(path: &Path, text: &str) -> io::Result<()> {
+    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp"));
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, path)
+}
