@@ -1,0 +1,6 @@
+// sum, f16, block 256: *out = x[0] + ... + x[n - 1].
+#include "hip_kernels.hpp"
+
+extern "C" int sum_f16_b256(const _Float16* x, size_t n, float* out) {
+    return hk::sum<256>(x, n, out);
+}
