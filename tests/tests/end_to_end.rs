@@ -91,7 +91,9 @@ fn run(bin: &Path, cache: &Path, log: &Path, extra_env: &[(&str, &str)]) -> Stri
 }
 
 fn lines(p: &Path) -> usize {
-    fs::read_to_string(p).map(|s| s.lines().count()).unwrap_or(0)
+    fs::read_to_string(p)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -130,8 +132,15 @@ fn downstream_kernels_compile_with_the_real_system_c_compiler() {
     let var = ck_jit_rt::config::compiler_var(MOCK);
     let cache = t.path("cache");
     let out = run(&bin, &cache, &log, &[(&var, cc.to_str().unwrap())]);
-    assert!(out.contains("add=42 mul=1099511627776 sum=5050 compiles=3"), "{out}");
-    assert_eq!(lines(&log), 0, "the mock ran although the real compiler was selected");
+    assert!(
+        out.contains("add=42 mul=1099511627776 sum=5050 compiles=3"),
+        "{out}"
+    );
+    assert_eq!(
+        lines(&log),
+        0,
+        "the mock ran although the real compiler was selected"
+    );
     let out = run(&bin, &cache, &log, &[(&var, cc.to_str().unwrap())]);
     assert!(out.contains("compiles=0 hits=3"), "{out}");
 }

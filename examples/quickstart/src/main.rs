@@ -132,7 +132,11 @@ fn run_all() -> Vec<Row> {
                 || {
                     // SAFETY: a and b hold N elements each.
                     let got = unsafe { $f(a.as_ptr(), b.as_ptr(), N) } as f64;
-                    let want: f64 = a.iter().zip(b.iter()).map(|(x, y)| *x as f64 * *y as f64).sum();
+                    let want: f64 = a
+                        .iter()
+                        .zip(b.iter())
+                        .map(|(x, y)| *x as f64 * *y as f64)
+                        .sum();
                     if close(got, want) {
                         Ok(())
                     } else {
@@ -159,7 +163,11 @@ fn print(title: &str, rows: &[Row]) -> bool {
     );
     let mut ok = true;
     for r in rows {
-        let how = if r.compiled { "(compiled)" } else { "(disk cache)" };
+        let how = if r.compiled {
+            "(compiled)"
+        } else {
+            "(disk cache)"
+        };
         let check = match &r.check {
             Ok(()) => "ok".to_string(),
             Err(e) => {
