@@ -80,6 +80,12 @@ pub struct Dep {
     pub path: String,
     /// BLAKE3 of its contents.
     pub hash: String,
+    /// The file's identity when it was hashed (`size:mtime:ctime:inode`,
+    /// nanoseconds). While all of it is unchanged the contents are too
+    /// (ctime moves on every write and cannot be set back), so a lookup
+    /// need not re-read the header; anything else re-hashes it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stat: String,
 }
 
 /// A published entry found by a lookup.
@@ -729,22 +735,44 @@ pub fn dep_name(path: &Path, root: &Path) -> String {
 
 fn deps_match(deps: &[Dep], root: &Path) -> bool {
     deps.iter().all(|d| {
-        file_hash(&dep_path(&d.path, root))
-            .map(|h| h == d.hash)
-            .unwrap_or(false)
+        let p = dep_path(&d.path, root);
+        if !d.stat.is_empty() && fs::metadata(&p).is_ok_and(|m| stat_string(&m) == d.stat) {
+            return true;
+        }
+        file_hash(&p).map(|h| h == d.hash).unwrap_or(false)
     })
 }
 
-type StatKey = (u64, i64, i64, u64);
+/// A file's identity for [`Dep::stat`].
+pub fn stat_string(md: &fs::Metadata) -> String {
+    format!(
+        "{}:{}.{:09}:{}.{:09}:{}",
+        md.len(),
+        md.mtime(),
+        md.mtime_nsec(),
+        md.ctime(),
+        md.ctime_nsec(),
+        md.ino()
+    )
+}
+
+type StatKey = (u64, i64, i64, i64, i64, u64);
 static HASHES: Lazy<Mutex<HashMap<PathBuf, (StatKey, String)>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 
 /// BLAKE3 of a file's contents, remembered per process while its size,
-/// mtime and inode are unchanged (headers are shared by many blobs; a
+/// mtime, ctime and inode are unchanged (headers are shared by many blobs; a
 /// touched file is re-read and, if its bytes are the same, still matches).
 pub fn file_hash(path: &Path) -> io::Result<String> {
     let md = fs::metadata(path)?;
-    let stat: StatKey = (md.len(), md.mtime(), md.mtime_nsec(), md.ino());
+    let stat: StatKey = (
+        md.len(),
+        md.mtime(),
+        md.mtime_nsec(),
+        md.ctime(),
+        md.ctime_nsec(),
+        md.ino(),
+    );
     if let Ok(map) = HASHES.lock() {
         if let Some((s, h)) = map.get(path) {
             if *s == stat {

@@ -20,12 +20,32 @@
 //! vadd_f32::prepare()?;
 //! ```
 //!
+//! # Modules, in the order a cold call uses them
+//!
+//! - [`manifest`] — the blobs and how to compile them (shared with the
+//!   build helper and the macro);
+//! - [`config`] — every environment variable, read once;
+//! - [`cache`] — keys, entry layout, publish, lookup, verify, directory
+//!   safety;
+//! - [`compile`] — finding, identifying and running the compiler
+//!   (launchers included); [`depfile`] — the headers it read;
+//! - [`load`] and [`symbol`] — `dlopen` and entry-point resolution;
+//! - [`Runtime`] — the cold path tying them together, single flight,
+//!   remembered failures, [`warmup`], [`freeze`], [`stats`];
+//! - [`family`] — kernel families selected by attributes ([`Query`]);
+//! - [`capi`] — the C ABI (`include/ck_jit.h`) for C++ consumers.
+//!
+//! The `ck-jit` command-line tool (feature `cli`, on by default) pre-builds
+//! and manages the cache through the same [`Runtime::ensure`] path a lazy
+//! call takes. Downstream crates that do not want its dependencies use
+//! `default-features = false`.
+//!
 //! # Environment
 //!
 //! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
 //! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
-//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_<PROGRAM>`.
+//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_<PROGRAM>`.
 #![deny(missing_docs)]
 
 pub mod cache;

@@ -685,13 +685,21 @@ impl Runtime {
                 if Some(&canon) == src_canon.as_ref() || p == plan.source {
                     continue;
                 }
+                let before = fs::metadata(&p).map(|m| cache::stat_string(&m));
                 if let Ok(hash) = cache::file_hash(&p) {
-                    seen.insert(cache::dep_name(&p, &self.root), hash);
+                    let after = fs::metadata(&p).map(|m| cache::stat_string(&m));
+                    // Only a file that held still while hashed gets a stat
+                    // shortcut; otherwise lookups re-hash it.
+                    let stat = match (before, after) {
+                        (Ok(b), Ok(a)) if a == b => a,
+                        _ => String::new(),
+                    };
+                    seen.insert(cache::dep_name(&p, &self.root), (hash, stat));
                 }
             }
             deps = seen
                 .into_iter()
-                .map(|(path, hash)| Dep { path, hash })
+                .map(|(path, (hash, stat))| Dep { path, hash, stat })
                 .collect();
         }
         let _ = fs::remove_file(&dep);

@@ -200,3 +200,28 @@ fn relocated_tree_with_same_contents_hits() {
     assert_eq!(outcome(&rt, "r"), Outcome::Cached);
     assert_eq!(call(rt.resolve("r", None).unwrap(), 1), 5);
 }
+
+#[test]
+fn header_edited_with_same_size_and_mtime_put_back_is_still_a_miss() {
+    // Lookups skip re-hashing a header whose size, mtime, ctime and inode
+    // are unchanged; ctime moves on every write and cannot be set back, so
+    // an edit that restores size and mtime is still seen.
+    let t = Tree::new("same-stat");
+    let h = t.write("include/s.h", "#define S 3\n");
+    t.write(
+        "kernels/s.c",
+        "#include \"../include/s.h\"\nint s(int x) { return x * S; }\n",
+    );
+    assert_eq!(outcome(&fresh(&t, &["s"], &[]), "s"), Outcome::Compiled);
+    let mtime = fs::metadata(&h).unwrap().modified().unwrap();
+    fs::write(&h, "#define S 4\n").unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&h)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let rt = fresh(&t, &["s"], &[]);
+    assert_eq!(outcome(&rt, "s"), Outcome::Compiled);
+    assert_eq!(call(rt.resolve("s", None).unwrap(), 2), 8);
+}
