@@ -504,7 +504,7 @@ this signature, and which one runs is chosen at run time by attributes.
 
 A query states what an operation needs; each blob's metadata states what its \
 kernel supports. `{name}::select(&query)` picks the best blob once and returns a \
-`Copy` [`Kernel`](self::Kernel); `{name}::call(kernel, ...)` then costs one \
+`Copy` [`Kernel`]({name}::Kernel); `{name}::call(kernel, ...)` then costs one \
 acquire load and an indirect call. `{name}::by_name(\"...\")` picks a blob by \
 name, `{name}::blobs()` lists them with their metadata.
 
