@@ -245,7 +245,10 @@ impl Job {
                 });
             }
             std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(20));
+            // Capped low: the time between the compiler's exit and our
+            // noticing it is added to every compile (a try_wait a
+            // millisecond costs nothing next to a compiler).
+            nap = (nap * 2).min(Duration::from_millis(1));
         };
         if status.success() {
             return Ok(());
@@ -366,15 +369,34 @@ pub fn split_for_launcher(args: &[String]) -> Option<(Vec<String>, Vec<String>)>
     Some((compile, link))
 }
 
-/// Substitutes the placeholders of an argument template.
+/// Substitutes the placeholders of an argument template, in one pass: the
+/// text a placeholder becomes is never scanned again, so a path holding a
+/// directory named `{name}` or `{out}` stays that path.
 pub fn expand(arg: &str, root: &Path, src: &Path, out: &Path, name: &str) -> String {
     if !arg.contains('{') {
         return arg.to_string();
     }
-    arg.replace("{root}", &root.to_string_lossy())
-        .replace("{src}", &src.to_string_lossy())
-        .replace("{out}", &out.to_string_lossy())
-        .replace("{name}", name)
+    let mut expanded = String::with_capacity(arg.len() + 64);
+    let mut rest = arg;
+    while let Some(at) = rest.find('{') {
+        expanded.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let (value, len) = if rest.starts_with("{root}") {
+            (root.to_string_lossy(), "{root}".len())
+        } else if rest.starts_with("{src}") {
+            (src.to_string_lossy(), "{src}".len())
+        } else if rest.starts_with("{out}") {
+            (out.to_string_lossy(), "{out}".len())
+        } else if rest.starts_with("{name}") {
+            (name.into(), "{name}".len())
+        } else {
+            ("{".into(), 1)
+        };
+        expanded.push_str(&value);
+        rest = &rest[len..];
+    }
+    expanded.push_str(rest);
+    expanded
 }
 
 #[cfg(test)]
@@ -397,6 +419,29 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(normalise_args(&args), vec!["-O2", "{src}", "-o", "{out}"]);
+    }
+
+    #[test]
+    fn expand_substitutes_once_and_never_inside_a_substituted_value() {
+        let (root, src, out) = (
+            Path::new("/t/{out}"),
+            Path::new("/t/{out}/k/{name}/a.c"),
+            Path::new("/c/a.so"),
+        );
+        assert_eq!(expand("-O2", root, src, out, "a"), "-O2");
+        assert_eq!(
+            expand("{src}", root, src, out, "a"),
+            "/t/{out}/k/{name}/a.c"
+        );
+        assert_eq!(
+            expand("-I{root}/inc", root, src, out, "a"),
+            "-I/t/{out}/inc"
+        );
+        assert_eq!(
+            expand("{{name}}{out}{x}{", root, src, out, "a"),
+            "{a}/c/a.so{x}{"
+        );
+        assert_eq!(expand("-DN={name}", root, src, out, "{src}"), "-DN={src}");
     }
 
     #[test]

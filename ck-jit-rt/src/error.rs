@@ -321,12 +321,15 @@ fn indent(s: &str) -> String {
 
 /// Quotes an argv so it can be pasted into a POSIX shell to reproduce a
 /// compile. Used only for messages; commands are always run from an argv.
+///
+/// Braces are quoted too: bash expands an unquoted `-DX={a,b}` into two
+/// arguments.
 pub fn shell_quote(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             if !a.is_empty()
                 && a.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_-./=:,+@%{}".contains(&b))
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./=:,+@%".contains(&b))
             {
                 a.clone()
             } else {
@@ -350,6 +353,12 @@ mod tests {
             "it's".into(),
         ];
         assert_eq!(shell_quote(&argv), "cc 'a b' '$(rm -rf)' 'it'\\''s'");
+    }
+
+    #[test]
+    fn shell_quote_quotes_braces_against_brace_expansion() {
+        let argv = vec!["-DX={a,b}".to_string(), "{root}".into(), "-O2".into()];
+        assert_eq!(shell_quote(&argv), "'-DX={a,b}' '{root}' -O2");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! starts with a prefix (a CK specialisation's Itanium-mangled name is not
 //! known in advance).
 //!
-//! The scanner reads untrusted bytes: every offset is bounds-checked, it
-//! never panics and never allocates more than the input's size.
+//! The scanner reads untrusted bytes: every offset is bounds-checked and it
+//! never panics. It reads the first `.dynsym` table only (an object has at
+//! most one), so its work is linear in that table's size whatever the
+//! section headers claim.
 
 use std::fmt;
 
@@ -152,7 +154,9 @@ fn reader(bytes: &[u8]) -> Result<Reader<'_>, ElfError> {
     Ok(Reader { b: bytes, le, is64 })
 }
 
-/// Lists the defined symbols of the `.dynsym` table, in table order.
+/// Lists the defined symbols of the `.dynsym` table, in table order. Only
+/// the first `SHT_DYNSYM` section counts: section headers naming the same
+/// table again would otherwise multiply the work and the names returned.
 pub fn dynamic_symbols(bytes: &[u8]) -> Result<Vec<DynSym>, ElfError> {
     let r = reader(bytes)?;
     let (shoff, shentsize, shnum) = if r.is64 {
@@ -268,6 +272,7 @@ pub fn dynamic_symbols(bytes: &[u8]) -> Result<Vec<DynSym>, ElfError> {
                 is_function: kind == 2 || kind == 10,
             });
         }
+        break;
     }
     Ok(out)
 }
@@ -308,6 +313,59 @@ mod tests {
         hdr[0x3a] = 64;
         hdr[0x3c] = 3;
         assert!(matches!(dynamic_symbols(&hdr), Err(ElfError::Truncated(_))));
+    }
+
+    /// A 64-bit little-endian shared object with a null section, a string
+    /// table, and `tables` section headers of type `SHT_DYNSYM` that all
+    /// name the same table of `nsyms` entries (defined functions `f`).
+    fn dynsym_named_repeatedly(tables: usize, nsyms: usize) -> Vec<u8> {
+        let strtab_at = 64usize;
+        let symtab_at = strtab_at + 8;
+        let shdrs_at = symtab_at + 24 * nsyms;
+        let shnum = 2 + tables;
+        let mut b = vec![0u8; shdrs_at + 64 * shnum];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        b[16] = 3;
+        b[18] = 62;
+        b[0x28..0x30].copy_from_slice(&(shdrs_at as u64).to_le_bytes());
+        b[0x3a] = 64;
+        b[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
+        b[strtab_at..strtab_at + 2].copy_from_slice(b"\0f");
+        for s in 1..nsyms {
+            let at = symtab_at + 24 * s;
+            b[at..at + 4].copy_from_slice(&1u32.to_le_bytes());
+            b[at + 4] = 0x12; // STB_GLOBAL, STT_FUNC
+            b[at + 6] = 1; // defined in section 1
+        }
+        let header = |b: &mut Vec<u8>, i: usize, ty: u32, off: usize, size: usize, link: u32| {
+            let h = shdrs_at + 64 * i;
+            b[h + 4..h + 8].copy_from_slice(&ty.to_le_bytes());
+            b[h + 0x18..h + 0x20].copy_from_slice(&(off as u64).to_le_bytes());
+            b[h + 0x20..h + 0x28].copy_from_slice(&(size as u64).to_le_bytes());
+            b[h + 0x28..h + 0x2c].copy_from_slice(&link.to_le_bytes());
+            b[h + 0x38..h + 0x40].copy_from_slice(&24u64.to_le_bytes());
+        };
+        header(&mut b, 1, 3, strtab_at, 8, 0);
+        for i in 0..tables {
+            header(&mut b, 2 + i, 11, symtab_at, 24 * nsyms, 1);
+        }
+        b
+    }
+
+    #[test]
+    fn a_dynsym_table_named_by_many_headers_is_read_once() {
+        let one = dynamic_symbols(&dynsym_named_repeatedly(1, 100)).unwrap();
+        assert_eq!(one.len(), 99);
+        assert!(one.iter().all(|s| s.name == "f" && s.is_function));
+        // 1,000 headers naming it again: still 99 symbols, not 99,000.
+        let many = dynamic_symbols(&dynsym_named_repeatedly(1000, 100)).unwrap();
+        assert_eq!(many, one);
+        assert_eq!(
+            find_prefix(&dynsym_named_repeatedly(1000, 100), "f"),
+            Ok(Some("f".into()))
+        );
     }
 
     #[test]

@@ -8,8 +8,12 @@
 //! compiler runs), which lets tests that share a process differ:
 //! - `MOCK_CC_LOG`: append one line per invocation (the argv, `\x1f`-joined).
 //! - `MOCK_CC_MODE`: comma-separated: `fail`, `hang`, `truncate`, `empty`,
-//!   `nonelf`, `otherarch`, `spew=<MiB>`, `sleep=<ms>`, `touch-src`.
+//!   `nonelf`, `otherarch`, `spew=<MiB>`, `sleep=<ms>`, `touch-src`,
+//!   `spawn-hang=<pidfile>` (start a child that hangs, write its pid to
+//!   the file, then hang too: a driver whose subprocess outlives it).
 //! - `MOCK_CC_ONLY`: apply the modes only when the source path contains this.
+//! - `--mock-note=<text>` arguments are logged but not passed on (to see
+//!   what reached the compiler's argv without the real compiler judging it).
 //! - `MOCK_CC_VERSION`: text appended to `--version` (changes its identity).
 //! - `MOCK_CC_REAL`: the real compiler (default `c++`, or `cc` for `.c`).
 
@@ -76,6 +80,21 @@ fn main() {
             "hang" => loop {
                 std::thread::sleep(Duration::from_secs(3600));
             },
+            "spawn-hang" => {
+                let me = std::env::current_exe().unwrap_or_else(|_| "mock-cc".into());
+                match Command::new(me).arg("--mock-mode=hang").spawn() {
+                    Ok(child) => {
+                        let _ = std::fs::write(arg, child.id().to_string());
+                    }
+                    Err(e) => {
+                        eprintln!("mock-cc: cannot start the child: {e}");
+                        exit(4);
+                    }
+                }
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
             "sleep" => std::thread::sleep(Duration::from_millis(arg.parse().unwrap_or(100))),
             "empty" => exit(0),
             "nonelf" => {
@@ -156,7 +175,11 @@ fn main() {
     let mut real_args = Vec::new();
     let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
-        if a.starts_with("--offload-arch") || a.starts_with("--amdgpu-target") || a == "-fgpu-rdc" {
+        if a.starts_with("--offload-arch")
+            || a.starts_with("--amdgpu-target")
+            || a == "-fgpu-rdc"
+            || a.starts_with("--mock-note=")
+        {
             continue;
         }
         if a == "-x" {

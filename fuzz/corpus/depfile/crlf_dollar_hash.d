@@ -1,0 +1,5 @@
+out.o: a.cpp \
+ b$$.h \
+ c\#d.h
+
+b$$.h:

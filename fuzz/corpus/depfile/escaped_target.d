@@ -1,0 +1,1 @@
+out\ file.o: t.cpp inc/traits.hpp inc/../dir\ with\ space/x.h
