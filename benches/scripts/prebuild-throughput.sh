@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --release -q -p ck-jit-benches --bin bench-tool
-if ! cargo build --release -q -p ck-jit-rt --bin ck-jit; then
-    echo "prebuild-throughput: the ck-jit CLI (ck-jit-rt's ck-jit binary) does not build" >&2
+if ! cargo build --release -q -p ck-jit-cli --bin ck-jit; then
+    echo "prebuild-throughput: the ck-jit CLI (crate ck-jit-cli) does not build" >&2
     exit 2
 fi
 exec "$target/release/bench-tool" prebuild --ck-jit "$target/release/ck-jit" "$@"

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use ck_jit_build::Manifest;
-use ck_jit_rt::compile;
+use ck_jit_rt::__internals as compile;
 
 /// The argv (program first) compiling `blob` of `m`, with the tree at
 /// `root`, writing `out` and the depfile `dep`.

@@ -132,7 +132,7 @@ mod discover;
 mod env;
 mod error;
 mod group;
-pub mod manifest;
+pub use ck_jit_manifest as manifest;
 
 pub use build::{from_config, Build};
 pub use ck::intercept;

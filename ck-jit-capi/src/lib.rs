@@ -1,10 +1,11 @@
-//! The ck-jit runtime's C ABI as a library for C and C++ programs:
-//! `libck_jit_capi.a` and `libck_jit_capi.so`, declared by
-//! `ck-jit-rt/include/ck_jit.h`.
+//! The ck-jit runtime's C ABI, for C and C++ programs and for C++ code such
+//! as CK's dispatchers: resolve a blob's entry point by name. The
+//! declarations, with their documentation, are in `include/ck_jit.h`; the
+//! crate builds `libck_jit_capi.a` and `libck_jit_capi.so`.
 //!
 //! ```sh
 //! cargo build --release -p ck-jit-capi
-//! c++ -I ck-jit-rt/include main.cpp target/release/libck_jit_capi.a \
+//! c++ -I ck-jit-capi/include main.cpp target/release/libck_jit_capi.a \
 //!     -lpthread -ldl -lm -lrt -lutil -lgcc_s
 //! CK_JIT_MANIFEST=/path/to/ck_jit_manifest.json ./a.out
 //! ```
@@ -12,12 +13,390 @@
 //! (`rustc --print native-static-libs` lists the system libraries the
 //! static library needs on a given target.)
 //!
-//! It defines nothing itself: the functions are `ck_jit_rt::capi`'s, and
-//! the process-wide runtime, environment and errors are as documented
-//! there. It is a crate of its own so that building `ck-jit-rt` as a
-//! dependency does not also link a static and a shared library.
+//! The `#[no_mangle]` functions live in this crate only, so a program that
+//! links `ck-jit-rt` alone exports none of them, and two libraries that
+//! both embed the runtime do not clash.
+//!
+//! ```c
+//! typedef void (*ck_jit_fn)(void);
+//! ck_jit_fn   ck_jit_resolve(const char* blob);
+//! int         ck_jit_set_cache_dir(const char* dir);
+//! const char* ck_jit_last_error(void);
+//! int         ck_jit_warmup(const char* const* blobs, size_t n);
+//! ```
+//!
+//! Every function catches panics and turns NULL pointers, non-UTF-8 names
+//! and runtime failures into an error result with a message in
+//! [`ck_jit_last_error`]; none of them unwinds into C.
+//!
+//! # The process-wide runtime
+//!
+//! Fixed by the first [`ck_jit_resolve`] or [`ck_jit_warmup`] (or by
+//! [`register`]), in this order:
+//!
+//! 1. a runtime registered from Rust with [`register`];
+//! 2. the manifest named by `CK_JIT_MANIFEST`;
+//! 3. `$CK_JIT_ROOT/ck_jit_manifest.json`.
+//!
+//! [`ck_jit_set_cache_dir`] overrides the cache directory of 2 and 3 and
+//! must come before the first resolve; a registered runtime keeps its own
+//! (set it with [`Runtime::with_cache_dir`] before registering).
+//!
+//! # Linking
+//!
+//! The functions are `#[no_mangle]` items of this crate, so they are in
+//! any static library or shared object built from it or from a crate that
+//! depends on it. C++ code
+//! linked into a Rust program calls them directly. Code loaded later with
+//! `dlopen` (a blob, a plugin) finds them only if the Rust program exports
+//! them: link it with `-C link-args=-rdynamic`, or hand the code the
+//! function pointers instead (`ck_jit_resolve` has a plain C type).
+//!
+//! A resolved pointer stays valid for the life of the process. Keep it
+//! (a function-local `static` in C++): each resolve looks the name up in a
+//! table behind a lock, which is cheap but not free.
+
 #![deny(missing_docs)]
 
-pub use ck_jit_rt::capi::{
-    ck_jit_last_error, ck_jit_resolve, ck_jit_set_cache_dir, ck_jit_warmup, CkJitFn,
-};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, RwLock};
+
+use ck_jit_rt::manifest::{escape, MANIFEST_FILE};
+use once_cell::sync::{Lazy, OnceCell};
+
+use ck_jit_rt::config::config;
+use ck_jit_rt::maintenance::Cache;
+use ck_jit_rt::{fallback, Runtime};
+
+/// `ck_jit_fn`: an entry point as C sees it, to be cast to its real type;
+/// `None` is C's NULL.
+pub type CkJitFn = Option<unsafe extern "C" fn()>;
+
+/// What may still change before the runtime is fixed. Every change of the
+/// runtime or of this happens under its lock, so a cache directory set
+/// while another thread resolves either applies or is refused, never lost.
+struct Setup {
+    cache_dir: Option<PathBuf>,
+}
+
+static SETUP: Mutex<Setup> = Mutex::new(Setup { cache_dir: None });
+static RUNTIME: OnceCell<&'static Runtime> = OnceCell::new();
+/// Entry points already resolved, by blob name.
+static RESOLVED: Lazy<RwLock<HashMap<String, usize>>> = Lazy::new(Default::default);
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+fn setup() -> MutexGuard<'static, Setup> {
+    SETUP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes `runtime` the one the C ABI resolves blobs with, for code that
+/// embeds its manifest (`ck_jit_runtime()` of `embed_manifest!`) or builds
+/// a runtime itself. Blobs it does not know are still looked up in
+/// `CK_JIT_MANIFEST`.
+///
+/// # Errors
+///
+/// The runtime already in use, when one was registered or a resolve
+/// already fixed it.
+pub fn register(runtime: &'static Runtime) -> Result<(), &'static Runtime> {
+    let setup = setup();
+    if let Err((current, _)) = RUNTIME.try_insert(runtime) {
+        return Err(current);
+    }
+    if let Some(dir) = &setup.cache_dir {
+        log::warn!(
+            "ck-jit: ck_jit_set_cache_dir({}) does not apply to a runtime registered from Rust",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The runtime of the C ABI, fixing it on first use.
+fn runtime() -> Result<&'static Runtime, String> {
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let setup = setup();
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let config = config();
+    let path = match (&config.manifest, &config.root) {
+        (Some(path), _) => path.clone(),
+        (None, Some(root)) => root.join(MANIFEST_FILE),
+        (None, None) => {
+            return Err(
+                "ck-jit: the C API has no manifest: set CK_JIT_MANIFEST to a \
+                 ck_jit_manifest.json, or CK_JIT_ROOT to the tree that holds one, or \
+                 register a runtime from Rust (ck_jit_capi::register)"
+                    .to_string(),
+            )
+        }
+    };
+    let shared = match (&setup.cache_dir, &config.manifest) {
+        // The runtime embedded manifests already share, when nothing differs.
+        (None, Some(_)) => fallback(),
+        _ => None,
+    };
+    let rt: &'static Runtime = match shared {
+        Some(shared) => shared.map_err(|e| e.to_string())?,
+        None => {
+            let mut rt = Runtime::from_file(&path).map_err(|e| e.to_string())?;
+            if let Some(dir) = &setup.cache_dir {
+                rt = rt.with_cache_dir(dir);
+            }
+            Box::leak(Box::new(rt))
+        }
+    };
+    // Cannot fail: only this function and `register` set it, under the lock.
+    let _ = RUNTIME.set(rt);
+    Ok(rt)
+}
+
+fn set_error(message: String) {
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    // During thread teardown the slot may be gone; the message is then lost.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = Some(message));
+}
+
+/// Runs one C entry point: clears the thread's last error, then turns an
+/// `Err` or a panic into `failed` with the message stored.
+fn boundary<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = None);
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(message)) => {
+            set_error(message);
+            failed
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            set_error(format!("ck-jit: internal error: {what}"));
+            failed
+        }
+    }
+}
+
+/// Reads a C string argument.
+///
+/// # Safety
+///
+/// `ptr` is NULL or points to a NUL-terminated string.
+unsafe fn c_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a CStr, String> {
+    if ptr.is_null() {
+        return Err(format!("ck-jit: {what} is NULL"));
+    }
+    // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
+    Ok(unsafe { CStr::from_ptr(ptr) })
+}
+
+/// Reads a blob name argument.
+///
+/// # Safety
+///
+/// As [`c_str`].
+unsafe fn blob_name<'a>(ptr: *const c_char) -> Result<&'a str, String> {
+    // SAFETY: passed through from the caller's contract.
+    let name = unsafe { c_str(ptr, "the blob name") }?;
+    name.to_str().map_err(|_| {
+        format!(
+            "ck-jit: blob name '{}' is not UTF-8",
+            escape(&name.to_string_lossy())
+        )
+    })
+}
+
+fn resolve(blob: &str) -> Result<usize, String> {
+    let known = RESOLVED
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(blob)
+        .copied();
+    if let Some(p) = known {
+        return Ok(p);
+    }
+    let p = runtime()?.resolve(blob, None).map_err(|e| e.to_string())? as usize;
+    RESOLVED
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(blob.to_string(), p);
+    Ok(p)
+}
+
+/// Compiles (unless cached) and loads `blob`, returning its entry point,
+/// or NULL with the reason in [`ck_jit_last_error`].
+///
+/// # Safety
+///
+/// `blob` is NULL or a NUL-terminated string. Calling the returned pointer
+/// requires casting it to the entry point's real type.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_resolve(blob: *const c_char) -> CkJitFn {
+    boundary(None, || {
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        let p = resolve(name)?;
+        // SAFETY: a non-null address of a function in a loaded object that
+        // stays loaded; C casts it back to its real type before calling.
+        Ok(Some(unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn()>(p)
+        }))
+    })
+}
+
+/// Sets the cache directory, before the first resolve. The directory is
+/// created (mode 0700) and checked now. Returns 0, or -1 with the reason in
+/// [`ck_jit_last_error`] (NULL, refused directory, too late).
+///
+/// # Safety
+///
+/// `dir` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_set_cache_dir(dir: *const c_char) -> c_int {
+    boundary(-1, || {
+        // SAFETY: the caller's contract.
+        let raw = unsafe { c_str(dir, "the cache directory") }?;
+        if raw.is_empty() {
+            return Err("ck-jit: the cache directory is an empty string".to_string());
+        }
+        let dir = std::path::absolute(OsStr::from_bytes(raw.to_bytes()))
+            .map_err(|e| format!("ck-jit: cache directory {}: {e}", raw.to_string_lossy()))?;
+        let mut setup = setup();
+        if RUNTIME.get().is_some() {
+            return Err(format!(
+                "ck-jit: ck_jit_set_cache_dir({}) comes too late: the runtime is already in use \
+                 (call it before the first ck_jit_resolve or ck_jit_warmup; a runtime registered \
+                 from Rust keeps its own cache directory)",
+                dir.display()
+            ));
+        }
+        Cache::open(&dir, config().shared_cache).map_err(|e| e.to_string())?;
+        setup.cache_dir = Some(dir);
+        Ok(0)
+    })
+}
+
+/// The message of the last failed call on this thread, or NULL when the
+/// last call succeeded. The string stays valid until the next ck_jit call
+/// on this thread.
+#[no_mangle]
+pub extern "C" fn ck_jit_last_error() -> *const c_char {
+    LAST_ERROR
+        .try_with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |m| m.as_ptr()))
+        .unwrap_or(std::ptr::null())
+}
+
+/// Compiles and loads `n` blobs in parallel (at most `CK_JIT_JOBS`
+/// compiles at once). Returns how many failed; their messages, one per
+/// line, are in [`ck_jit_last_error`]. NULL or non-UTF-8 entries count as
+/// failed.
+///
+/// # Safety
+///
+/// `blobs` is NULL (with `n == 0`) or points to `n` pointers, each NULL or
+/// a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_warmup(blobs: *const *const c_char, n: usize) -> c_int {
+    let all_failed = c_int::try_from(n).unwrap_or(c_int::MAX);
+    boundary(all_failed, || {
+        if n == 0 {
+            return Ok(0);
+        }
+        if blobs.is_null() {
+            return Err(format!(
+                "ck-jit: ck_jit_warmup: the list of {n} blobs is NULL"
+            ));
+        }
+        // SAFETY: the caller promises `n` readable pointers.
+        let ptrs = unsafe { std::slice::from_raw_parts(blobs, n) };
+        let mut errors = Vec::new();
+        let mut names = Vec::new();
+        for (i, &p) in ptrs.iter().enumerate() {
+            // SAFETY: the caller's contract, for each entry.
+            match unsafe { blob_name(p) } {
+                Ok(name) => names.push(name),
+                Err(e) => errors.push(format!("{e} (entry {i})")),
+            }
+        }
+        let rt = runtime()?;
+        for (_, result) in rt.warmup(&names) {
+            if let Err(e) = result {
+                errors.push(e.to_string());
+            }
+        }
+        if !errors.is_empty() {
+            set_error(format!(
+                "ck-jit: {} of {n} blobs failed to warm up:\n{}",
+                errors.len(),
+                errors.join("\n")
+            ));
+        }
+        Ok(c_int::try_from(errors.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> Option<String> {
+        let p = ck_jit_last_error();
+        // SAFETY: NULL or this thread's NUL-terminated message.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn null_and_non_utf8_names_are_errors_not_crashes() {
+        // SAFETY: NULL and a NUL-terminated string are allowed.
+        assert!(unsafe { ck_jit_resolve(std::ptr::null()) }.is_none());
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: the blob name is NULL")
+        );
+        let bad = b"k\xff\0";
+        // SAFETY: NUL-terminated.
+        assert!(unsafe { ck_jit_resolve(bad.as_ptr().cast()) }.is_none());
+        assert!(last_error().unwrap().contains("is not UTF-8"));
+        // SAFETY: NULL is allowed.
+        assert_eq!(unsafe { ck_jit_set_cache_dir(std::ptr::null()) }, -1);
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: the cache directory is NULL")
+        );
+        // SAFETY: NULL with n > 0 is reported, not read.
+        assert_eq!(unsafe { ck_jit_warmup(std::ptr::null(), 3) }, 3);
+        assert!(last_error().unwrap().contains("NULL"));
+        // SAFETY: nothing is read for n == 0.
+        assert_eq!(unsafe { ck_jit_warmup(std::ptr::null(), 0) }, 0);
+        assert_eq!(last_error(), None, "a successful call clears the error");
+    }
+
+    #[test]
+    fn a_panic_becomes_an_error_result() {
+        let r = boundary(-1, || -> Result<i32, String> { panic!("boom") });
+        assert_eq!(r, -1);
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: internal error: boom")
+        );
+    }
+
+    #[test]
+    fn messages_with_nul_are_kept() {
+        set_error("a\0b".into());
+        assert_eq!(last_error().as_deref(), Some("a\\0b"));
+    }
+}

@@ -60,7 +60,7 @@ fn link_and_run(kind: &str, link: &[std::ffi::OsString]) {
     .unwrap();
 
     let program = dir.join("program");
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ck-jit-rt/include");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     let out = Command::new("c++")
         .arg("-std=c++11")
         .arg(format!("-I{}", include.display()))

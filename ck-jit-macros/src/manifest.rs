@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::SystemTime;
 
-use ck_jit_build::manifest::{Manifest, MANIFEST_FILE};
+use ck_jit_manifest::{Manifest, MANIFEST_FILE};
 
 /// Names a manifest file to check blob names against, for every attribute.
 pub(crate) const CHECK_VAR: &str = "CK_JIT_CHECK_MANIFEST";

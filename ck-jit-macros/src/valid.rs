@@ -6,7 +6,7 @@
 //! is still returned so that `expand` can emit something in its place and
 //! the one mistake does not cascade into errors at every call site.
 
-use ck_jit_build::manifest::{check_name, closest, escape, Manifest, ManifestError};
+use ck_jit_manifest::{check_name, closest, escape, Manifest, ManifestError};
 use proc_macro2::Span;
 use quote::quote;
 use syn::ext::IdentExt;
@@ -574,7 +574,7 @@ fn did_you_mean(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+    use ck_jit_manifest::{Blob, Group, Manifest, SymbolSpec};
     use proc_macro2::TokenStream;
     use std::path::PathBuf;
     use std::rc::Rc;

@@ -348,23 +348,37 @@ impl Cache {
         }
     }
 
+    /// Every path the cache derives from a blob name and a prekey (the
+    /// blob's directory, the prekey's, the lock, the log, a temp file), for
+    /// tests that check hostile names stay inside the cache.
+    #[doc(hidden)]
+    pub fn derived_paths(&self, blob: &str, prekey: &str) -> [PathBuf; 5] {
+        [
+            self.blob_dir(blob),
+            self.prekey_dir(blob, prekey),
+            self.lock_path(blob, prekey),
+            self.log_path(blob, prekey),
+            self.temp_path(blob, "so"),
+        ]
+    }
+
     /// Directory of all entries of a blob.
-    pub fn blob_dir(&self, blob: &str) -> PathBuf {
+    pub(crate) fn blob_dir(&self, blob: &str) -> PathBuf {
         self.root.join(ENTRIES).join(safe_component(blob))
     }
 
     /// Directory of the entries of one prekey.
-    pub fn prekey_dir(&self, blob: &str, prekey: &str) -> PathBuf {
+    pub(crate) fn prekey_dir(&self, blob: &str, prekey: &str) -> PathBuf {
         self.blob_dir(blob).join(prekey)
     }
 
     /// The compile lock file of a prekey.
-    pub fn lock_path(&self, blob: &str, prekey: &str) -> PathBuf {
+    pub(crate) fn lock_path(&self, blob: &str, prekey: &str) -> PathBuf {
         self.blob_dir(blob).join(format!("{prekey}.lock"))
     }
 
     /// The log file for a compile.
-    pub fn log_path(&self, blob: &str, prekey: &str) -> PathBuf {
+    pub(crate) fn log_path(&self, blob: &str, prekey: &str) -> PathBuf {
         self.root.join("logs").join(format!(
             "{}-{}.log",
             safe_component(blob),
@@ -373,7 +387,7 @@ impl Cache {
     }
 
     /// A fresh private temp path in `tmp/` (unique per process and call).
-    pub fn temp_path(&self, blob: &str, ext: &str) -> PathBuf {
+    pub(crate) fn temp_path(&self, blob: &str, ext: &str) -> PathBuf {
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let mut name = safe_component(blob);
@@ -389,7 +403,7 @@ impl Cache {
     /// compile never blocks the next one. On a shared cache a file system
     /// without working locks is tolerated (duplicate compiles are then
     /// possible, torn entries still are not).
-    pub fn lock(&self, blob: &str, prekey: &str, timeout: Duration) -> Result<LockGuard, Error> {
+    pub(crate) fn lock(&self, blob: &str, prekey: &str, timeout: Duration) -> Result<LockGuard, Error> {
         self.mkdir(&self.blob_dir(blob))?;
         let path = self.lock_path(blob, prekey);
         let file = OpenOptions::new()
@@ -432,7 +446,7 @@ impl Cache {
     /// Finds a published entry of `prekey` whose recorded headers all still
     /// have the recorded contents. Records that cannot be read are skipped
     /// (a torn record is never trusted); newest first.
-    pub fn lookup(&self, blob: &str, prekey: &str, root: &Path) -> Result<Option<Entry>, Error> {
+    pub(crate) fn lookup(&self, blob: &str, prekey: &str, root: &Path) -> Result<Option<Entry>, Error> {
         let dir = self.prekey_dir(blob, prekey);
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
@@ -510,7 +524,7 @@ impl Cache {
     /// final name (never replacing an existing object, which some process
     /// may have mapped), then write the record the same way. Returns the
     /// published entry.
-    pub fn publish(&self, tmp_object: &Path, mut record: Record) -> Result<Entry, Error> {
+    pub(crate) fn publish(&self, tmp_object: &Path, mut record: Record) -> Result<Entry, Error> {
         let dir = self.prekey_dir(&record.blob, &record.prekey);
         self.mkdir(&self.blob_dir(&record.blob))?;
         self.mkdir(&dir)?;
@@ -573,7 +587,7 @@ impl Cache {
     }
 
     /// Marks an entry as used now (for least-recently-used eviction).
-    pub fn touch(&self, entry: &Entry) {
+    pub(crate) fn touch(&self, entry: &Entry) {
         if let Ok(f) = File::options().write(true).open(&entry.record_path) {
             let _ = f.set_modified(SystemTime::now());
         }

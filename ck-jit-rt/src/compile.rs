@@ -5,7 +5,7 @@
 //! Never runs a shell: every command is an argv handed to `execve`.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -206,7 +206,13 @@ impl Job {
             return Err(not_found("", &self.blob, "empty command".into()));
         };
         let log =
-            File::create(&self.log).map_err(|e| Error::io("creating the log", &self.log, e))?;
+            OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(self.append_log)
+                .truncate(!self.append_log)
+                .open(&self.log)
+                .map_err(|e| Error::io("creating the log", &self.log, e))?;
         let log_err = log
             .try_clone()
             .map_err(|e| Error::io("creating the log", &self.log, e))?;

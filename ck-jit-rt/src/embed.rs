@@ -1,7 +1,7 @@
 //! A manifest compiled into the downstream crate (`embed_manifest!()`),
 //! parsed on the first cold call, never on the warm path.
 
-use ck_jit_build::manifest::Manifest;
+use ck_jit_manifest::Manifest;
 use once_cell::sync::OnceCell;
 
 use crate::error::Error;

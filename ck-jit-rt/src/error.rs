@@ -9,7 +9,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ck_jit_build::manifest::{escape, ManifestError, SymbolSpec};
+use ck_jit_manifest::{escape, ManifestError, SymbolSpec};
 
 /// Everything that can go wrong between a call and a filled slot.
 #[derive(Debug, Clone)]

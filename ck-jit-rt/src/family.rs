@@ -32,7 +32,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use ck_jit_build::manifest::{closest, escape, Blob, Manifest, SymbolSpec};
+use ck_jit_manifest::{closest, escape, Blob, Manifest, SymbolSpec};
 use once_cell::sync::OnceCell;
 
 use crate::embed::Embedded;
@@ -973,7 +973,7 @@ impl<F: 'static> Kernel<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ck_jit_build::manifest::{Group, SymbolSpec};
+    use ck_jit_manifest::{Group, SymbolSpec};
 
     /// A manifest with one group per family and blobs `(name, family,
     /// metadata "k=v,k=v")`.

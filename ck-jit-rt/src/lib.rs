@@ -22,23 +22,22 @@
 //!
 //! # Modules, in the order a cold call uses them
 //!
-//! - [`manifest`] — the blobs and how to compile them (shared with the
-//!   build helper and the macro);
+//! - [`manifest`] — the blobs and how to compile them (the `ck-jit-manifest`
+//!   crate, shared with the build helper and the macro);
 //! - [`config`] — every environment variable, read once;
-//! - [`cache`] — keys, entry layout, publish, lookup, verify, directory
+//! - `cache` — keys, entry layout, publish, lookup, verify, directory
 //!   safety;
-//! - [`compile`] — finding, identifying and running the compiler
-//!   (launchers included); [`depfile`] — the headers it read;
-//! - [`load`] and [`symbol`] — `dlopen` and entry-point resolution;
+//! - `compile` — finding, identifying and running the compiler (launchers
+//!   included); `depfile` — the headers it read;
+//! - `load` and `symbol` — `dlopen` and entry-point resolution;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
-//! - [`capi`] — the C ABI (`include/ck_jit.h`) for C++ consumers.
+//! - [`maintenance`] — the cache as the `ck-jit` command-line tool (crate
+//!   `ck-jit-cli`) sees it: entries, verification, removal.
 //!
-//! The `ck-jit` command-line tool (feature `cli`, on by default) pre-builds
-//! and manages the cache through the same [`Runtime::ensure`] path a lazy
-//! call takes. Downstream crates that do not want its dependencies use
-//! `default-features = false`.
+//! The C ABI (`ck_jit.h`) for C++ consumers is the `ck-jit-capi` crate;
+//! nothing of it is compiled into a program that only links this one.
 //!
 //! # Environment
 //!
@@ -48,27 +47,44 @@
 //! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_<PROGRAM>`.
 #![deny(missing_docs)]
 
-pub mod cache;
-pub mod capi;
-pub mod compile;
+mod cache;
+mod compile;
 pub mod config;
-pub mod depfile;
+mod depfile;
 mod embed;
 mod error;
 pub mod family;
-pub mod load;
+mod load;
+pub mod maintenance;
 mod runtime;
 mod slot;
 mod stats;
-pub mod symbol;
+mod symbol;
 
-pub use ck_jit_build::manifest;
+pub use ck_jit_manifest as manifest;
 pub use error::{shell_quote, Error};
 pub use family::{Kernel, Member, NoMatch, Query, SelectError};
+pub use load::Loaded;
 pub use runtime::{
     fallback, freeze, frozen_reason, jobs, set_jobs, stats, unfreeze, Outcome, Plan, Runtime,
 };
 pub use stats::Stats;
+
+/// Internals that the workspace's tests, benchmarks and fuzz targets
+/// exercise directly; not part of the API, may change at any time.
+#[doc(hidden)]
+pub mod __internals {
+    pub use crate::cache::safe_component;
+    pub use crate::compile::{
+        expand, find_program, forget_identities, identify, normalise_args, split_for_launcher,
+        CompilerId, TAIL_BYTES,
+    };
+    pub use crate::depfile::parse as parse_depfile;
+    pub use crate::symbol::{
+        check_header, dynamic_symbols, find_prefix, function_names, DynSym, ElfError,
+        HOST_MACHINE,
+    };
+}
 
 /// Items used by code that `#[lazy_kernel]` and [`embed_manifest!`]
 /// generate; not a stable API.

@@ -7,7 +7,7 @@
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-use ck_jit_build::manifest::SymbolSpec;
+use ck_jit_manifest::SymbolSpec;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use crate::error::Error;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_manifest::{Blob, Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
 use crate::cache::{self, short_hash, Cache, Dep, Entry, Record, CACHE_FORMAT};
@@ -158,7 +158,7 @@ impl Runtime {
         let origin = path.display().to_string();
         let text = fs::read_to_string(path).map_err(|e| Error::Manifest {
             origin: origin.clone(),
-            error: ck_jit_build::manifest::ManifestError::Parse(format!("cannot read: {e}")),
+            error: ck_jit_manifest::ManifestError::Parse(format!("cannot read: {e}")),
         })?;
         let manifest = Manifest::from_json(&text).map_err(|error| Error::Manifest {
             origin: origin.clone(),

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use ck_jit_build::manifest::SymbolSpec;
+use ck_jit_manifest::SymbolSpec;
 
 use crate::embed::Embedded;
 use crate::error::Error;

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use ck_jit_rt::compile::{expand, normalise_args, split_for_launcher};
+use ck_jit_rt::__internals::{expand, normalise_args, split_for_launcher};
 use libfuzzer_sys::fuzz_target;
 
 const PLACEHOLDERS: [&str; 4] = ["{root}", "{src}", "{out}", "{name}"];

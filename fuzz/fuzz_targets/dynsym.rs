@@ -3,7 +3,7 @@
 //! returns must be consistent across its entry points.
 #![no_main]
 
-use ck_jit_rt::symbol::{check_header, dynamic_symbols, find_prefix, function_names, HOST_MACHINE};
+use ck_jit_rt::__internals::{check_header, dynamic_symbols, find_prefix, function_names, HOST_MACHINE};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use ck_jit_rt::cache::Cache;
+use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::Error;
 use ck_jit_tests::{c_manifest, test_config, Tree};
 
@@ -129,7 +129,7 @@ fn unwritable_cache_is_an_error_naming_the_directory() {
 
 #[test]
 fn default_cache_dir_is_under_home_not_tmp() {
-    let d = ck_jit_rt::cache::default_dir("ck_jit").unwrap();
+    let d = ck_jit_rt::maintenance::default_dir("ck_jit").unwrap();
     assert!(d.ends_with("ck_jit"));
     assert!(!d.starts_with("/tmp"), "{}", d.display());
 }

@@ -147,10 +147,10 @@ fn compiler_version_output_is_part_of_the_key() {
         outcome(&t.runtime(&m, test_config()), "v"),
         Outcome::Compiled
     );
-    ck_jit_rt::compile::forget_identities();
+    ck_jit_rt::__internals::forget_identities();
     assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
     t.write("version.txt", "cc 1.1\n");
-    ck_jit_rt::compile::forget_identities();
+    ck_jit_rt::__internals::forget_identities();
     assert_eq!(
         outcome(&t.runtime(&m, test_config()), "v"),
         Outcome::Compiled

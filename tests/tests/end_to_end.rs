@@ -128,7 +128,7 @@ fn downstream_kernels_compile_with_the_real_system_c_compiler() {
     // The manifest names the mock by path; CK_JIT_<PROGRAM> points the
     // runtime at the system compiler instead (the same override a user
     // has for hipcc or nvcc).
-    let cc = ck_jit_rt::compile::find_program("cc").expect("a system C compiler");
+    let cc = ck_jit_rt::__internals::find_program("cc").expect("a system C compiler");
     let var = ck_jit_rt::config::compiler_var(MOCK);
     let cache = t.path("cache");
     let out = run(&bin, &cache, &log, &[(&var, cc.to_str().unwrap())]);

@@ -105,7 +105,7 @@ fn megabytes_of_stderr_are_bounded_in_memory_and_kept_on_disk() {
         Error::CompileFailed {
             stderr_tail, log, ..
         } => {
-            assert!(stderr_tail.len() <= ck_jit_rt::compile::TAIL_BYTES);
+            assert!(stderr_tail.len() <= ck_jit_rt::__internals::TAIL_BYTES);
             // The tail is the end of the output: the error after the flood.
             assert!(
                 stderr_tail.ends_with("this blob is broken on purpose"),

@@ -19,7 +19,8 @@ use std::process::{Command, Stdio};
 
 use ck_jit_build::manifest::{escape, Blob, Manifest, ManifestError, SymbolSpec};
 use ck_jit_build::{BlobGroup, Build};
-use ck_jit_rt::cache::{safe_component, Cache};
+use ck_jit_rt::__internals::safe_component;
+use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::{Error, Runtime};
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
 
@@ -185,7 +186,10 @@ fn hostile_names_map_to_one_safe_file_name_inside_the_cache() {
     let t = Tree::new("safe-component");
     let cache = Cache::open(&t.cache_dir(), false).unwrap();
     let root = fs::canonicalize(t.cache_dir()).unwrap();
-    let entries = cache.blob_dir("plain").parent().unwrap().to_path_buf();
+    let entries = cache.derived_paths("plain", "0123456789abcdef")[0]
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let mut seen = HashSet::new();
     for name in hostile_names(&t.path("pwned")) {
         let s = safe_component(&name);
@@ -198,15 +202,9 @@ fn hostile_names_map_to_one_safe_file_name_inside_the_cache() {
         assert!(!s.starts_with(['.', '-']), "{name:?} -> {s:?}");
         assert!(seen.insert(s.clone()), "{name:?} collides: {s:?}");
         // Exactly one normal component under the entries directory.
-        let dir = cache.blob_dir(&name);
-        assert_eq!(dir.parent(), Some(entries.as_path()), "{name:?}");
-        for p in [
-            dir,
-            cache.prekey_dir(&name, "0123456789abcdef"),
-            cache.lock_path(&name, "0123456789abcdef"),
-            cache.log_path(&name, "0123456789abcdef"),
-            cache.temp_path(&name, "so"),
-        ] {
+        let paths = cache.derived_paths(&name, "0123456789abcdef");
+        assert_eq!(paths[0].parent(), Some(entries.as_path()), "{name:?}");
+        for p in paths {
             assert!(
                 p.starts_with(&root) || p.starts_with(t.cache_dir()),
                 "{p:?}"
@@ -295,7 +293,7 @@ fn hostile_names_compile_into_the_cache_and_nowhere_else_without_a_shell() {
     assert_eq!(entries.len(), names.len() - 1);
     for e in entries {
         assert!(names.contains(&e.record.blob));
-        assert!(e.object.starts_with(cache.blob_dir(&e.record.blob)));
+        assert!(e.object.starts_with(&cache.derived_paths(&e.record.blob, &e.record.prekey)[0]));
     }
 }
 

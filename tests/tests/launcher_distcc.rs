@@ -11,7 +11,7 @@ use ck_jit_rt::Outcome;
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
 
 fn available(program: &str) -> bool {
-    if ck_jit_rt::compile::find_program(program).is_some() {
+    if ck_jit_rt::__internals::find_program(program).is_some() {
         return true;
     }
     assert!(

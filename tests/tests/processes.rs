@@ -43,7 +43,7 @@ fn sigkill_during_compile_fifty_times_never_leaves_a_bad_entry() {
         let _ = child.kill();
         let _ = child.wait();
         // Every visible entry verifies.
-        let c = ck_jit_rt::cache::Cache::open(&cache, false).unwrap();
+        let c = ck_jit_rt::maintenance::Cache::open(&cache, false).unwrap();
         for e in c.entries() {
             c.verify(&e)
                 .unwrap_or_else(|why| panic!("round {round}: visible entry is bad: {why}"));
@@ -55,7 +55,7 @@ fn sigkill_during_compile_fifty_times_never_leaves_a_bad_entry() {
         assert!(text.contains("\"value\":12"), "round {round}: {text}");
     }
     // Temp files of the killed compiles are swept by the next open.
-    let c = ck_jit_rt::cache::Cache::open(&cache, false).unwrap();
+    let c = ck_jit_rt::maintenance::Cache::open(&cache, false).unwrap();
     c.sweep_temps(Duration::from_secs(3600));
     let left: Vec<_> = std::fs::read_dir(cache.join("tmp"))
         .unwrap()

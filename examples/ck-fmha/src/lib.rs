@@ -72,7 +72,7 @@ pub fn generated_dir() -> &'static Path {
 /// The dispatchers rewritten for C++ consumers (`OUT_DIR/dispatchers`):
 /// CK's `fmha_fwd(...)` and the others, each call resolving its blob
 /// through ck-jit's C ABI (`ck_jit.h`). Compile them as CK compiles its
-/// dispatchers, with `ck-jit-rt/include` on the include path, and link
+/// dispatchers, with `ck-jit-capi/include` on the include path, and link
 /// `ck-jit-capi`.
 pub fn dispatchers_dir() -> &'static Path {
     Path::new(concat!(env!("OUT_DIR"), "/dispatchers"))

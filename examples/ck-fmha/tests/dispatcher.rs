@@ -147,7 +147,7 @@ fn build_driver(dir: &Path) -> PathBuf {
     let cxx = common::cxx();
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut includes = common::standin_includes().to_vec();
-    includes.push(manifest_dir.join("../../ck-jit-rt/include"));
+    includes.push(manifest_dir.join("../../ck-jit-capi/include"));
     let sources = [
         ck_fmha::dispatchers_dir().join("fmha_fwd_api.cpp"),
         ck_fmha::dispatchers_dir().join("fmha_fwd_appendkv_api.cpp"),

@@ -376,7 +376,7 @@ fn main() {
 
 fn header() {
     println!("cuda-bench: ck-jit with nvcc-compiled CUDA blobs");
-    match ck_jit_rt::compile::identify("nvcc", KERNELS[0].0) {
+    match ck_jit_rt::__internals::identify("nvcc", KERNELS[0].0) {
         Ok(id) => {
             let version = id.version.lines().last().unwrap_or("").trim();
             println!(

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cli::args::CleanArgs;
-use crate::cli::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
-use crate::cli::output;
-use crate::cli::select::{self, Source, WhenEmpty};
+use crate::args::CleanArgs;
+use crate::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output;
+use crate::select::{self, Source, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct Report {

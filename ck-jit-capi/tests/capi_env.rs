@@ -7,7 +7,7 @@ use std::ffi::{CStr, CString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use ck_jit_rt::capi::{ck_jit_last_error, ck_jit_resolve, ck_jit_set_cache_dir, ck_jit_warmup};
+use ck_jit_capi::{ck_jit_last_error, ck_jit_resolve, ck_jit_set_cache_dir, ck_jit_warmup};
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec, MANIFEST_FILE};
 
 fn last_error() -> Option<String> {

@@ -12,11 +12,11 @@ use std::time::SystemTime;
 use ck_jit_rt::config::config;
 use serde::Serialize;
 
-use crate::cli::args::{parse_size, GcArgs};
-use crate::cli::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
-use crate::cli::output;
+use crate::args::{parse_size, GcArgs};
+use crate::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output;
 
 #[derive(Debug, Serialize)]
 struct Usage {

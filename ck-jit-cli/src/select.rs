@@ -11,11 +11,11 @@ use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use ck_jit_rt::cache::Record;
+use ck_jit_rt::maintenance::Record;
 use ck_jit_rt::manifest::{closest, escape, Manifest};
 
-use crate::cli::args::Selection;
-use crate::cli::error::CliError;
+use crate::args::Selection;
+use crate::error::CliError;
 
 /// What selecting nothing at all means for a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

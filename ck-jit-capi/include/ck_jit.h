@@ -5,13 +5,12 @@
  * blob compiles it (unless a cached build is found), loads it and returns
  * the entry point; the pointer stays valid for the life of the process.
  *
- * The functions are defined by the ck-jit-rt Rust crate. Link a C or C++
- * program against libck_jit_capi.a (or libck_jit_capi.so) from the
- * ck-jit-capi crate; C++ code linked into a Rust program that depends on
- * ck-jit-rt calls them directly.
+ * The functions are defined by the ck-jit-capi Rust crate. Link a C or C++
+ * program against libck_jit_capi.a (or libck_jit_capi.so); C++ code linked
+ * into a Rust program that depends on ck-jit-capi calls them directly.
  *
  * The manifest that says how to compile each blob is, in this order:
- *   1. the runtime a Rust caller registered (ck_jit_rt::capi::register);
+ *   1. the runtime a Rust caller registered (ck_jit_capi::register);
  *   2. the file named by CK_JIT_MANIFEST;
  *   3. $CK_JIT_ROOT/ck_jit_manifest.json.
  * Every other CK_JIT_* variable applies as for Rust callers.

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
+use crate::context::Context;
+use crate::error::CliError;
 
 #[derive(Debug, Serialize)]
 struct Bad {

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use ck_jit_rt::manifest::{Manifest, MANIFEST_FILE};
 use serde::Serialize;
 
-use crate::cli::args::ExportArgs;
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
+use crate::args::ExportArgs;
+use crate::context::Context;
+use crate::error::CliError;
 
 #[derive(Debug, Serialize)]
 struct Report {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use ck_jit_rt::capi::{
+use ck_jit_capi::{
     ck_jit_last_error, ck_jit_resolve, ck_jit_set_cache_dir, ck_jit_warmup, register, CkJitFn,
 };
 use ck_jit_rt::config::Config;

@@ -2,8 +2,8 @@
 //! arguments, does the work through the runtime's API, and prints its
 //! result through [`Output`].
 //!
-//! [`Context`]: crate::cli::context::Context
-//! [`Output`]: crate::cli::output::Output
+//! [`Context`]: crate::context::Context
+//! [`Output`]: crate::output::Output
 
 pub mod build;
 pub mod clean;

@@ -5,10 +5,10 @@
 
 use std::fs;
 
-use ck_jit_rt::cache::{Cache, Entry};
+use ck_jit_rt::maintenance::{Cache, Entry};
 use serde::Serialize;
 
-use crate::cli::error::CliError;
+use crate::error::CliError;
 
 /// What happened to one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

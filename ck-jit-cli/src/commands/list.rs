@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::cli::args::ListArgs;
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
-use crate::cli::output;
-use crate::cli::select::{self, Source, WhenEmpty};
+use crate::args::ListArgs;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output;
+use crate::select::{self, Source, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct Row {

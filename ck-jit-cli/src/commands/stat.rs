@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use ck_jit_rt::cache::Entry;
+use ck_jit_rt::maintenance::Entry;
 use serde::Serialize;
 
-use crate::cli::commands::removal::entry_bytes;
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
-use crate::cli::output;
+use crate::commands::removal::entry_bytes;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output;
 
 const COUNTERS: &str = "not recorded: the runtime counts hits and compiles per process \
                         (ck_jit_rt::stats()), not in the cache";

@@ -1,11 +1,15 @@
-//! The `ck-jit` command-line tool, in pipeline order: parse the command
+//! `ck-jit`: inspect, pre-build and maintain the ck-jit disk cache. Run
+//! `ck-jit --help` for the commands; install with
+//! `cargo install --path ck-jit-cli`.
+//!
+//! In pipeline order: parse the command
 //! line ([`args`]), find the manifest and the cache ([`context`]), pick the
 //! blobs ([`select`]), run one command ([`commands`]), report ([`output`]).
 //!
 //! The tool is a client of the runtime's public API and nothing more: it
 //! builds with `Runtime::ensure`, asks `Runtime::plan`/`cached_entry` what
-//! is cached, and changes the cache only through `Cache` (locks, verify,
-//! quarantine, remove). It must never compute a key or write an entry
+//! is cached, and changes the cache only through `ck_jit_rt::maintenance`
+//! (locks, verify, quarantine, remove). It must never compute a key or write an entry
 //! itself, or a pre-built entry could differ from what a lazy call loads.
 
 mod args;
@@ -25,7 +29,7 @@ use output::Output;
 
 /// Parses the command line, runs the command and maps the result to the
 /// exit status: 0 done, 1 some of the work failed, 2 the request was wrong.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         // Prints help, the version, or the usage error (exit 2) itself.

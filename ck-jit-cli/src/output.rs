@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::cli::error::CliError;
+use crate::error::CliError;
 
 /// The reporting mode of this run.
 #[derive(Debug, Clone, Copy)]

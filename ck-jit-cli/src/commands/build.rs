@@ -11,11 +11,11 @@ use ck_jit_rt::config::config;
 use ck_jit_rt::Outcome;
 use serde::Serialize;
 
-use crate::cli::args::BuildArgs;
-use crate::cli::context::Context;
-use crate::cli::error::CliError;
-use crate::cli::output;
-use crate::cli::select::{self, Source, WhenEmpty};
+use crate::args::BuildArgs;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output;
+use crate::select::{self, Source, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct BlobDoc {

@@ -6,14 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
-use ck_jit_rt::cache::Cache;
+use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::config::config;
 use ck_jit_rt::manifest::MANIFEST_FILE;
 use ck_jit_rt::Runtime;
 
-use crate::cli::args::Global;
-use crate::cli::error::CliError;
-use crate::cli::output::Output;
+use crate::args::Global;
+use crate::error::CliError;
+use crate::output::Output;
 
 /// The resolved global settings of one run.
 #[derive(Debug)]

@@ -1,9 +1,10 @@
 //! The manifest: how to compile every blob of a tree, written by the build
 //! helper, read by the macro (to check names) and by the runtime.
 //!
-//! This module is the single definition of the on-disk format. It must stay
-//! free of anything that loads or runs code: the macro links it at expansion
-//! time.
+//! This crate is the single definition of the on-disk format, the ground
+//! floor of the workspace: it depends on serde alone and must stay free of
+//! anything that loads or runs code (the macro links it at expansion time,
+//! every user program links it at run time).
 //!
 //! # Format
 //!
@@ -29,6 +30,8 @@
 //! Blobs are sorted by name and names are unique, so a lookup is a binary
 //! search and the same tree always gives a byte-identical file.
 
+#![deny(missing_docs)]
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -46,6 +49,12 @@ pub const DEFAULT_NAME: &str = "ck_jit";
 /// Longest blob name accepted. CK's longest bwd blob stems are 177 bytes;
 /// the cache shortens long names (with a hash) for its file names.
 pub const MAX_NAME_LEN: usize = 200;
+
+/// Compiler flags never recorded and never passed: they hide the entry
+/// points a blob exists to export (CK's CMake adds `-fvisibility=hidden`).
+/// The build helper drops them from recorded flags; the runtime drops them
+/// again from manifests written by anything else.
+pub const STRIPPED_FLAGS: &[&str] = &["-fvisibility=hidden", "-fvisibility=internal"];
 
 /// Every blob of a tree and how to compile it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
-use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_rt::cache::Cache;
+use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::config::Config;
 use ck_jit_rt::Runtime;
 use serde_json::Value;
@@ -867,9 +867,11 @@ fn gc_never_removes_an_entry_whose_compile_lock_is_held() {
         .into_iter()
         .find(|e| e.record.blob == "held")
         .unwrap();
+    // Held as a compile of it would hold it.
     let lock = cache
-        .lock("held", &held.record.prekey, Duration::from_secs(5))
-        .unwrap();
+        .try_lock("held", &held.record.prekey)
+        .unwrap()
+        .expect("nobody holds the lock yet");
     let r = t.ck(&["gc", "--max-entries", "0", "--json"]).ok().json();
     assert_eq!(r["busy"], 1, "{r}");
     assert_eq!(r["removed"][0]["blob"], "free");

@@ -1,0 +1,10 @@
+//! The cache as a maintenance tool sees it: what is in it, whether each
+//! entry is intact, and how to remove one without disturbing a compile in
+//! progress. The `ck-jit` command-line tool is built on this module and
+//! [`Runtime::ensure`](crate::Runtime::ensure) alone.
+//!
+//! Nothing here computes a key or writes an entry: entries are made only by
+//! the runtime's own cold path, so an entry pre-built by a tool is exactly
+//! the one a lazy call loads.
+
+pub use crate::cache::{default_dir, Cache, Dep, Entry, LockGuard, Record, CACHE_FORMAT};
