@@ -16,7 +16,8 @@ use crate::discover::{parse_glob, Found, Walker};
 use crate::env;
 use crate::error::{shown, Error};
 use crate::group::BlobGroup;
-use crate::manifest::{self, check_name, check_source, escape, Blob, Manifest, MANIFEST_FILE};
+use crate::manifest::{escape, Blob, Manifest};
+use crate::record::{self, Recorder, Refused};
 
 /// Records how to compile every blob of a tree, and compiles none.
 ///
@@ -253,23 +254,11 @@ impl Build {
         } else {
             CargoOutput::silent()
         };
-        let out_dir = match &self.out_dir {
-            Some(dir) => dir.clone(),
-            None => env::var(env::OUT_DIR, &mut cargo)
-                .map(PathBuf::from)
-                .ok_or(Error::Env {
-                    var: env::OUT_DIR,
-                    why: "is not set; call out_dir() when not running under cargo",
-                })?,
-        };
-        let manifest_path = out_dir.join(MANIFEST_FILE);
-        let write_err = |source| Error::WriteManifest {
-            path: manifest_path.clone(),
-            source,
-        };
-        fs::create_dir_all(&out_dir).map_err(write_err)?;
-        let out_dir = fs::canonicalize(&out_dir).map_err(write_err)?;
-
+        let out_dir = record::out_dir(
+            self.out_dir.as_deref(),
+            "is not set; call out_dir() when not running under cargo",
+            &mut cargo,
+        )?;
         let plan = self.plan(&mut cargo, Some(&out_dir))?;
         let (lines, warnings) = rerun_lines(&plan, &out_dir)?;
         for line in &lines {
@@ -278,11 +267,7 @@ impl Build {
         for warning in &warnings {
             cargo.warning(warning);
         }
-        write_if_changed(&manifest_path, &plan.manifest.to_json()).map_err(write_err)?;
-        cargo
-            .finish()
-            .map_err(|source| Error::CargoOutput { source })?;
-        Ok(manifest_path)
+        record::write(&plan.manifest, &out_dir, cargo)
     }
 
     /// [`try_write`](Build::try_write), panicking on error: the convenient
@@ -328,21 +313,7 @@ impl Build {
             groups.extend(c.groups);
         }
 
-        let name = match (&self.name, config_name) {
-            (Some(n), _) => n.clone(),
-            (None, Some(n)) => n,
-            (None, None) => match env::var(env::CK_JIT_NAME, cargo) {
-                Some(v) if !v.is_empty() => v.into_string().map_err(|_| Error::Env {
-                    var: env::CK_JIT_NAME,
-                    why: "is not valid UTF-8",
-                })?,
-                _ => manifest::DEFAULT_NAME.to_string(),
-            },
-        };
-        check_name(&name).map_err(|source| Error::CacheName {
-            name: escape(&name),
-            source,
-        })?;
+        let name = record::cache_name(self.name.as_deref().or(config_name.as_deref()), cargo)?;
 
         let root = match (&self.root, config_root) {
             (Some(r), _) => r.clone(),
@@ -375,12 +346,11 @@ impl Build {
         if groups.is_empty() {
             return Err(Error::NoGroups);
         }
-        let mut manifest = Manifest::new(name, root_text);
+        let mut recorder = Recorder::new(name, root_text);
         let mut watched = BTreeSet::new();
         let mut blob_files = Vec::new();
-        // Which group found a file, and which file gave a blob its name.
+        // Which group found a file.
         let mut owner: BTreeMap<String, usize> = BTreeMap::new();
-        let mut by_name: BTreeMap<String, String> = BTreeMap::new();
         for (index, group) in groups.iter().enumerate() {
             if groups[..index].iter().any(|g| g.name == group.name) {
                 return Err(Error::GroupSpec {
@@ -388,7 +358,7 @@ impl Build {
                     why: "two groups have this name".into(),
                 });
             }
-            manifest.groups.push(group.render()?);
+            recorder.group(group.render()?);
             let found = find_files(group, &root, out_dir, &mut watched)?;
             let meta_pattern = group.compiled_meta_pattern()?;
             for f in found {
@@ -400,20 +370,19 @@ impl Build {
                     });
                 }
                 let blob = self::blob(group, index, &root, &f, meta_pattern.as_ref())?;
-                if let Some(first) = by_name.get(&blob.name) {
-                    return Err(Error::DuplicateBlob {
-                        name: blob.name,
-                        first: first.clone(),
-                        second: f.rel,
-                    });
-                }
+                recorder.blob(blob).map_err(|refused| match refused {
+                    Refused::Duplicate(e) => e,
+                    Refused::Name(source) => Error::BlobName {
+                        group: group.name.clone(),
+                        path: escape(&f.rel),
+                        source,
+                    },
+                })?;
                 owner.insert(f.rel.clone(), index);
-                by_name.insert(blob.name.clone(), f.rel.clone());
                 blob_files.push(f.abs);
-                manifest.blobs.push(blob);
             }
         }
-        manifest.finish()?;
+        let manifest = recorder.finish()?;
         Ok(Plan {
             manifest,
             config_files,
@@ -563,17 +532,11 @@ fn blob(
             });
         }
     }
-    let bad_name = |source| Error::BlobName {
-        group: group.name.clone(),
-        path: escape(&f.rel),
-        source,
-    };
+    // Its name and path are checked when it is recorded.
     let stem = Path::new(&f.rel)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    check_name(stem).map_err(bad_name)?;
-    check_source(stem, &f.rel).map_err(bad_name)?;
 
     let mut meta = group.meta.clone();
     if let Some(re) = meta_pattern {
@@ -651,15 +614,4 @@ fn rerun_lines(plan: &Plan, out_dir: &Path) -> Result<(Vec<String>, Vec<String>)
         })
         .collect::<Result<_, _>>()?;
     Ok((lines, warnings))
-}
-
-/// Writes `text` to `path` unless it already holds exactly that, through a
-/// temporary file so a reader never sees half a manifest.
-fn write_if_changed(path: &Path, text: &str) -> io::Result<()> {
-    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
-        return Ok(());
-    }
-    let tmp = path.with_file_name(format!(".{MANIFEST_FILE}.tmp"));
-    fs::write(&tmp, text)?;
-    fs::rename(&tmp, path)
 }

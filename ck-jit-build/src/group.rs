@@ -14,10 +14,6 @@ use regex_lite::Regex;
 use crate::error::Error;
 use crate::manifest::{self, escape, SymbolSpec};
 
-/// Flags that stop the entry point from being exported, so the runtime could
-/// not find it in the compiled object; they are always dropped.
-const HIDING_FLAGS: &[&str] = &["-fvisibility=hidden", "-fvisibility=internal"];
-
 /// Blob files that share compile settings: one family of kernels.
 ///
 /// Each file becomes one blob named after its file stem (`kernels/vadd_f32.cpp`
@@ -454,7 +450,7 @@ impl BlobGroup {
         if self.compiler.is_empty() {
             return Err(bad("empty compiler".into()));
         }
-        let keep = |f: &&String| !HIDING_FLAGS.contains(&f.as_str());
+        let keep = |f: &&String| !manifest::STRIPPED_FLAGS.contains(&f.as_str());
         let args: Vec<String> = match &self.args_template {
             Some(template) => {
                 if !self.flags.is_empty()

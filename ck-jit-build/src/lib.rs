@@ -132,6 +132,7 @@ mod discover;
 mod env;
 mod error;
 mod group;
+mod record;
 pub use ck_jit_manifest as manifest;
 
 pub use build::{from_config, Build};

@@ -81,8 +81,7 @@ pub mod __internals {
     };
     pub use crate::depfile::parse as parse_depfile;
     pub use crate::symbol::{
-        check_header, dynamic_symbols, find_prefix, function_names, DynSym, ElfError,
-        HOST_MACHINE,
+        check_header, dynamic_symbols, find_prefix, function_names, DynSym, ElfError, HOST_MACHINE,
     };
 }
 

@@ -20,7 +20,8 @@ use super::rewrite::{rewrite_dispatcher, BlobIndex};
 use crate::cargo::CargoOutput;
 use crate::env;
 use crate::group::BlobGroup;
-use crate::manifest::{self, check_name, check_source, escape, Blob, Manifest, SymbolSpec};
+use crate::manifest::{escape, Blob, Manifest, SymbolSpec};
+use crate::record::{self, write_if_changed, Recorder, Refused};
 
 /// Where CK keeps the FMHA example (headers and generator) in its tree.
 pub const FMHA_EXAMPLE_DIR: &str = "example/ck_tile/01_fmha";
@@ -524,16 +525,7 @@ impl CkFmha {
         };
         let mut files = self.plan(&mut cargo)?;
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        let path = out_dir.join(manifest::MANIFEST_FILE);
-        write_if_changed(&path, &files.manifest.to_json()).map_err(|source| {
-            crate::Error::WriteManifest {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        cargo
-            .finish()
-            .map_err(|source| crate::Error::CargoOutput { source })?;
+        let path = record::write(&files.manifest, &out_dir, cargo)?;
         files.manifest_path = Some(path);
         Ok(files)
     }
@@ -559,17 +551,11 @@ impl CkFmha {
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
-        let dir = match &self.out_dir {
-            Some(d) => d.clone(),
-            None => env::var(env::OUT_DIR, cargo)
-                .map(PathBuf::from)
-                .ok_or(crate::Error::Env {
-                    var: env::OUT_DIR,
-                    why: "is not set; call out_dir() when not running under cargo",
-                })?,
-        };
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        fs::canonicalize(&dir).map_err(|e| io_err(&dir)(e))
+        Ok(record::out_dir(
+            self.out_dir.as_deref(),
+            "is not set; call out_dir() when not running under cargo",
+            cargo,
+        )?)
     }
 
     fn directions(&self) -> Vec<Direction> {
@@ -686,8 +672,8 @@ impl CkFmha {
             return Err(Error::NoBlobs { dir: generated });
         }
 
-        let name = self.cache_name(cargo)?;
-        let mut manifest = Manifest::new(name, root_text);
+        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let mut recorder = Recorder::new(name, &root_text);
         let mut group_of: BTreeMap<Kind, u32> = BTreeMap::new();
         let mut dirs_of: BTreeMap<Kind, BTreeSet<PathBuf>> = BTreeMap::new();
         let mut last: Option<(Kind, &Path)> = None;
@@ -702,8 +688,7 @@ impl CkFmha {
         }
         for (kind, dirs) in &dirs_of {
             let group = self.group(*kind, ck.as_deref(), &root, dirs)?;
-            group_of.insert(*kind, manifest.groups.len() as u32);
-            manifest.groups.push(group.render()?);
+            group_of.insert(*kind, recorder.group(group.render()?));
         }
 
         // Paths are compared as strings: `files` are relative to the
@@ -720,13 +705,7 @@ impl CkFmha {
             };
             let file_name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
             let stem = file_name.rsplit_once('.').map_or(file_name, |(s, _)| s);
-            let bad = |why: String| Error::FileName {
-                path: f.path.clone(),
-                why,
-            };
-            check_name(stem).map_err(|e| bad(e.to_string()))?;
             let rel = format!("{prefix}{}", f.rel);
-            check_source(stem, &rel).map_err(|e| bad(e.to_string()))?;
             let meta = match BlobTraits::parse(stem) {
                 Ok(t) if t.kind == kind => t.meta(),
                 _ => {
@@ -734,25 +713,23 @@ impl CkFmha {
                     BTreeMap::from([("kind".to_string(), kind.as_str().to_string())])
                 }
             };
-            manifest.blobs.push(Blob {
+            let blob = Blob {
                 name: stem.to_string(),
                 source: rel,
                 group: group_of.get(&kind).copied().unwrap_or(0),
                 symbol: None,
                 meta,
-            });
+            };
+            // One stem in two directories: both files are named.
+            recorder.blob(blob).map_err(|refused| match refused {
+                Refused::Duplicate(e) => Error::from(e),
+                Refused::Name(e) => Error::FileName {
+                    path: f.path.clone(),
+                    why: e.to_string(),
+                },
+            })?;
         }
-        // One stem in two directories: name both files.
-        manifest.blobs.sort_by(|a, b| a.name.cmp(&b.name));
-        if let Some(w) = manifest.blobs.windows(2).find(|w| w[0].name == w[1].name) {
-            return Err(crate::Error::DuplicateBlob {
-                name: w[0].name.clone(),
-                first: w[0].source.clone(),
-                second: w[1].source.clone(),
-            }
-            .into());
-        }
-        manifest.finish()?;
+        let manifest = recorder.finish()?;
         if let Some(first) = unparsed.first() {
             cargo.warning(&format!(
                 "{} CK blob names did not parse fully (e.g. '{}'); they are recorded \
@@ -770,24 +747,6 @@ impl CkFmha {
             regenerated,
             unparsed,
         })
-    }
-
-    fn cache_name(&self, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
-        let name = match &self.name {
-            Some(n) => n.clone(),
-            None => match env::var(env::CK_JIT_NAME, cargo) {
-                Some(v) if !v.is_empty() => v.into_string().map_err(|_| crate::Error::Env {
-                    var: env::CK_JIT_NAME,
-                    why: "is not valid UTF-8",
-                })?,
-                _ => manifest::DEFAULT_NAME.to_string(),
-            },
-        };
-        check_name(&name).map_err(|source| crate::Error::CacheName {
-            name: escape(&name),
-            source,
-        })?;
-        Ok(name)
     }
 
     /// The group of `kind`: CK's compile command for it.
@@ -928,19 +887,4 @@ fn utf8(path: &Path) -> Result<String, Error> {
         }
         .into()),
     }
-}
-
-/// Writes `text` to `path` unless it already holds exactly that, through a
-/// temporary file so a reader never sees half of it.
-pub(crate) fn write_if_changed(path: &Path, text: &str) -> io::Result<()> {
-    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
-        return Ok(());
-    }
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{file_name}.tmp"));
-    fs::write(&tmp, text)?;
-    fs::rename(&tmp, path)
 }

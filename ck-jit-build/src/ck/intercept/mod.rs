@@ -72,11 +72,11 @@ pub use shim::{is_shim, shim_main, Record};
 
 use super::error::{io_err, quoted, shown, tail, Error};
 use super::name::BlobTraits;
-use super::preset::write_if_changed;
 use crate::cargo::CargoOutput;
 use crate::env;
 use crate::group::BlobGroup;
-use crate::manifest::{self, check_name, check_source, escape, Blob, Manifest, SymbolSpec};
+use crate::manifest::{self, escape, Blob, Manifest, SymbolSpec};
+use crate::record::{self, Recorder, Refused};
 
 /// Runs a foreign build with a fake `hipcc` and records its blob compiles.
 ///
@@ -452,19 +452,11 @@ impl Intercept {
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
-        match &self.out_dir {
-            Some(d) => Ok(d.clone()),
-            None => env::var(env::OUT_DIR, cargo)
-                .map(PathBuf::from)
-                .ok_or_else(|| {
-                    crate::Error::Env {
-                        var: env::OUT_DIR,
-                        why:
-                            "is not set; call out_dir() or work_dir() when not running under cargo",
-                    }
-                    .into()
-                }),
-        }
+        Ok(record::out_dir(
+            self.out_dir.as_deref(),
+            "is not set; call out_dir() or work_dir() when not running under cargo",
+            cargo,
+        )?)
     }
 
     /// Runs the build and makes the manifest, without writing it.
@@ -528,17 +520,7 @@ impl Intercept {
             }
         }
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        fs::create_dir_all(&out_dir).map_err(io_err(&out_dir))?;
-        let path = out_dir.join(manifest::MANIFEST_FILE);
-        write_if_changed(&path, &done.manifest.to_json()).map_err(|source| {
-            crate::Error::WriteManifest {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        cargo
-            .finish()
-            .map_err(|source| crate::Error::CargoOutput { source })?;
+        let path = record::write(&done.manifest, &out_dir, cargo)?;
         done.manifest_path = Some(path);
         Ok(done)
     }
@@ -671,7 +653,7 @@ impl Intercept {
             })?,
             None => cwd.clone(),
         };
-        let name = self.cache_name(cargo)?;
+        let name = record::cache_name(self.name.as_deref(), cargo)?;
         let manifest = self.manifest(&records, &root, name)?;
         Ok(Intercepted {
             records,
@@ -681,24 +663,6 @@ impl Intercept {
             build_log,
             cwd,
         })
-    }
-
-    fn cache_name(&self, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
-        let name = match &self.name {
-            Some(n) => n.clone(),
-            None => match env::var(env::CK_JIT_NAME, cargo) {
-                Some(v) if !v.is_empty() => v.into_string().map_err(|_| crate::Error::Env {
-                    var: env::CK_JIT_NAME,
-                    why: "is not valid UTF-8",
-                })?,
-                _ => manifest::DEFAULT_NAME.to_string(),
-            },
-        };
-        check_name(&name).map_err(|source| crate::Error::CacheName {
-            name: escape(&name),
-            source,
-        })?;
-        Ok(name)
     }
 
     /// Builds `<fake_home>`: the real home mirrored by symlinks, and the
@@ -782,9 +746,6 @@ impl Intercept {
                 .and_then(|s| s.to_str())
                 .unwrap_or_default()
                 .to_string();
-            check_name(&stem)
-                .and_then(|()| check_source(&stem, &rel))
-                .map_err(|e| bad(e.to_string()))?;
             let compiler = match &self.manifest_compiler {
                 Some(c) => c.clone(),
                 None => Path::new(&r.argv[0])
@@ -847,7 +808,7 @@ impl Intercept {
             );
         }
 
-        let mut manifest = Manifest::new(name, root_text);
+        let mut recorder = Recorder::new(name, root_text);
         let mut groups: BTreeMap<&GroupKey, u32> = BTreeMap::new();
         let mut per_base: BTreeMap<&str, usize> = BTreeMap::new();
         let keys: std::collections::BTreeSet<&GroupKey> =
@@ -874,16 +835,17 @@ impl Intercept {
                 cwd: Some(key.3.clone()),
                 ..rendered
             };
-            groups.insert(key, manifest.groups.len() as u32);
-            manifest.groups.push(rendered);
+            groups.insert(key, recorder.group(rendered));
         }
         for e in entries.values() {
             let mut blob = e.blob.clone();
             blob.group = groups.get(&e.key).copied().unwrap_or(0);
-            manifest.blobs.push(blob);
+            recorder.blob(blob).map_err(|refused| match refused {
+                Refused::Duplicate(e) => Error::from(e),
+                Refused::Name(e) => Error::Intercept { why: e.to_string() },
+            })?;
         }
-        manifest.finish()?;
-        Ok(manifest)
+        Ok(recorder.finish()?)
     }
 }
 

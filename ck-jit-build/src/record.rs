@@ -1,0 +1,222 @@
+//! Assembling and writing a manifest: the one path behind [`Build`],
+//! [`CkFmha`] and [`Intercept`]. Each of them decides *which* files are
+//! blobs and how to compile them; this module resolves the cache name and
+//! the output directory, checks every blob's name and source, refuses two
+//! blobs with one name, sorts, validates and writes the file (only when it
+//! changed, never half-written).
+//!
+//! It reads the environment only through [`crate::env`], and starts no
+//! program.
+//!
+//! [`Build`]: crate::Build
+//! [`CkFmha`]: crate::ck::CkFmha
+//! [`Intercept`]: crate::intercept::Intercept
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::cargo::CargoOutput;
+use crate::env;
+use crate::error::Error;
+use crate::manifest::{self, check_name, check_source, escape, Blob, Group, Manifest};
+
+/// The cache name: the explicit one, else `CK_JIT_NAME`, else
+/// [`manifest::DEFAULT_NAME`]; checked like a blob name.
+pub(crate) fn cache_name(
+    explicit: Option<&str>,
+    cargo: &mut CargoOutput<'_>,
+) -> Result<String, Error> {
+    let name = match explicit {
+        Some(n) => n.to_string(),
+        None => match env::var(env::CK_JIT_NAME, cargo) {
+            Some(v) if !v.is_empty() => v.into_string().map_err(|_| Error::Env {
+                var: env::CK_JIT_NAME,
+                why: "is not valid UTF-8",
+            })?,
+            _ => manifest::DEFAULT_NAME.to_string(),
+        },
+    };
+    check_name(&name).map_err(|source| Error::CacheName {
+        name: escape(&name),
+        source,
+    })?;
+    Ok(name)
+}
+
+/// The directory the manifest goes to: the explicit one, else `OUT_DIR`;
+/// created if missing, and canonical. `hint` names the setter(s) that
+/// replace `OUT_DIR` outside cargo.
+pub(crate) fn out_dir(
+    explicit: Option<&Path>,
+    hint: &'static str,
+    cargo: &mut CargoOutput<'_>,
+) -> Result<PathBuf, Error> {
+    let dir = match explicit {
+        Some(d) => d.to_path_buf(),
+        None => env::var(env::OUT_DIR, cargo)
+            .map(PathBuf::from)
+            .ok_or(Error::Env {
+                var: env::OUT_DIR,
+                why: hint,
+            })?,
+    };
+    let write_err = |source| Error::WriteManifest {
+        path: dir.join(manifest::MANIFEST_FILE),
+        source,
+    };
+    fs::create_dir_all(&dir).map_err(write_err)?;
+    fs::canonicalize(&dir).map_err(write_err)
+}
+
+/// Writes `manifest` as `out_dir`'s manifest file (unless the file already
+/// holds exactly that text), then flushes the `cargo:` lines. Returns the
+/// file's path.
+pub(crate) fn write(
+    manifest: &Manifest,
+    out_dir: &Path,
+    cargo: CargoOutput<'_>,
+) -> Result<PathBuf, Error> {
+    let path = out_dir.join(manifest::MANIFEST_FILE);
+    write_if_changed(&path, &manifest.to_json()).map_err(|source| Error::WriteManifest {
+        path: path.clone(),
+        source,
+    })?;
+    cargo
+        .finish()
+        .map_err(|source| Error::CargoOutput { source })?;
+    Ok(path)
+}
+
+/// Writes `text` to `path` unless it already holds exactly that, through a
+/// temporary file in the same directory so a reader never sees half of it
+/// and an unchanged file keeps its mtime (nothing downstream rebuilds).
+pub(crate) fn write_if_changed(path: &Path, text: &str) -> io::Result<()> {
+    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp"));
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}
+
+/// Why [`Recorder::blob`] refused a blob: its name or source path
+/// (for the caller to report with the file it came from), or a second blob
+/// of the same name.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The name or the source path is not acceptable.
+    Name(manifest::ManifestError),
+    /// Another blob already has this name.
+    Duplicate(Error),
+}
+
+/// A manifest being assembled: groups and blobs in, a checked, sorted,
+/// validated [`Manifest`] out.
+pub(crate) struct Recorder {
+    manifest: Manifest,
+    /// Blob name -> source, to name both files of a duplicate.
+    sources: BTreeMap<String, String>,
+}
+
+impl Recorder {
+    /// An empty manifest for cache `name` over the canonical `root`.
+    pub(crate) fn new(name: String, root: &str) -> Recorder {
+        Recorder {
+            manifest: Manifest::new(name, root),
+            sources: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a rendered group; returns its index for the blobs that use it.
+    pub(crate) fn group(&mut self, group: Group) -> u32 {
+        self.manifest.groups.push(group);
+        (self.manifest.groups.len() - 1) as u32
+    }
+
+    /// Adds a blob after checking its name and source path, refusing a
+    /// second blob of the same name (naming both sources).
+    pub(crate) fn blob(&mut self, blob: Blob) -> Result<(), Refused> {
+        check_name(&blob.name).map_err(Refused::Name)?;
+        check_source(&blob.name, &blob.source).map_err(Refused::Name)?;
+        if let Some(first) = self.sources.get(&blob.name) {
+            return Err(Refused::Duplicate(Error::DuplicateBlob {
+                name: blob.name.clone(),
+                first: first.clone(),
+                second: blob.source.clone(),
+            }));
+        }
+        self.sources.insert(blob.name.clone(), blob.source.clone());
+        self.manifest.blobs.push(blob);
+        Ok(())
+    }
+
+    /// Sorts the blobs and validates the whole manifest.
+    pub(crate) fn finish(self) -> Result<Manifest, Error> {
+        let mut manifest = self.manifest;
+        manifest.finish()?;
+        Ok(manifest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(name: &str, source: &str) -> Blob {
+        Blob {
+            name: name.into(),
+            source: source.into(),
+            group: 0,
+            symbol: None,
+            meta: BTreeMap::new(),
+        }
+    }
+
+    fn group() -> Group {
+        Group {
+            name: "g".into(),
+            compiler: "cc".into(),
+            args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+            cwd: None,
+            symbol: manifest::SymbolSpec::Exact("{name}".into()),
+            depfile: false,
+        }
+    }
+
+    #[test]
+    fn blobs_come_out_sorted_and_a_second_name_names_both_files() {
+        let mut r = Recorder::new("n".into(), "/root");
+        r.group(group());
+        r.blob(blob("b", "x/b.c")).unwrap();
+        r.blob(blob("a", "x/a.c")).unwrap();
+        match r.blob(blob("a", "y/a.c")) {
+            Err(Refused::Duplicate(e)) => {
+                let text = e.to_string();
+                assert!(text.contains("x/a.c") && text.contains("y/a.c"), "{text}");
+            }
+            other => panic!("expected a duplicate, got {other:?}"),
+        }
+        let m = r.finish().unwrap();
+        let names: Vec<&str> = m.blobs.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_hostile_name_or_source_is_refused_as_a_name() {
+        let mut r = Recorder::new("n".into(), "/root");
+        r.group(group());
+        assert!(matches!(r.blob(blob("../x", "x.c")), Err(Refused::Name(_))));
+        assert!(matches!(
+            r.blob(blob("x", "/etc/x.c")),
+            Err(Refused::Name(_))
+        ));
+    }
+}
