@@ -32,12 +32,14 @@
 
 mod codegen;
 mod cpp;
+pub mod decl;
 mod error;
 pub mod intercept;
 mod kind;
 mod name;
 mod preset;
 mod rewrite;
+pub mod vocab;
 
 pub use error::Error;
 pub use intercept::Intercept;

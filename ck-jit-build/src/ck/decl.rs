@@ -1,0 +1,447 @@
+//! What CK's sources *declare*, read instead of guessed from file names:
+//! the template declarations of a version's headers (each traits struct's
+//! parameter names, each entry template's parameters), the explicit
+//! specialisations each generated blob defines (its entry and siblings such
+//! as `_oneshot_` or `_get_name_`, with their template arguments), and the
+//! generator's own symbol tables (`codegen/cpp_symbol_map.py`), which give
+//! the short names CK's code generator uses for C++ values.
+//!
+//! Nothing here knows a CK version: a new traits parameter, a new entry
+//! template or a new direction shows up in the declarations and flows into
+//! the metadata unchanged. Input is untrusted: every function returns an
+//! error or a best effort, never panics.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::cpp::{self, is_punct, matching_angle, matching_paren, split_commas, Tok, Token};
+use super::error::Error;
+
+/// A `template <...> struct NAME` or `template <...> RET NAME(...)`
+/// declaration (not a specialisation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateDecl {
+    /// The template's name.
+    pub name: String,
+    /// Whether it declares a class template (else a function template).
+    pub is_class: bool,
+    /// Its parameters, in order.
+    pub params: Vec<TemplateParam>,
+}
+
+/// One template parameter: its name and default argument, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateParam {
+    /// The declared name (`HDim_`, `kHasLogitsSoftCap_`, `Arch`).
+    pub name: String,
+    /// The default argument, normalised (`false`, `void`).
+    pub default: Option<String>,
+}
+
+impl TemplateParam {
+    /// The name without CK's trailing underscore (`HDim_` -> `HDim`).
+    pub fn key(&self) -> &str {
+        self.name.strip_suffix('_').unwrap_or(&self.name)
+    }
+}
+
+/// An explicit specialisation a source defines at namespace scope:
+/// `template <> RET NAME<ARGS...>(PARAMS)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specialisation {
+    /// The specialised template (`fmha_fwd_`, `fmha_fwd_oneshot_`).
+    pub template: String,
+    /// Each template argument in normal form, aliases of the file expanded.
+    pub args: Vec<String>,
+    /// 1-based line of the `template`.
+    pub line: usize,
+    /// Byte range of the declaration, from `template` to the closing `)`
+    /// of its parameters.
+    pub span: (usize, usize),
+}
+
+fn lex(src: &str) -> Result<Vec<Token>, Error> {
+    cpp::tokenize(src).map_err(|e| Error::Parse {
+        file: None,
+        line: e.line,
+        why: e.why,
+    })
+}
+
+fn parse_err(line: usize, why: impl Into<String>) -> Error {
+    Error::Parse {
+        file: None,
+        line,
+        why: why.into(),
+    }
+}
+
+/// The normal form of a type that uses no alias of the file.
+fn plain<'a>(src: &'a str, toks: &[Token]) -> Result<String, String> {
+    let none = |_: &str| -> Option<(&'a [Token], &'a str)> { None };
+    cpp::normalize(src, toks, &none)
+}
+
+/// Every template declaration in a header (`fmha_fwd.hpp`, ...), partial
+/// and explicit specialisations left out.
+pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
+    let toks = lex(src)?;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        if !(t.kind == Tok::Ident
+            && t.text(src) == "template"
+            && is_punct(src, toks.get(i + 1), "<"))
+        {
+            i += 1;
+            continue;
+        }
+        let Some(close) = matching_angle(src, &toks, i + 1) else {
+            i += 1;
+            continue;
+        };
+        if close == i + 2 {
+            // `template <>`: a specialisation, not a declaration.
+            i = close + 1;
+            continue;
+        }
+        let mut params = Vec::new();
+        for (a, b) in split_commas(src, &toks, i + 2, close) {
+            let part = &toks[a..b];
+            let eq = part.iter().position(|t| is_punct(src, Some(t), "="));
+            let head = &part[..eq.unwrap_or(part.len())];
+            let Some(name) = head.iter().rev().find(|t| t.kind == Tok::Ident) else {
+                continue;
+            };
+            let default = match eq {
+                Some(e) => {
+                    Some(plain(src, &part[e + 1..]).map_err(|why| parse_err(name.line, why))?)
+                }
+                None => None,
+            };
+            params.push(TemplateParam {
+                name: name.text(src).to_string(),
+                default,
+            });
+        }
+        // What is declared: `struct NAME` / `class NAME`, or a function
+        // whose name is the identifier before the first `(`.
+        let mut j = close + 1;
+        let mut decl = None;
+        while let Some(tj) = toks.get(j).filter(|_| j - close < cpp::MAX_SPAN_TOKENS) {
+            let text = tj.text(src);
+            if tj.kind == Tok::Punct && matches!(text, ";" | "{" | "=") {
+                break;
+            }
+            if tj.kind == Tok::Ident && matches!(text, "struct" | "class" | "union") {
+                if let Some(n) = toks.get(j + 1).filter(|n| n.kind == Tok::Ident) {
+                    // `struct NAME<...>` is a partial specialisation.
+                    if !is_punct(src, toks.get(j + 2), "<") {
+                        decl = Some((n.text(src).to_string(), true));
+                    }
+                }
+                break;
+            }
+            if is_punct(src, Some(tj), "(") {
+                if let Some(n) = j.checked_sub(1).and_then(|p| toks.get(p)) {
+                    if n.kind == Tok::Ident {
+                        decl = Some((n.text(src).to_string(), false));
+                    }
+                }
+                break;
+            }
+            j += 1;
+        }
+        if let Some((name, is_class)) = decl {
+            out.push(TemplateDecl {
+                name,
+                is_class,
+                params,
+            });
+        }
+        i = close + 1;
+    }
+    Ok(out)
+}
+
+/// Every explicit specialisation a blob defines at namespace scope, its
+/// template arguments expanded through the file's namespace-scope `using`
+/// declarations (`trait_0`, `fmha_mask_0`, ... are aliases).
+pub fn specialisations(src: &str) -> Result<Vec<Specialisation>, Error> {
+    let toks = lex(src)?;
+    let mut aliases: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        match (t.kind, t.text(src)) {
+            (Tok::Punct, "{") => depth += 1,
+            (Tok::Punct, "}") => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| parse_err(t.line, "unbalanced '}'"))?;
+            }
+            (Tok::Ident, "using") if depth == 0 => {
+                if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
+                    aliases.insert(toks[name_at].text(src), range);
+                    i = next;
+                    continue;
+                }
+            }
+            (Tok::Ident, "template")
+                if depth == 0
+                    && is_punct(src, toks.get(i + 1), "<")
+                    && is_punct(src, toks.get(i + 2), ">") =>
+            {
+                let lookup = |n: &str| {
+                    aliases
+                        .get(n)
+                        .and_then(|&(a, b)| toks.get(a..b))
+                        .map(|s| (s, src))
+                };
+                // `template <> RET NAME<ARGS>(`: NAME is the identifier
+                // whose argument list is followed by `(`.
+                let mut j = i + 3;
+                while let Some(tj) = toks.get(j).filter(|_| j - i < cpp::MAX_SPAN_TOKENS) {
+                    if tj.kind == Tok::Punct && matches!(tj.text(src), ";" | "{" | "(") {
+                        break;
+                    }
+                    if tj.kind == Tok::Ident && is_punct(src, toks.get(j + 1), "<") {
+                        let close = matching_angle(src, &toks, j + 1).ok_or_else(|| {
+                            parse_err(tj.line, "unbalanced '<' in a specialisation")
+                        })?;
+                        if is_punct(src, toks.get(close + 1), "(") {
+                            let paren = matching_paren(src, &toks, close + 1).ok_or_else(|| {
+                                parse_err(tj.line, "unbalanced '(' in a specialisation")
+                            })?;
+                            let mut args = Vec::new();
+                            for (a, b) in split_commas(src, &toks, j + 2, close) {
+                                args.push(
+                                    cpp::normalize(src, &toks[a..b], &lookup)
+                                        .map_err(|why| parse_err(tj.line, why))?,
+                                );
+                            }
+                            out.push(Specialisation {
+                                template: tj.text(src).to_string(),
+                                args,
+                                line: t.line,
+                                span: (t.start, toks[paren].end),
+                            });
+                            j = paren;
+                            break;
+                        }
+                        j = close;
+                    }
+                    j += 1;
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// `using NAME = TYPE ;` at token `i` (the `using`): the name's index, the
+/// type's token range, and the index after the `;`.
+pub(crate) fn using_decl(
+    src: &str,
+    toks: &[Token],
+    i: usize,
+) -> Option<(usize, (usize, usize), usize)> {
+    toks.get(i + 1).filter(|t| t.kind == Tok::Ident)?;
+    if !is_punct(src, toks.get(i + 2), "=") {
+        return None;
+    }
+    let mut depth = 0i64;
+    let mut j = i + 3;
+    while let Some(t) = toks.get(j).filter(|_| j - i < cpp::MAX_SPAN_TOKENS) {
+        if t.kind == Tok::Punct {
+            match t.text(src) {
+                "(" | "[" | "{" => depth += 1,
+                ")" | "]" | "}" => depth -= 1,
+                ";" if depth == 0 => return Some((i + 1, (i + 3, j), j + 1)),
+                _ => {}
+            }
+        }
+        if depth < 0 {
+            return None;
+        }
+        j += 1;
+    }
+    None
+}
+
+/// The template name and arguments of a type in normal form
+/// (`fmha_fwd_traits_<128,FmhaFwdBf16,...>`), or `None` for a type that is
+/// not a template instantiation.
+pub fn split_instantiation(ty: &str) -> Option<(String, Vec<String>)> {
+    let toks = cpp::tokenize(ty).ok()?;
+    let name_at = toks
+        .iter()
+        .position(|t| is_punct(ty, Some(t), "<"))?
+        .checked_sub(1)?;
+    let close = matching_angle(ty, &toks, name_at + 1)?;
+    if close + 1 != toks.len() {
+        return None;
+    }
+    let name: String = toks[..=name_at].iter().map(|t| t.text(ty)).collect();
+    let args = split_commas(ty, &toks, name_at + 2, close)
+        .into_iter()
+        .filter_map(|(a, b)| plain(ty, toks.get(a..b)?).ok())
+        .collect();
+    Some((name, args))
+}
+
+/// The generator's tables of C++ spellings (`BIAS_MAP = {"no":
+/// "ck_tile::BlockAttentionBiasEnum::NO_BIAS", ...}` in
+/// `codegen/cpp_symbol_map.py`): every top-level assignment of a dict whose
+/// keys and values are all string literals, by table name.
+pub fn symbol_tables(python: &str) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out = BTreeMap::new();
+    let mut rest = python;
+    while let Some(eq) = rest.find("= {") {
+        let line_start = rest[..eq].rfind('\n').map_or(0, |p| p + 1);
+        let name = rest[line_start..eq].trim();
+        let body_start = eq + 3;
+        let Some(close) = rest[body_start..].find('}') else {
+            break;
+        };
+        let body = &rest[body_start..body_start + close];
+        rest = &rest[body_start + close + 1..];
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            continue;
+        }
+        if let Some(pairs) = string_pairs(body) {
+            out.insert(name.to_string(), pairs);
+        }
+    }
+    out
+}
+
+/// `"k": "v", ...` (comments and trailing commas allowed), or `None` when
+/// anything else is in the dict.
+fn string_pairs(body: &str) -> Option<Vec<(String, String)>> {
+    let mut strings = Vec::new();
+    let mut seps = Vec::new();
+    let b = body.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => {
+                let q = b[i];
+                let end = body[i + 1..].find(q as char)? + i + 1;
+                strings.push(body[i + 1..end].to_string());
+                i = end + 1;
+            }
+            b'#' => i = body[i..].find('\n').map_or(b.len(), |p| i + p),
+            b':' | b',' => {
+                seps.push(b[i]);
+                i += 1;
+            }
+            c if c.is_ascii_whitespace() => i += 1,
+            _ => return None,
+        }
+    }
+    if strings.len() % 2 != 0 || strings.is_empty() {
+        return None;
+    }
+    // Separators must alternate `:` `,` (a trailing `,` allowed).
+    for (k, s) in seps.iter().enumerate() {
+        if *s != if k % 2 == 0 { b':' } else { b',' } {
+            return None;
+        }
+    }
+    Some(
+        strings
+            .chunks(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_give_parameter_names_and_defaults() {
+        let src = "template <ck_tile::index_t HDim_, typename DataType_, bool kPad_ = false>\n\
+                   struct fmha_x_traits_ { static constexpr int a = 1; };\n\
+                   template <typename Traits_, typename Arch = void>\n\
+                   float fmha_x_(const ck_tile::stream_config&, fmha_x_args);\n\
+                   template <typename T> struct fmha_x_traits_<T*> {};\n\
+                   template <> float fmha_x_<int>(const ck_tile::stream_config&, fmha_x_args);\n";
+        let d = template_declarations(src).unwrap();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].name, "fmha_x_traits_");
+        assert!(d[0].is_class);
+        let names: Vec<&str> = d[0].params.iter().map(TemplateParam::key).collect();
+        assert_eq!(names, ["HDim", "DataType", "kPad"]);
+        assert_eq!(d[0].params[2].default.as_deref(), Some("false"));
+        assert_eq!(d[1].name, "fmha_x_");
+        assert!(!d[1].is_class);
+        assert_eq!(d[1].params[1].name, "Arch");
+        assert_eq!(d[1].params[1].default.as_deref(), Some("void"));
+    }
+
+    #[test]
+    fn specialisations_expand_the_files_aliases() {
+        let src = "using fmha_mask_0 = ck_tile::SimplifiedGenericAttentionMask<true>;\n\
+                   using trait_0 = fmha_fwd_traits_<128, FmhaFwdBf16, fmha_mask_0, 64/2>;\n\
+                   template<>\n\
+                   float fmha_fwd_<trait_0, ck_tile::gfx9_t>(const ck_tile::stream_config& s, fmha_fwd_args a)\n\
+                   { return 0; }\n\
+                   template<> std::string fmha_fwd_get_name_<trait_0>() { return \"\"; }\n";
+        let s = specialisations(src).unwrap();
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!(s[0].template, "fmha_fwd_");
+        assert_eq!(s[0].line, 3);
+        assert_eq!(
+            s[0].args,
+            [
+                "fmha_fwd_traits_<128,FmhaFwdBf16,ck_tile::SimplifiedGenericAttentionMask<true>,32>",
+                "ck_tile::gfx9_t"
+            ]
+        );
+        assert!(src[s[0].span.0..s[0].span.1].ends_with("fmha_fwd_args a)"));
+        assert_eq!(s[1].template, "fmha_fwd_get_name_");
+        let (name, args) = split_instantiation(&s[0].args[0]).unwrap();
+        assert_eq!(name, "fmha_fwd_traits_");
+        assert_eq!(args[2], "ck_tile::SimplifiedGenericAttentionMask<true>");
+        assert_eq!(args.len(), 4);
+    }
+
+    #[test]
+    fn symbol_tables_are_the_string_dicts() {
+        let py = "X = 1\nBIAS_MAP = {\n    \"no\": \"ck_tile::BlockAttentionBiasEnum::NO_BIAS\",\n    \
+                  'alibi': 'ck_tile::BlockAttentionBiasEnum::ALIBI',  # slopes\n}\n\
+                  def f():\n    return {a: b}\nMODE_MAP = {\"batch\": \"false\", \"group\": \"true\"}\n\
+                  ODD = {\"a\": 1}\n";
+        let t = symbol_tables(py);
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t["BIAS_MAP"][1].0, "alibi");
+        assert_eq!(t["MODE_MAP"][0], ("batch".into(), "false".into()));
+    }
+
+    #[test]
+    fn hostile_input_is_an_error_or_nothing_never_a_panic() {
+        for src in [
+            "template <",
+            "template <> float f<",
+            "template <> float f<int>(",
+            "using x = ; template <> x<x>(",
+            "}}}",
+            "template <typename A = > struct",
+            "\"",
+        ] {
+            let _ = template_declarations(src);
+            let _ = specialisations(src);
+            let _ = split_instantiation(src);
+            let _ = symbol_tables(src);
+        }
+    }
+}
