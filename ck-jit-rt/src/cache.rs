@@ -141,7 +141,8 @@ pub fn safe_component(name: &str) -> String {
 
 /// The default cache root for a cache `name`: `$XDG_CACHE_HOME/<name>`, else
 /// `<home>/.cache/<name>` where home is `$HOME` or, without it, the home
-/// directory of the real user id. Never a shared temp directory.
+/// directory of the real user id (the `home` crate reads the password
+/// database). Never a shared temp directory.
 pub fn default_dir(name: &str) -> Result<PathBuf, Error> {
     let name = safe_component(name);
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
@@ -150,44 +151,18 @@ pub fn default_dir(name: &str) -> Result<PathBuf, Error> {
             return Ok(x.join(name));
         }
     }
+    // `HOME` first, as before; `home_dir` alone would also take an empty
+    // one on older toolchains.
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(home_of_uid)
+        .or_else(home::home_dir)
+        .filter(|h| !h.as_os_str().is_empty())
         .ok_or_else(|| Error::Cache {
             dir: PathBuf::from("~/.cache"),
             why: "no HOME and no home directory for this user id; set CK_JIT_CACHE_DIR".into(),
         })?;
     Ok(home.join(".cache").join(name))
-}
-
-fn home_of_uid() -> Option<PathBuf> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStrExt;
-    let mut buf = vec![0 as libc::c_char; 16384];
-    let mut pwd: libc::passwd = unsafe {
-        // SAFETY: passwd is plain data; all-zero is a valid value to pass
-        // as the out-parameter of getpwuid_r.
-        std::mem::zeroed()
-    };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer refers to live memory of the advertised size.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: getpwuid_r succeeded, so pw_dir points to a NUL-terminated
-    // string inside `buf`, which is still alive.
-    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
-    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 fn euid() -> u32 {
