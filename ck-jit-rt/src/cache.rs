@@ -378,7 +378,12 @@ impl Cache {
     /// compile never blocks the next one. On a shared cache a file system
     /// without working locks is tolerated (duplicate compiles are then
     /// possible, torn entries still are not).
-    pub(crate) fn lock(&self, blob: &str, prekey: &str, timeout: Duration) -> Result<LockGuard, Error> {
+    pub(crate) fn lock(
+        &self,
+        blob: &str,
+        prekey: &str,
+        timeout: Duration,
+    ) -> Result<LockGuard, Error> {
         self.mkdir(&self.blob_dir(blob))?;
         let path = self.lock_path(blob, prekey);
         let file = OpenOptions::new()
@@ -421,7 +426,12 @@ impl Cache {
     /// Finds a published entry of `prekey` whose recorded headers all still
     /// have the recorded contents. Records that cannot be read are skipped
     /// (a torn record is never trusted); newest first.
-    pub(crate) fn lookup(&self, blob: &str, prekey: &str, root: &Path) -> Result<Option<Entry>, Error> {
+    pub(crate) fn lookup(
+        &self,
+        blob: &str,
+        prekey: &str,
+        root: &Path,
+    ) -> Result<Option<Entry>, Error> {
         let dir = self.prekey_dir(blob, prekey);
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,

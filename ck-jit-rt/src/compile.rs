@@ -205,14 +205,13 @@ impl Job {
         let Some((program, args)) = self.argv.split_first() else {
             return Err(not_found("", &self.blob, "empty command".into()));
         };
-        let log =
-            OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(self.append_log)
-                .truncate(!self.append_log)
-                .open(&self.log)
-                .map_err(|e| Error::io("creating the log", &self.log, e))?;
+        let log = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(self.append_log)
+            .truncate(!self.append_log)
+            .open(&self.log)
+            .map_err(|e| Error::io("creating the log", &self.log, e))?;
         let log_err = log
             .try_clone()
             .map_err(|e| Error::io("creating the log", &self.log, e))?;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ck_jit_rt::config::Config;
 use ck_jit_rt::__private::{FamilySlots, SymbolOverride};
+use ck_jit_rt::config::Config;
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
 use ck_jit_rt::{Query, Runtime, SelectError};
 
