@@ -7,8 +7,7 @@
 //! blobs ([`select`]), run one command ([`commands`]), report ([`output`]).
 //!
 //! The tool is a client of the runtime's public API and nothing more: it
-//! builds with `Runtime::ensure`, asks `Runtime::plan`/`cached_entry` what
-//! is cached, and changes the cache only through `ck_jit_rt::maintenance`
+//! builds with `Runtime::ensure`, asks `Runtime::cached` what is cached, and changes the cache only through `ck_jit_rt::maintenance`
 //! (locks, verify, quarantine, remove). It must never compute a key or write an entry
 //! itself, or a pre-built entry could differ from what a lazy call loads.
 

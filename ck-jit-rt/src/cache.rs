@@ -23,17 +23,19 @@
 //! process), and never follow a symlink out of the cache root.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use ck_jit_manifest::Group;
 use once_cell::sync::Lazy;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
+use crate::compile::{self, CompilerId};
 use crate::error::Error;
 
 /// Version of the cache layout and key derivation; part of every key.
@@ -111,6 +113,115 @@ pub fn short_hash(h: &blake3::Hash) -> String {
     h.to_hex()[..32].to_string()
 }
 
+/// The key of what is known about a compile before running it, without
+/// the compiler's identity: the cache format, blob name, source bytes, the
+/// normalised argument template, program name, working directory, whether
+/// headers are recorded, and the launcher. Lets a deployment without the
+/// compiler still find entries built from the same inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputsKey(blake3::Hash);
+
+/// The key of a compile's inputs with the compiler's identity: the
+/// directory its entries live in and the name of its compile lock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Prekey(String);
+
+/// The final key of an entry: its [`Prekey`] and every header the compile
+/// read, with its contents' hash. The object's file stem.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key(String);
+
+impl InputsKey {
+    /// Hashes a blob's inputs. `source` is the BLAKE3 of the source bytes;
+    /// the template's arguments go in normalised
+    /// ([`compile::normalise_args`]) with `{name}` expanded, and other
+    /// placeholders kept, so relocating the tree keeps the key.
+    pub(crate) fn new(
+        blob: &str,
+        source: &blake3::Hash,
+        group: &Group,
+        launcher: &[String],
+    ) -> InputsKey {
+        let mut h = blake3::Hasher::new();
+        h.update(b"ck-jit inputs\0");
+        h.update(&CACHE_FORMAT.to_le_bytes());
+        h.update(blob.as_bytes());
+        h.update(b"\0");
+        h.update(source.as_bytes());
+        for a in compile::normalise_args(&group.args) {
+            h.update(b"\0a");
+            h.update(a.replace("{name}", blob).as_bytes());
+        }
+        h.update(b"\0program\0");
+        h.update(group.compiler.as_bytes());
+        h.update(b"\0cwd\0");
+        h.update(group.cwd.as_deref().unwrap_or("{root}").as_bytes());
+        h.update(&[u8::from(group.depfile)]);
+        for l in launcher {
+            h.update(b"\0launcher\0");
+            h.update(l.as_bytes());
+        }
+        InputsKey(h.finalize())
+    }
+
+    /// The key of these inputs compiled by `compiler` (its resolved path
+    /// and `--version` output).
+    pub fn prekey(&self, compiler: &CompilerId) -> Prekey {
+        let mut h = blake3::Hasher::new();
+        h.update(self.0.as_bytes());
+        h.update(compiler.real.as_os_str().as_encoded_bytes());
+        h.update(b"\0");
+        h.update(compiler.version.as_bytes());
+        Prekey(short_hash(&h.finalize()))
+    }
+}
+
+impl fmt::Display for InputsKey {
+    /// The form stored in [`Record::inputs`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&short_hash(&self.0))
+    }
+}
+
+impl Prekey {
+    /// The hex form (a directory name in the cache).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The final key of a compile of this prekey that read `deps`.
+    pub fn key(&self, deps: &[Dep]) -> Key {
+        let mut h = blake3::Hasher::new();
+        h.update(self.0.as_bytes());
+        for d in deps {
+            h.update(b"\0");
+            h.update(d.path.as_bytes());
+            h.update(b"\0");
+            h.update(d.hash.as_bytes());
+        }
+        Key(short_hash(&h.finalize()))
+    }
+}
+
+impl fmt::Display for Prekey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Key {
+    /// The hex form (the object's file stem).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Maps any blob name to one safe path component: `[A-Za-z0-9_.-]`, no
 /// leading `.`/`-`, at most 100 bytes (a hash suffix keeps distinct names
 /// distinct when something had to change).
@@ -141,7 +252,8 @@ pub fn safe_component(name: &str) -> String {
 
 /// The default cache root for a cache `name`: `$XDG_CACHE_HOME/<name>`, else
 /// `<home>/.cache/<name>` where home is `$HOME` or, without it, the home
-/// directory of the real user id. Never a shared temp directory.
+/// directory of the real user id (the `home` crate reads the password
+/// database). Never a shared temp directory.
 pub fn default_dir(name: &str) -> Result<PathBuf, Error> {
     let name = safe_component(name);
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
@@ -150,44 +262,18 @@ pub fn default_dir(name: &str) -> Result<PathBuf, Error> {
             return Ok(x.join(name));
         }
     }
+    // `HOME` first, as before; `home_dir` alone would also take an empty
+    // one on older toolchains.
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(home_of_uid)
+        .or_else(home::home_dir)
+        .filter(|h| !h.as_os_str().is_empty())
         .ok_or_else(|| Error::Cache {
             dir: PathBuf::from("~/.cache"),
             why: "no HOME and no home directory for this user id; set CK_JIT_CACHE_DIR".into(),
         })?;
     Ok(home.join(".cache").join(name))
-}
-
-fn home_of_uid() -> Option<PathBuf> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStrExt;
-    let mut buf = vec![0 as libc::c_char; 16384];
-    let mut pwd: libc::passwd = unsafe {
-        // SAFETY: passwd is plain data; all-zero is a valid value to pass
-        // as the out-parameter of getpwuid_r.
-        std::mem::zeroed()
-    };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer refers to live memory of the advertised size.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: getpwuid_r succeeded, so pw_dir points to a NUL-terminated
-    // string inside `buf`, which is still alive.
-    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
-    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 fn euid() -> u32 {
@@ -358,7 +444,7 @@ impl Cache {
             self.prekey_dir(blob, prekey),
             self.lock_path(blob, prekey),
             self.log_path(blob, prekey),
-            self.temp_path(blob, "so"),
+            self.temp_pattern(blob),
         ]
     }
 
@@ -386,15 +472,26 @@ impl Cache {
         ))
     }
 
-    /// A fresh private temp path in `tmp/` (unique per process and call).
-    pub(crate) fn temp_path(&self, blob: &str, ext: &str) -> PathBuf {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let mut name = safe_component(blob);
-        name.truncate(60);
+    /// A fresh private directory in `tmp/` for one compile's files, removed
+    /// (with whatever the compiler left in it) when dropped. It is on the
+    /// cache's file system, so its object can be linked into place.
+    pub(crate) fn work_dir(&self, blob: &str) -> Result<tempfile::TempDir, Error> {
+        let (prefix, suffix) = temp_affixes(blob, "");
+        let tmp = self.root.join("tmp");
+        tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(&suffix)
+            .tempdir_in(&tmp)
+            .map_err(|e| Error::io("creating a temp directory in", &tmp, e))
+    }
+
+    /// What a temp file or directory of `blob` is named like, with the
+    /// random part shown as `XXXXXX` (for tests of hostile names).
+    fn temp_pattern(&self, blob: &str) -> PathBuf {
+        let (prefix, suffix) = temp_affixes(blob, "so");
         self.root
             .join("tmp")
-            .join(format!("{}-{}-{}.{}.tmp", std::process::id(), n, name, ext))
+            .join(format!("{prefix}XXXXXX{suffix}"))
     }
 
     /// Takes the compile lock of a prekey, waiting up to `timeout`.
@@ -567,25 +664,27 @@ impl Cache {
         }
         let _ = fs::remove_file(tmp_object);
         let record_path = dir.join(format!("{}.json", record.key));
-        let tmp_rec = self.temp_path(&record.blob, "json");
         let text = serde_json::to_vec(&record).map_err(|e| Error::Io {
             op: "encoding the record for",
             path: record_path.clone(),
             error: std::sync::Arc::new(io::Error::other(e)),
         })?;
-        {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(self.file_mode())
-                .open(&tmp_rec)
-                .map_err(|e| Error::io("writing", &tmp_rec, e))?;
-            f.write_all(&text)
-                .map_err(|e| Error::io("writing", &tmp_rec, e))?;
-            f.sync_all()
-                .map_err(|e| Error::io("syncing", &tmp_rec, e))?;
-        }
-        fs::rename(&tmp_rec, &record_path).map_err(|e| Error::io("publishing", &record_path, e))?;
+        let (prefix, suffix) = temp_affixes(&record.blob, "json");
+        let tmp = self.root.join("tmp");
+        let mut f = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(&suffix)
+            .permissions(fs::Permissions::from_mode(self.file_mode()))
+            .tempfile_in(&tmp)
+            .map_err(|e| Error::io("creating a temp file in", &tmp, e))?;
+        f.write_all(&text)
+            .map_err(|e| Error::io("writing", f.path(), e))?;
+        f.as_file()
+            .sync_all()
+            .map_err(|e| Error::io("syncing", f.path(), e))?;
+        // A rename: readers see the old record or the whole new one.
+        f.persist(&record_path)
+            .map_err(|e| Error::io("publishing", &record_path, e.error))?;
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -652,8 +751,10 @@ impl Cache {
         }
     }
 
-    /// Removes temp files left by compiles that died: ones of processes
-    /// that no longer exist (local cache), or older than `max_age`.
+    /// Removes temp files and compile directories left by compiles that
+    /// died: ones of processes that no longer exist (local cache), or older
+    /// than `max_age`. Their names start with the creating process's id and
+    /// end in `.tmp` ([`temp_affixes`]).
     pub fn sweep_temps(&self, max_age: Duration) -> usize {
         let dir = self.root.join("tmp");
         let Ok(rd) = fs::read_dir(&dir) else {
@@ -678,7 +779,19 @@ impl Cache {
                     .next()
                     .and_then(|p| p.parse::<i32>().ok())
                     .is_some_and(|pid| pid > 0 && !process_alive(pid));
-            if (old || dead) && fs::remove_file(ent.path()).is_ok() {
+            if !(old || dead) {
+                continue;
+            }
+            // A compile's work directory, or a record being written. The
+            // file type is the entry's own: a symlink is removed, never
+            // followed.
+            let is_dir = ent.file_type().is_ok_and(|t| t.is_dir());
+            let gone = if is_dir {
+                fs::remove_dir_all(ent.path())
+            } else {
+                fs::remove_file(ent.path())
+            };
+            if gone.is_ok() {
                 removed += 1;
             }
         }
@@ -719,6 +832,22 @@ impl Cache {
         out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
         out
     }
+}
+
+/// The fixed parts of a temp name: `<pid>-` before the random part (the
+/// sweeper reads the pid back), `-<blob>.<ext>.tmp` after it.
+fn temp_affixes(blob: &str, ext: &str) -> (String, String) {
+    let mut name = safe_component(blob);
+    name.truncate(60);
+    let ext = if ext.is_empty() {
+        String::new()
+    } else {
+        format!(".{ext}")
+    };
+    (
+        format!("{}-", std::process::id()),
+        format!("-{name}{ext}.tmp"),
+    )
 }
 
 fn process_alive(pid: i32) -> bool {
@@ -832,5 +961,45 @@ mod tests {
         let long = "x".repeat(4096);
         assert!(safe_component(&long).len() <= 100);
         assert_ne!(safe_component("a/b"), safe_component("a_b"));
+    }
+
+    #[test]
+    fn compile_temps_live_in_tmp_and_stale_ones_are_swept() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        let tmp = cache.root().join("tmp");
+        let work = cache.work_dir("../a blob").unwrap();
+        assert_eq!(work.path().parent(), Some(tmp.as_path()));
+        fs::write(work.path().join("out.so"), b"x").unwrap();
+        // A live process's temps stay; a dead one's go, directories included.
+        assert_eq!(cache.sweep_temps(Duration::from_secs(3600)), 0);
+        let dead = tmp.join("2147483646-abcdef-k.tmp");
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("out.so"), b"x").unwrap();
+        fs::write(tmp.join("2147483646-abcdef-k.json.tmp"), b"{}").unwrap();
+        assert_eq!(cache.sweep_temps(Duration::from_secs(3600)), 2);
+        assert!(!dead.exists() && work.path().exists());
+        let path = work.path().to_path_buf();
+        drop(work);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn final_key_changes_with_every_header_and_its_contents() {
+        let prekey = Prekey("0123".into());
+        let dep = |path: &str, hash: &str| Dep {
+            path: path.into(),
+            hash: hash.into(),
+            stat: String::new(),
+        };
+        let a = prekey.key(&[dep("{root}/a.h", "1")]);
+        assert_ne!(a, prekey.key(&[]));
+        assert_ne!(a, prekey.key(&[dep("{root}/a.h", "2")]));
+        assert_ne!(a, prekey.key(&[dep("{root}/b.h", "1")]));
+        // The stat shortcut is not part of the key.
+        let mut touched = dep("{root}/a.h", "1");
+        touched.stat = "1:2:3:4".into();
+        assert_eq!(a, prekey.key(&[touched]));
+        assert_eq!(a.as_str().len(), 32);
     }
 }

@@ -1,6 +1,9 @@
 //! Runs the compiler: finds it, identifies it (resolved path and
-//! `--version`, once per process), runs it from an argv with a time limit,
-//! keeps its full output in a log file and a bounded tail in memory.
+//! `--version`, once per process), builds the argv of each step from the
+//! group's template ([`jobs`]: flags in [`STRIPPED_FLAGS`] dropped,
+//! placeholders filled in, split for a launcher, `-MD -MF` added), runs them
+//! with a time limit, keeps the full output in a log file and a bounded
+//! tail in memory, and reads back what the compiler wrote.
 //!
 //! Never runs a shell: every command is an argv handed to `execve`.
 
@@ -14,10 +17,12 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use ck_jit_manifest::{Group, STRIPPED_FLAGS};
 use once_cell::sync::Lazy;
 
 use crate::config::{compiler_override, compiler_var};
 use crate::error::{shell_quote, Error};
+use crate::symbol;
 
 /// Most bytes of compiler output kept in memory for an error message.
 pub const TAIL_BYTES: usize = 8 * 1024;
@@ -294,10 +299,17 @@ pub fn tail(path: &Path, max: usize) -> String {
     text.trim_end().to_string()
 }
 
+/// Whether the runtime drops `arg` from every compile
+/// ([`STRIPPED_FLAGS`]: flags that would hide the entry point from
+/// `dlsym`).
+fn is_stripped(arg: &str) -> bool {
+    STRIPPED_FLAGS.contains(&arg)
+}
+
 /// Normalises a compile argv for hashing: flags that only name where the
-/// output and dependency files go are dropped, `-fvisibility=hidden` is
-/// dropped (it is stripped from every compile), and placeholders stay
-/// unexpanded so that relocating the tree does not change the key.
+/// output and dependency files go are dropped, [`STRIPPED_FLAGS`] are
+/// dropped (no compile gets them), and placeholders stay unexpanded so that
+/// relocating the tree does not change the key.
 pub fn normalise_args(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut skip_next = false;
@@ -308,11 +320,141 @@ pub fn normalise_args(args: &[String]) -> Vec<String> {
         }
         match a.as_str() {
             "-MF" | "-MT" | "-MQ" => skip_next = true,
-            "-MD" | "-MMD" | "-fvisibility=hidden" => {}
+            "-MD" | "-MMD" => {}
+            a if is_stripped(a) => {}
             _ => out.push(a.clone()),
         }
     }
     out
+}
+
+/// Where one compile's files go: the shared object (`{out}`), the object
+/// of a split compile (`{obj}`) and the dependency file, all in one
+/// private directory.
+#[derive(Debug, Clone)]
+pub struct Files {
+    /// The shared object the blob's command writes.
+    pub out: PathBuf,
+    /// The object file between compile and link when split for a launcher.
+    pub obj: PathBuf,
+    /// The Make-style dependency file (`-MD -MF`).
+    pub dep: PathBuf,
+}
+
+impl Files {
+    /// The files of a compile in `dir`.
+    pub fn in_dir(dir: &Path) -> Files {
+        Files {
+            out: dir.join("out.so"),
+            obj: dir.join("out.o"),
+            dep: dir.join("out.d"),
+        }
+    }
+}
+
+/// Everything that decides the commands of one blob's compile.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The blob's name (`{name}`, and messages).
+    pub blob: &'a str,
+    /// Its group: the argument template and whether headers are recorded.
+    pub group: &'a Group,
+    /// The compiler found for the group's program.
+    pub compiler: &'a CompilerId,
+    /// `CK_JIT_LAUNCHER`, split into words (empty: none).
+    pub launcher: &'a [String],
+    /// The tree root (`{root}`).
+    pub root: &'a Path,
+    /// The absolute source path (`{src}`).
+    pub source: &'a Path,
+    /// The working directory of every step.
+    pub cwd: &'a Path,
+    /// The log all steps write to.
+    pub log: &'a Path,
+    /// Limit of each step.
+    pub timeout: Duration,
+}
+
+/// The jobs that compile one blob into `files.out`, in order.
+///
+/// With a launcher, a template that links a shared object is split into a
+/// compile step (which the launcher runs, and can cache or distribute) and
+/// a link step ([`split_for_launcher`]); otherwise it runs as one step.
+/// [`STRIPPED_FLAGS`] are dropped, placeholders expanded, and `-MD -MF`
+/// added to the compiling step when the group records headers.
+pub fn jobs(req: &Request, files: &Files) -> Vec<Job> {
+    let expand_all = |args: &[String]| -> Vec<String> {
+        args.iter()
+            .filter(|a| !is_stripped(a))
+            .map(|a| {
+                expand(a, req.root, req.source, &files.out, req.blob)
+                    .replace("{obj}", &files.obj.to_string_lossy())
+            })
+            .collect()
+    };
+    let steps: Vec<(Vec<String>, bool)> =
+        match (req.launcher.is_empty(), split_for_launcher(&req.group.args)) {
+            (false, Some((c, l))) => vec![(expand_all(&c), true), (expand_all(&l), false)],
+            _ => vec![(expand_all(&req.group.args), true)],
+        };
+    let program = req.compiler.path.to_string_lossy().into_owned();
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, (args, compiles))| {
+            let mut argv: Vec<String> = Vec::new();
+            if compiles {
+                argv.extend(req.launcher.iter().cloned());
+            }
+            argv.push(program.clone());
+            argv.extend(args);
+            if compiles && req.group.depfile {
+                argv.push("-MD".into());
+                argv.push("-MF".into());
+                argv.push(files.dep.to_string_lossy().into_owned());
+            }
+            Job {
+                blob: req.blob.to_string(),
+                argv,
+                cwd: req.cwd.to_path_buf(),
+                log: req.log.to_path_buf(),
+                timeout: req.timeout,
+                // The link step adds to the compile's log.
+                append_log: i > 0,
+            }
+        })
+        .collect()
+}
+
+/// Runs `jobs` in order, stopping at the first that fails.
+pub fn run(jobs: &[Job]) -> Result<(), Error> {
+    jobs.iter().try_for_each(|job| {
+        log::info!(
+            "ck-jit: compiling blob '{}': {}",
+            job.blob,
+            job.command_line()
+        );
+        job.run()
+    })
+}
+
+/// Reads the shared object a successful compile wrote and checks it is
+/// one this process can load (ELF, shared, host machine).
+pub fn read_output(blob: &str, out: &Path) -> Result<Vec<u8>, Error> {
+    let bad = |why: String| Error::BadObject {
+        blob: blob.to_string(),
+        path: out.to_path_buf(),
+        why,
+    };
+    let bytes = match fs::read(out) {
+        Ok(b) if b.is_empty() => {
+            return Err(bad("the compiler exited 0 but wrote an empty file".into()))
+        }
+        Ok(b) => b,
+        Err(_) => return Err(bad("the compiler exited 0 but wrote no output".into())),
+    };
+    symbol::check_header(&bytes, Some(symbol::HOST_MACHINE)).map_err(|e| bad(e.to_string()))?;
+    Ok(bytes)
 }
 
 /// Splits a one-step "compile and link a shared object" template into a
@@ -416,6 +558,7 @@ mod tests {
             "-MF",
             "/tmp/x.d",
             "-fvisibility=hidden",
+            "-fvisibility=internal",
             "{src}",
             "-o",
             "{out}",
@@ -457,5 +600,89 @@ mod tests {
             e.to_string().contains("CK_JIT_CK_JIT_NO_SUCH_COMPILER"),
             "{e}"
         );
+    }
+
+    fn request_jobs(launcher: &[String], depfile: bool) -> Vec<Job> {
+        let group = Group {
+            name: "g".into(),
+            compiler: "c++".into(),
+            args: [
+                "-O2",
+                "-fvisibility=hidden",
+                "-fvisibility=internal",
+                "-fPIC",
+                "-shared",
+                "{src}",
+                "-o",
+                "{out}",
+            ]
+            .map(String::from)
+            .to_vec(),
+            cwd: None,
+            symbol: ck_jit_manifest::SymbolSpec::Exact("{name}".into()),
+            depfile,
+        };
+        let id = CompilerId {
+            path: "/usr/bin/c++".into(),
+            real: "/usr/bin/g++".into(),
+            version: "1".into(),
+        };
+        let req = Request {
+            blob: "k",
+            group: &group,
+            compiler: &id,
+            launcher,
+            root: Path::new("/r"),
+            source: Path::new("/r/k.cpp"),
+            cwd: Path::new("/r"),
+            log: Path::new("/c/k.log"),
+            timeout: Duration::from_secs(1),
+        };
+        jobs(&req, &Files::in_dir(Path::new("/c/tmp/w")))
+    }
+
+    #[test]
+    fn jobs_drop_stripped_flags_and_add_the_depfile() {
+        let jobs = request_jobs(&[], true);
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(
+            jobs[0].argv,
+            [
+                "/usr/bin/c++",
+                "-O2",
+                "-fPIC",
+                "-shared",
+                "/r/k.cpp",
+                "-o",
+                "/c/tmp/w/out.so",
+                "-MD",
+                "-MF",
+                "/c/tmp/w/out.d"
+            ]
+        );
+        assert!(!jobs[0].append_log);
+        assert!(!request_jobs(&[], false)[0].argv.iter().any(|a| a == "-MD"));
+    }
+
+    #[test]
+    fn a_launcher_runs_the_compile_step_and_the_link_appends_to_its_log() {
+        let jobs = request_jobs(&["ccache".to_string()], true);
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(&jobs[0].argv[..3], ["ccache", "/usr/bin/c++", "-c"]);
+        assert!(jobs[0]
+            .argv
+            .ends_with(&["-MF".into(), "/c/tmp/w/out.d".into()]));
+        assert!(jobs[0].argv.contains(&"/c/tmp/w/out.o".to_string()));
+        assert_eq!(jobs[1].argv[0], "/usr/bin/c++");
+        assert!(jobs[1]
+            .argv
+            .ends_with(&["-o".into(), "/c/tmp/w/out.so".into()]));
+        for job in &jobs {
+            assert!(!job
+                .argv
+                .iter()
+                .any(|a| STRIPPED_FLAGS.contains(&a.as_str())));
+        }
+        assert!(!jobs[0].append_log && jobs[1].append_log);
     }
 }

@@ -4,9 +4,47 @@
 //!
 //! Input comes from a program ck-jit does not control: the parser accepts
 //! any bytes, never panics, and returns the prerequisites of every rule in
-//! order of first appearance, de-duplicated.
+//! order of first appearance, de-duplicated. [`headers`] turns them into
+//! the hashed dependencies of a cache record.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::path::Path;
+
+use crate::cache::{self, Dep};
+
+/// The headers a compile read, from its dependency file `depfile`, each
+/// with the hash of its contents now (after the compile) and, when the
+/// file held still while it was hashed, its identity for the lookup's stat
+/// shortcut. Paths are relative to `cwd`; the source itself is left out
+/// (it is in the prekey). A missing or unreadable depfile means no headers,
+/// and a header that vanished before it could be hashed is left out.
+pub fn headers(depfile: &Path, cwd: &Path, source: &Path, root: &Path) -> Vec<Dep> {
+    let text = fs::read_to_string(depfile).unwrap_or_default();
+    let source_canon = fs::canonicalize(source).ok();
+    let mut seen = BTreeMap::new();
+    for d in parse(&text) {
+        let p = cwd.join(&d);
+        let canon = fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        if Some(&canon) == source_canon.as_ref() || p == source {
+            continue;
+        }
+        let before = fs::metadata(&p).map(|m| cache::stat_string(&m));
+        if let Ok(hash) = cache::file_hash(&p) {
+            let after = fs::metadata(&p).map(|m| cache::stat_string(&m));
+            // Only a file that held still while hashed gets a stat
+            // shortcut; otherwise lookups re-hash it.
+            let stat = match (before, after) {
+                (Ok(b), Ok(a)) if a == b => a,
+                _ => String::new(),
+            };
+            seen.insert(cache::dep_name(&p, root), (hash, stat));
+        }
+    }
+    seen.into_iter()
+        .map(|(path, (hash, stat))| Dep { path, hash, stat })
+        .collect()
+}
 
 /// Prerequisites of every rule in `text` (targets are dropped).
 ///

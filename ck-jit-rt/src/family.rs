@@ -30,15 +30,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
-use ck_jit_manifest::{closest, escape, Blob, Manifest, SymbolSpec};
+use ck_jit_manifest::{closest, escape, Blob, Manifest};
 use once_cell::sync::OnceCell;
 
 use crate::embed::Embedded;
 use crate::error::Error;
 use crate::runtime::Runtime;
 pub use crate::slot::SymbolOverride;
+use crate::slot::{Slot, Source};
 
 /// The metadata key that orders otherwise equal members (higher first).
 pub const PRIORITY_KEY: &str = "priority";
@@ -623,22 +623,6 @@ impl std::error::Error for SelectError {
     }
 }
 
-/// Where a family's runtime comes from.
-#[derive(Debug, Clone, Copy)]
-enum Source {
-    Embedded(&'static Embedded),
-    Runtime(&'static Runtime),
-}
-
-impl Source {
-    fn runtime(self) -> Result<&'static Runtime, Error> {
-        match self {
-            Source::Embedded(e) => e.runtime(),
-            Source::Runtime(r) => Ok(r),
-        }
-    }
-}
-
 /// The dispatch table of one family: one once-filled slot per member blob,
 /// built from the manifest on first use.
 ///
@@ -721,11 +705,13 @@ impl<F> FamilySlots<F> {
                     .into_iter()
                     .enumerate()
                     .map(|(index, blob)| Member {
-                        ptr: AtomicPtr::new(std::ptr::null_mut()),
+                        slot: Slot::from_source(
+                            Source::Runtime(runtime),
+                            blob.name.as_str(),
+                            self.symbol,
+                        ),
                         index,
                         blob,
-                        runtime,
-                        symbol: self.symbol,
                         _family: PhantomData,
                     })
                     .collect())
@@ -806,13 +792,12 @@ fn candidates<F>(members: &[Member<F>]) -> Vec<Candidate<'_>> {
     members.iter().map(|m| (m.name(), m.meta())).collect()
 }
 
-/// One blob of a family and the slot caching its entry point.
+/// One blob of a family and the slot caching its entry point (the same
+/// slot a `#[lazy_kernel]` function has).
 pub struct Member<F = ()> {
-    ptr: AtomicPtr<()>,
+    slot: Slot,
     index: usize,
     blob: &'static Blob,
-    runtime: &'static Runtime,
-    symbol: SymbolOverride,
     _family: PhantomData<fn() -> F>,
 }
 
@@ -855,22 +840,7 @@ impl<F> Member<F> {
 
     /// Whether the entry point is loaded.
     pub fn is_ready(&self) -> bool {
-        !self.ptr.load(Ordering::Acquire).is_null()
-    }
-
-    fn try_get(&self) -> Result<*const (), Error> {
-        let p = self.ptr.load(Ordering::Acquire);
-        if !p.is_null() {
-            return Ok(p);
-        }
-        let spec = match self.symbol {
-            SymbolOverride::Manifest => None,
-            SymbolOverride::Exact(s) => Some(SymbolSpec::Exact(s.to_string())),
-            SymbolOverride::Prefix(s) => Some(SymbolSpec::Prefix(s.to_string())),
-        };
-        let p = self.runtime.resolve(&self.blob.name, spec.as_ref())?;
-        self.ptr.store(p as *mut (), Ordering::Release);
-        Ok(p)
+        self.slot.is_ready()
     }
 }
 
@@ -924,20 +894,7 @@ impl<F: 'static> Kernel<F> {
     /// message (use [`Kernel::try_get`] for a `Result`).
     #[inline(always)]
     pub fn get(self) -> *const () {
-        let p = self.member.ptr.load(Ordering::Acquire);
-        if !p.is_null() {
-            return p;
-        }
-        self.cold()
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn cold(self) -> *const () {
-        match self.member.try_get() {
-            Ok(p) => p,
-            Err(e) => panic!("{e}"),
-        }
+        self.member.slot.get()
     }
 
     /// The entry point, or the error that prevented it.
@@ -946,7 +903,7 @@ impl<F: 'static> Kernel<F> {
     ///
     /// If the blob cannot be compiled, loaded or resolved.
     pub fn try_get(self) -> Result<*const (), Error> {
-        self.member.try_get()
+        self.member.slot.try_get()
     }
 
     /// The member this handle calls.

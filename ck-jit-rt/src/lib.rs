@@ -81,7 +81,8 @@ pub mod __internals {
     };
     pub use crate::depfile::parse as parse_depfile;
     pub use crate::symbol::{
-        check_header, dynamic_symbols, find_prefix, function_names, DynSym, ElfError, HOST_MACHINE,
+        candidate_names, check_header, dynamic_symbols, find_prefix, function_names, pick_prefix,
+        DynSym, ElfError, HOST_MACHINE,
     };
 }
 

@@ -64,23 +64,13 @@ impl Loaded {
     pub fn resolve(&self, spec: &SymbolSpec) -> Result<*const (), Error> {
         let name = match spec {
             SymbolSpec::Exact(n) => Some(n.clone()),
-            SymbolSpec::Prefix(p) => self
-                .symbols
-                .iter()
-                .find(|s| s.is_function && s.name.starts_with(p.as_str()))
-                .map(|s| s.name.clone()),
+            SymbolSpec::Prefix(p) => symbol::pick_prefix(&self.symbols, p).map(|s| s.name.clone()),
         };
         let not_found = || Error::SymbolNotFound {
             blob: self.blob.clone(),
             path: self.path.clone(),
             spec: spec.clone(),
-            candidates: self
-                .symbols
-                .iter()
-                .filter(|s| s.is_function && !s.name.starts_with('_') || s.name.starts_with("_Z"))
-                .take(8)
-                .map(|s| s.name.clone())
-                .collect(),
+            candidates: symbol::candidate_names(&self.symbols, 8),
         };
         let name = name.ok_or_else(not_found)?;
         let c = CString::new(name).map_err(|_| not_found())?;

@@ -7,4 +7,6 @@
 //! the runtime's own cold path, so an entry pre-built by a tool is exactly
 //! the one a lazy call loads.
 
-pub use crate::cache::{default_dir, Cache, Dep, Entry, LockGuard, Record, CACHE_FORMAT};
+pub use crate::cache::{
+    default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, Prekey, Record, CACHE_FORMAT,
+};

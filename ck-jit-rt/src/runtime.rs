@@ -1,6 +1,8 @@
-//! The cold path: from a blob name to a loaded entry point. Looks the blob
-//! up, computes its key, finds a verified cache entry or compiles one
-//! (single flight across threads and processes), loads it, and remembers
+//! The cold path: from a blob name to a loaded entry point. Sequences the
+//! steps the other modules own: plan the blob (its group, compiler and
+//! keys, from `cache`), find a verified cache entry or compile one (single
+//! flight across threads and processes; commands from `compile`, headers
+//! from `depfile`, publishing in `cache`), load it (`load`), and remember
 //! the result (or the failure) for the process.
 //!
 //! Nothing here runs on the warm path: a filled dispatcher slot never
@@ -16,8 +18,8 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Blob, Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
-use crate::cache::{self, short_hash, Cache, Dep, Entry, Record, CACHE_FORMAT};
-use crate::compile::{self, CompilerId, Job, Jobs};
+use crate::cache::{self, Cache, Entry, InputsKey, Prekey, Record, CACHE_FORMAT};
+use crate::compile::{self, CompilerId, Jobs};
 use crate::config::{config, Config};
 use crate::depfile;
 use crate::error::Error;
@@ -83,25 +85,50 @@ pub enum Outcome {
     Compiled,
 }
 
-/// Everything known about a blob before compiling it.
+/// Everything known about a blob before compiling it: where its source
+/// is, how its group compiles it, which compiler that is, and the keys its
+/// cache entries are filed under.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The blob's name.
     pub blob: String,
     /// Absolute source path.
     pub source: PathBuf,
-    /// Key of the inputs known before compiling, without the compiler's
-    /// identity (lets a deployment without the compiler find entries).
-    pub inputs_key: String,
-    /// Key including the compiler's identity, when the compiler was found.
-    pub prekey: Option<String>,
-    /// The compiler, when found (else the error saying why not).
-    pub compiler: Result<Arc<CompilerId>, Error>,
+    /// The blob's group: compiler program, argument template, headers.
+    pub group: Group,
+    /// Key of the inputs without the compiler's identity (lets a
+    /// deployment without the compiler find entries).
+    pub inputs_key: InputsKey,
+    /// The compiler and the key including its identity, when the compiler
+    /// was found (else the error saying why not).
+    compiler: Result<(Arc<CompilerId>, Prekey), Error>,
     /// Working directory of the compile.
     pub cwd: PathBuf,
     /// Entry symbol spec.
     pub symbol: SymbolSpec,
     source_hash: blake3::Hash,
+}
+
+impl Plan {
+    /// The compiler and the prekey to compile under, or why there is no
+    /// compiler.
+    pub fn compilable(&self) -> Result<(&CompilerId, &Prekey), Error> {
+        match &self.compiler {
+            Ok((id, prekey)) => Ok((id, prekey)),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The key including the compiler's identity, when the compiler was
+    /// found.
+    pub fn prekey(&self) -> Option<&Prekey> {
+        self.compiler.as_ref().ok().map(|(_, prekey)| prekey)
+    }
+
+    /// Whether the source still holds the bytes this plan was made from.
+    fn source_unchanged(&self) -> bool {
+        fs::read(&self.source).map(|b| blake3::hash(&b)).ok() == Some(self.source_hash)
+    }
 }
 
 #[derive(Default)]
@@ -375,37 +402,11 @@ impl Runtime {
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let (b, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
         let source = self.root.join(&b.source);
-        let bytes = read_source(blob, &source, &self.root)?;
-        let source_hash = blake3::hash(&bytes);
-        let launcher = &self.config.launcher;
-        let mut h = blake3::Hasher::new();
-        h.update(b"ck-jit inputs\0");
-        h.update(&CACHE_FORMAT.to_le_bytes());
-        h.update(blob.as_bytes());
-        h.update(b"\0");
-        h.update(source_hash.as_bytes());
-        for a in compile::normalise_args(&g.args) {
-            h.update(b"\0a");
-            h.update(a.replace("{name}", blob).as_bytes());
-        }
-        h.update(b"\0program\0");
-        h.update(g.compiler.as_bytes());
-        h.update(b"\0cwd\0");
-        h.update(g.cwd.as_deref().unwrap_or("{root}").as_bytes());
-        h.update(&[u8::from(g.depfile)]);
-        for l in launcher {
-            h.update(b"\0launcher\0");
-            h.update(l.as_bytes());
-        }
-        let inputs = h.finalize();
-        let compiler = compile::identify(&g.compiler, blob);
-        let prekey = compiler.as_ref().ok().map(|id| {
-            let mut h = blake3::Hasher::new();
-            h.update(inputs.as_bytes());
-            h.update(id.real.as_os_str().as_encoded_bytes());
-            h.update(b"\0");
-            h.update(id.version.as_bytes());
-            short_hash(&h.finalize())
+        let source_hash = blake3::hash(&read_source(blob, &source, &self.root)?);
+        let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
+        let compiler = compile::identify(&g.compiler, blob).map(|id| {
+            let prekey = inputs_key.prekey(&id);
+            (id, prekey)
         });
         let cwd = match &g.cwd {
             Some(c) => PathBuf::from(compile::expand(c, &self.root, &source, Path::new(""), blob)),
@@ -414,8 +415,8 @@ impl Runtime {
         Ok(Plan {
             blob: blob.to_string(),
             source,
-            inputs_key: short_hash(&inputs),
-            prekey,
+            group: g.clone(),
+            inputs_key,
             compiler,
             cwd,
             symbol: self.manifest.symbol_of(b),
@@ -423,12 +424,20 @@ impl Runtime {
         })
     }
 
+    /// The verified cache entry for `blob`, if there is one: what a lazy
+    /// call would load without compiling.
+    pub fn cached(&self, blob: &str) -> Result<Option<Entry>, Error> {
+        let owner = self.owner(blob)?;
+        let plan = owner.plan(blob)?;
+        Ok(owner.cached_entry(&plan)?.map(|(entry, _)| entry))
+    }
+
     /// The verified cache entry for a plan, if there is one. An entry that
     /// fails verification is moved aside (and so counts as a miss).
     pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
         let cache = self.cache()?;
-        let entry = match &plan.prekey {
-            Some(pk) => cache.lookup(&plan.blob, pk, &self.root)?,
+        let entry = match plan.prekey() {
+            Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
             // No compiler here: any entry built from the same inputs by
             // any compiler identity will do (a pre-built deployment).
             None => self.lookup_any_compiler(cache, plan)?,
@@ -450,10 +459,11 @@ impl Runtime {
     }
 
     fn lookup_any_compiler(&self, cache: &Cache, plan: &Plan) -> Result<Option<Entry>, Error> {
+        let inputs = plan.inputs_key.to_string();
         let mut prekeys: Vec<(u64, String)> = cache
             .entries()
             .into_iter()
-            .filter(|e| e.record.blob == plan.blob && e.record.inputs == plan.inputs_key)
+            .filter(|e| e.record.blob == plan.blob && e.record.inputs == inputs)
             .map(|e| (e.record.created, e.record.prekey))
             .collect();
         prekeys.sort_by(|a, b| b.cmp(a));
@@ -542,13 +552,12 @@ impl Runtime {
                     reason,
                 });
             }
-            let id = plan.compiler.clone()?;
+            let (_, prekey) = plan.compilable()?;
             let cache = self.cache()?;
-            let prekey = plan.prekey.clone().unwrap_or_default();
             stats::LOCK_WAITS.add(1);
-            let _lock = cache.lock(blob, &prekey, self.config.lock_timeout)?;
+            let _lock = cache.lock(blob, prekey.as_str(), self.config.lock_timeout)?;
             if force {
-                if let Some(e) = cache.lookup(blob, &prekey, &self.root)? {
+                if let Some(e) = cache.lookup(blob, prekey.as_str(), &self.root)? {
                     // Unlinking is safe for processes that have it mapped.
                     let _ = fs::remove_file(&e.record_path);
                     let _ = fs::remove_file(&e.object);
@@ -558,7 +567,7 @@ impl Runtime {
                 stats::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
-            if let Some((e, bytes)) = self.compile(cache, &plan, &id, &prekey)? {
+            if let Some((e, bytes)) = self.compile(cache, &plan)? {
                 return Ok((e, bytes, Outcome::Compiled));
             }
         }
@@ -570,84 +579,37 @@ impl Runtime {
 
     /// Runs the compiler and publishes the result. `None` when the source
     /// changed during the compile (nothing is published then).
-    fn compile(
-        &self,
-        cache: &Cache,
-        plan: &Plan,
-        id: &CompilerId,
-        prekey: &str,
-    ) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+    fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
         let blob = plan.blob.as_str();
-        let (_, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
-        let out = cache.temp_path(blob, "so");
-        let dep = cache.temp_path(blob, "d");
-        let obj = cache.temp_path(blob, "o");
-        let compiler = id.path.to_string_lossy().into_owned();
-        let expand = |args: &[String]| -> Vec<String> {
-            args.iter()
-                .filter(|a| a.as_str() != "-fvisibility=hidden")
-                .map(|a| {
-                    compile::expand(a, &self.root, &plan.source, &out, blob)
-                        .replace("{obj}", &obj.to_string_lossy())
-                })
-                .collect()
-        };
-        // With a launcher, compile and link separately so the launcher sees
-        // a cacheable (or distributable) compile.
-        let steps: Vec<(Vec<String>, bool)> = match (
-            self.config.launcher.is_empty(),
-            compile::split_for_launcher(&g.args),
-        ) {
-            (false, Some((c, l))) => vec![(expand(&c), true), (expand(&l), false)],
-            _ => vec![(expand(&g.args), true)],
-        };
-        let log = cache.log_path(blob, prekey);
-        let jobs: Vec<Job> = steps
-            .into_iter()
-            .enumerate()
-            .map(|(i, (args, compiles))| {
-                let mut argv: Vec<String> = Vec::new();
-                if compiles {
-                    argv.extend(self.config.launcher.iter().cloned());
-                }
-                argv.push(compiler.clone());
-                argv.extend(args);
-                if compiles && g.depfile {
-                    argv.push("-MD".into());
-                    argv.push("-MF".into());
-                    argv.push(dep.to_string_lossy().into_owned());
-                }
-                Job {
-                    blob: blob.to_string(),
-                    argv,
-                    cwd: plan.cwd.clone(),
-                    log: log.clone(),
-                    timeout: self.config.compile_timeout,
-                    append_log: i > 0,
-                }
-            })
-            .collect();
-        let cleanup = || {
-            let _ = fs::remove_file(&out);
-            let _ = fs::remove_file(&dep);
-            let _ = fs::remove_file(&obj);
-        };
+        let (id, prekey) = plan.compilable()?;
+        // Everything the compiler writes goes in here, removed on return
+        // whatever happens; the object leaves it by being linked into place.
+        let work = cache.work_dir(blob)?;
+        let files = compile::Files::in_dir(work.path());
+        let log = cache.log_path(blob, prekey.as_str());
+        let jobs = compile::jobs(
+            &compile::Request {
+                blob,
+                group: &plan.group,
+                compiler: id,
+                launcher: &self.config.launcher,
+                root: &self.root,
+                source: &plan.source,
+                cwd: &plan.cwd,
+                log: &log,
+                timeout: self.config.compile_timeout,
+            },
+            &files,
+        );
         let t0 = Instant::now();
         let ran = {
             let _permit = JOBS.acquire();
-            jobs.iter().try_for_each(|job| {
-                log::info!("ck-jit: compiling blob '{blob}': {}", job.command_line());
-                job.run()
-            })
+            compile::run(&jobs)
         };
-        let _ = fs::remove_file(&obj);
         let dt = t0.elapsed();
         stats::COMPILES.add(1);
         stats::COMPILE_NS.add(dt.as_nanos() as u64);
-        if let Err(e) = ran {
-            cleanup();
-            return Err(e);
-        }
+        ran?;
         if self.config.verbose {
             eprintln!(
                 "ck-jit: compiled {blob} in {:.1} ms ({})",
@@ -655,92 +617,33 @@ impl Runtime {
                 id.path.display()
             );
         }
-        let bad = |why: String| {
-            cleanup();
-            Error::BadObject {
-                blob: blob.to_string(),
-                path: out.clone(),
-                why,
-            }
+        let bytes = compile::read_output(blob, &files.out)?;
+        let deps = if plan.group.depfile {
+            depfile::headers(&files.dep, &plan.cwd, &plan.source, &self.root)
+        } else {
+            Vec::new()
         };
-        let bytes = match fs::read(&out) {
-            Ok(b) if b.is_empty() => {
-                return Err(bad("the compiler exited 0 but wrote an empty file".into()))
-            }
-            Ok(b) => b,
-            Err(_) => return Err(bad("the compiler exited 0 but wrote no output".into())),
-        };
-        if let Err(e) = crate::symbol::check_header(&bytes, Some(crate::symbol::HOST_MACHINE)) {
-            return Err(bad(e.to_string()));
-        }
-        // The headers it read, hashed now (after the compile).
-        let mut deps = Vec::new();
-        if g.depfile {
-            let text = fs::read_to_string(&dep).unwrap_or_default();
-            let src_canon = fs::canonicalize(&plan.source).ok();
-            let mut seen = std::collections::BTreeMap::new();
-            for d in depfile::parse(&text) {
-                let p = plan.cwd.join(&d);
-                let canon = fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
-                if Some(&canon) == src_canon.as_ref() || p == plan.source {
-                    continue;
-                }
-                let before = fs::metadata(&p).map(|m| cache::stat_string(&m));
-                if let Ok(hash) = cache::file_hash(&p) {
-                    let after = fs::metadata(&p).map(|m| cache::stat_string(&m));
-                    // Only a file that held still while hashed gets a stat
-                    // shortcut; otherwise lookups re-hash it.
-                    let stat = match (before, after) {
-                        (Ok(b), Ok(a)) if a == b => a,
-                        _ => String::new(),
-                    };
-                    seen.insert(cache::dep_name(&p, &self.root), (hash, stat));
-                }
-            }
-            deps = seen
-                .into_iter()
-                .map(|(path, (hash, stat))| Dep { path, hash, stat })
-                .collect();
-        }
-        let _ = fs::remove_file(&dep);
         // The source must still be what was planned, or the object would be
         // stored under a key that does not describe it.
-        let now = fs::read(&plan.source).map(|b| blake3::hash(&b)).ok();
-        if now != Some(plan.source_hash) {
-            cleanup();
+        if !plan.source_unchanged() {
             return Ok(None);
         }
-        let mut h = blake3::Hasher::new();
-        h.update(prekey.as_bytes());
-        for d in &deps {
-            h.update(b"\0");
-            h.update(d.path.as_bytes());
-            h.update(b"\0");
-            h.update(d.hash.as_bytes());
-        }
-        let key = short_hash(&h.finalize());
         let record = Record {
-            inputs: plan.inputs_key.clone(),
+            inputs: plan.inputs_key.to_string(),
             format: CACHE_FORMAT,
             blob: blob.to_string(),
             prekey: prekey.to_string(),
-            key,
+            key: prekey.key(&deps).to_string(),
             size: bytes.len() as u64,
             checksum: blake3::hash(&bytes).to_hex().to_string(),
             deps,
-            command: jobs.iter().map(|j| j.argv.join(" ")).collect::<Vec<_>>(),
+            command: jobs.iter().map(|j| j.argv.join(" ")).collect(),
             created: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
         };
-        let entry = match cache.publish(&out, record) {
-            Ok(e) => e,
-            Err(e) => {
-                cleanup();
-                return Err(e);
-            }
-        };
+        let entry = cache.publish(&files.out, record)?;
         let bytes = if entry.record.size == bytes.len() as u64 {
             bytes
         } else {

@@ -1,9 +1,11 @@
-//! The dispatcher slot behind every `#[lazy_kernel]` function: a static
-//! atomic pointer filled once.
+//! The once-filled entry-point slot behind every `#[lazy_kernel]` function
+//! and every family member: a static atomic pointer, filled by the cold
+//! path the first time it is called.
 //!
-//! The warm path is one `Acquire` load and a null check; everything else
-//! (manifest parse, hashing, locks, the compiler) sits behind a `#[cold]`
-//! call that runs until the slot is filled.
+//! The warm path ([`Slot::get`]) is one `Acquire` load, a null check and the
+//! caller's indirect call; everything else (manifest parse, hashing, locks,
+//! the compiler) sits behind a `#[cold]` call that runs until the slot is
+//! filled. Nothing may be added to that path: no lock, no allocation.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -11,6 +13,7 @@ use ck_jit_manifest::SymbolSpec;
 
 use crate::embed::Embedded;
 use crate::error::Error;
+use crate::runtime::Runtime;
 
 /// A symbol override given to `#[lazy_kernel]`.
 #[derive(Debug, Clone, Copy)]
@@ -23,25 +26,63 @@ pub enum SymbolOverride {
     Prefix(&'static str),
 }
 
+impl SymbolOverride {
+    /// The spec to resolve with (`None`: the manifest's own).
+    fn spec(self) -> Option<SymbolSpec> {
+        match self {
+            SymbolOverride::Manifest => None,
+            SymbolOverride::Exact(s) => Some(SymbolSpec::Exact(s.to_string())),
+            SymbolOverride::Prefix(s) => Some(SymbolSpec::Prefix(s.to_string())),
+        }
+    }
+}
+
+/// Where a slot finds its runtime: an embedded manifest (parsed on first
+/// use) or a runtime built by hand.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Source {
+    Embedded(&'static Embedded),
+    Runtime(&'static Runtime),
+}
+
+impl Source {
+    pub(crate) fn runtime(self) -> Result<&'static Runtime, Error> {
+        match self {
+            Source::Embedded(e) => e.runtime(),
+            Source::Runtime(r) => Ok(r),
+        }
+    }
+}
+
 /// A once-filled pointer to a blob's entry point.
 #[derive(Debug)]
 pub struct Slot {
     ptr: AtomicPtr<()>,
-    manifest: &'static Embedded,
+    source: Source,
     blob: &'static str,
     symbol: SymbolOverride,
 }
 
 impl Slot {
-    /// An empty slot for `blob` of `manifest`.
+    /// An empty slot for `blob` of an embedded `manifest` (what
+    /// `#[lazy_kernel]` generates).
     pub const fn new(
         manifest: &'static Embedded,
         blob: &'static str,
         symbol: SymbolOverride,
     ) -> Slot {
+        Slot::from_source(Source::Embedded(manifest), blob, symbol)
+    }
+
+    /// An empty slot for `blob` of whichever runtime `source` names.
+    pub(crate) const fn from_source(
+        source: Source,
+        blob: &'static str,
+        symbol: SymbolOverride,
+    ) -> Slot {
         Slot {
             ptr: AtomicPtr::new(std::ptr::null_mut()),
-            manifest,
+            source,
             blob,
             symbol,
         }
@@ -59,7 +100,7 @@ impl Slot {
     /// If the blob cannot be compiled, loaded or resolved, with the error's
     /// message (use [`Slot::try_get`] for a `Result`).
     #[inline(always)]
-    pub fn get(&'static self) -> *const () {
+    pub fn get(&self) -> *const () {
         let p = self.ptr.load(Ordering::Acquire);
         if !p.is_null() {
             return p;
@@ -69,7 +110,7 @@ impl Slot {
 
     #[cold]
     #[inline(never)]
-    fn cold(&'static self) -> *const () {
+    fn cold(&self) -> *const () {
         match self.try_get() {
             Ok(p) => p,
             Err(e) => panic!("{e}"),
@@ -77,18 +118,17 @@ impl Slot {
     }
 
     /// The entry point, or the error that prevented it.
-    pub fn try_get(&'static self) -> Result<*const (), Error> {
+    ///
+    /// Threads racing here all resolve through the runtime, which loads a
+    /// blob once; they store the same address, so the last store wins
+    /// harmlessly.
+    pub fn try_get(&self) -> Result<*const (), Error> {
         let p = self.ptr.load(Ordering::Acquire);
         if !p.is_null() {
             return Ok(p);
         }
-        let rt = self.manifest.runtime()?;
-        let spec = match self.symbol {
-            SymbolOverride::Manifest => None,
-            SymbolOverride::Exact(s) => Some(SymbolSpec::Exact(s.to_string())),
-            SymbolOverride::Prefix(s) => Some(SymbolSpec::Prefix(s.to_string())),
-        };
-        let p = rt.resolve(self.blob, spec.as_ref())?;
+        let rt = self.source.runtime()?;
+        let p = rt.resolve(self.blob, self.symbol.spec().as_ref())?;
         self.ptr.store(p as *mut (), Ordering::Release);
         Ok(p)
     }

@@ -1,28 +1,38 @@
 //! Finds a blob's entry point in a compiled object: by exact name, or by
-//! scanning the object's `.dynsym` for the first defined function whose name
+//! the first entry-point candidate in the object's `.dynsym` whose name
 //! starts with a prefix (a CK specialisation's Itanium-mangled name is not
 //! known in advance).
 //!
-//! The scanner reads untrusted bytes: every offset is bounds-checked and it
-//! never panics. It reads the first `.dynsym` table only (an object has at
-//! most one), so its work is linear in that table's size whatever the
-//! section headers claim.
+//! The ELF is read with the `object` crate, read-only; the bytes are
+//! untrusted, so every failure is an [`ElfError`], never a panic. Only the
+//! first `.dynsym` table is read (an object has at most one), so the work
+//! is linear in that table's size whatever the section headers claim.
+//!
+//! There is one notion of "entry-point candidate" ([`DynSym::is_function`]:
+//! a defined `FUNC` or `GNU_IFUNC` symbol with global or weak binding), and
+//! one prefix search over it ([`pick_prefix`]) shared by the loader, the
+//! tests and the fuzz targets: a vtable, typeinfo object or any other data
+//! symbol is never chosen, however its mangled name starts.
 
 use std::fmt;
 
+use object::elf;
+use object::read::elf::{FileHeader, Sym};
+use object::Endianness;
+
 /// The machine the running process is built for, as an ELF `e_machine`.
 pub const HOST_MACHINE: u16 = if cfg!(target_arch = "x86_64") {
-    62
+    elf::EM_X86_64
 } else if cfg!(target_arch = "aarch64") {
-    183
+    elf::EM_AARCH64
 } else if cfg!(target_arch = "x86") {
-    3
+    elf::EM_386
 } else if cfg!(target_arch = "arm") {
-    40
+    elf::EM_ARM
 } else if cfg!(target_arch = "riscv64") {
-    243
+    elf::EM_RISCV
 } else if cfg!(target_arch = "powerpc64") {
-    21
+    elf::EM_PPC64
 } else {
     0
 };
@@ -32,8 +42,9 @@ pub const HOST_MACHINE: u16 = if cfg!(target_arch = "x86_64") {
 pub enum ElfError {
     /// Not ELF at all.
     NotElf,
-    /// Cut short or an offset outside the file.
-    Truncated(&'static str),
+    /// Cut short, or a header or table that does not fit the file (the
+    /// ELF reader's own description of what did not fit).
+    Truncated(String),
     /// Built for another machine.
     WrongMachine {
         /// `e_machine` of the file.
@@ -49,7 +60,9 @@ impl fmt::Display for ElfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ElfError::NotElf => write!(f, "not an ELF file"),
-            ElfError::Truncated(what) => write!(f, "truncated ELF file ({what} out of bounds)"),
+            ElfError::Truncated(what) => {
+                write!(f, "truncated or malformed ELF file ({what})")
+            }
             ElfError::WrongMachine { found, expected } => write!(
                 f,
                 "built for another architecture (ELF machine {found}, this process is {expected})"
@@ -59,242 +72,139 @@ impl fmt::Display for ElfError {
     }
 }
 
+impl From<object::read::Error> for ElfError {
+    fn from(e: object::read::Error) -> ElfError {
+        ElfError::Truncated(e.to_string())
+    }
+}
+
 /// A defined symbol from `.dynsym`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynSym {
     /// Its name.
     pub name: String,
-    /// Whether it is a function (`STT_FUNC` or `STT_GNU_IFUNC`).
+    /// Whether it can be an entry point: a `FUNC` or `GNU_IFUNC` symbol
+    /// with global or weak binding. Data symbols (vtables `_ZTV`, typeinfo
+    /// `_ZTI`/`_ZTS`, variables) are listed with `false`.
     pub is_function: bool,
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    le: bool,
-    is64: bool,
-}
-
-impl Reader<'_> {
-    fn bytes<const N: usize>(&self, at: usize, what: &'static str) -> Result<[u8; N], ElfError> {
-        let end = at.checked_add(N).ok_or(ElfError::Truncated(what))?;
-        let s = self.b.get(at..end).ok_or(ElfError::Truncated(what))?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
+/// The ELF class of `bytes`, after the magic: `Some(true)` for 64-bit.
+fn class(bytes: &[u8]) -> Result<bool, ElfError> {
+    if bytes.len() < 16 || !bytes.starts_with(&elf::ELFMAG) {
+        return Err(ElfError::NotElf);
     }
-    fn u16(&self, at: usize, what: &'static str) -> Result<u16, ElfError> {
-        let a = self.bytes::<2>(at, what)?;
-        Ok(if self.le {
-            u16::from_le_bytes(a)
-        } else {
-            u16::from_be_bytes(a)
-        })
-    }
-    fn u32(&self, at: usize, what: &'static str) -> Result<u32, ElfError> {
-        let a = self.bytes::<4>(at, what)?;
-        Ok(if self.le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        })
-    }
-    fn u64(&self, at: usize, what: &'static str) -> Result<u64, ElfError> {
-        let a = self.bytes::<8>(at, what)?;
-        Ok(if self.le {
-            u64::from_le_bytes(a)
-        } else {
-            u64::from_be_bytes(a)
-        })
-    }
-    /// An address-sized field.
-    fn word(&self, at: usize, what: &'static str) -> Result<usize, ElfError> {
-        let v = if self.is64 {
-            self.u64(at, what)?
-        } else {
-            u64::from(self.u32(at, what)?)
-        };
-        usize::try_from(v).map_err(|_| ElfError::Truncated(what))
+    // e_ident[EI_CLASS]
+    match bytes[4] {
+        elf::ELFCLASS32 => Ok(false),
+        elf::ELFCLASS64 => Ok(true),
+        _ => Err(ElfError::NotElf),
     }
 }
 
 /// Checks the ELF header: magic, a shared object, and (when
-/// `expected_machine` is given) the architecture.
+/// `expected_machine` is given and not 0) the architecture.
 pub fn check_header(bytes: &[u8], expected_machine: Option<u16>) -> Result<(), ElfError> {
-    let r = reader(bytes)?;
-    let e_type = r.u16(16, "e_type")?;
-    if e_type != 3 {
+    if class(bytes)? {
+        check::<elf::FileHeader64<Endianness>>(bytes, expected_machine)
+    } else {
+        check::<elf::FileHeader32<Endianness>>(bytes, expected_machine)
+    }
+}
+
+fn check<Elf: FileHeader<Endian = Endianness>>(
+    bytes: &[u8],
+    expected_machine: Option<u16>,
+) -> Result<(), ElfError> {
+    let header = Elf::parse(bytes)?;
+    let endian = header.endian()?;
+    let e_type = header.e_type(endian);
+    if e_type != elf::ET_DYN {
         return Err(ElfError::NotShared(e_type));
     }
-    let machine = r.u16(18, "e_machine")?;
-    if let Some(expected) = expected_machine {
-        if expected != 0 && machine != expected {
-            return Err(ElfError::WrongMachine {
-                found: machine,
-                expected,
-            });
-        }
+    let machine = header.e_machine(endian);
+    match expected_machine {
+        Some(expected) if expected != 0 && machine != expected => Err(ElfError::WrongMachine {
+            found: machine,
+            expected,
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
-fn reader(bytes: &[u8]) -> Result<Reader<'_>, ElfError> {
-    if bytes.len() < 16 || &bytes[..4] != b"\x7fELF" {
-        return Err(ElfError::NotElf);
-    }
-    let is64 = match bytes[4] {
-        1 => false,
-        2 => true,
-        _ => return Err(ElfError::NotElf),
-    };
-    let le = match bytes[5] {
-        1 => true,
-        2 => false,
-        _ => return Err(ElfError::NotElf),
-    };
-    Ok(Reader { b: bytes, le, is64 })
-}
-
-/// Lists the defined symbols of the `.dynsym` table, in table order. Only
-/// the first `SHT_DYNSYM` section counts: section headers naming the same
-/// table again would otherwise multiply the work and the names returned.
+/// Lists the defined symbols of the `.dynsym` table, in table order
+/// (undefined ones are imports, not the object's own). Names that are
+/// empty or not UTF-8 are skipped: no manifest can ask for them.
 pub fn dynamic_symbols(bytes: &[u8]) -> Result<Vec<DynSym>, ElfError> {
-    let r = reader(bytes)?;
-    let (shoff, shentsize, shnum) = if r.is64 {
-        (
-            r.word(0x28, "e_shoff")?,
-            r.u16(0x3a, "e_shentsize")?,
-            r.u16(0x3c, "e_shnum")?,
-        )
+    if class(bytes)? {
+        symbols::<elf::FileHeader64<Endianness>>(bytes)
     } else {
-        (
-            r.word(0x20, "e_shoff")?,
-            r.u16(0x2e, "e_shentsize")?,
-            r.u16(0x30, "e_shnum")?,
-        )
-    };
-    let shentsize = usize::from(shentsize);
-    let min_sh = if r.is64 { 64 } else { 40 };
-    if shnum == 0 || shoff == 0 {
-        return Ok(Vec::new());
+        symbols::<elf::FileHeader32<Endianness>>(bytes)
     }
-    if shentsize < min_sh {
-        return Err(ElfError::Truncated("section header size"));
-    }
-    // Section header fields: (type, offset, size, link, entsize).
-    let section = |i: usize| -> Result<(u32, usize, usize, usize, usize), ElfError> {
-        let base = shoff
-            .checked_add(
-                i.checked_mul(shentsize)
-                    .ok_or(ElfError::Truncated("section"))?,
-            )
-            .ok_or(ElfError::Truncated("section"))?;
-        match base.checked_add(shentsize) {
-            Some(end) if end <= bytes.len() => {}
-            _ => return Err(ElfError::Truncated("section header")),
-        }
-        if r.is64 {
-            Ok((
-                r.u32(base + 4, "sh_type")?,
-                r.word(base + 0x18, "sh_offset")?,
-                r.word(base + 0x20, "sh_size")?,
-                r.u32(base + 0x28, "sh_link")? as usize,
-                r.word(base + 0x38, "sh_entsize")?,
-            ))
-        } else {
-            Ok((
-                r.u32(base + 4, "sh_type")?,
-                r.word(base + 0x10, "sh_offset")?,
-                r.word(base + 0x14, "sh_size")?,
-                r.u32(base + 0x18, "sh_link")? as usize,
-                r.word(base + 0x24, "sh_entsize")?,
-            ))
-        }
-    };
-    const SHT_DYNSYM: u32 = 11;
+}
+
+fn symbols<Elf: FileHeader<Endian = Endianness>>(bytes: &[u8]) -> Result<Vec<DynSym>, ElfError> {
+    let header = Elf::parse(bytes)?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, bytes)?;
+    // The first SHT_DYNSYM section only: headers naming the same table
+    // again would otherwise multiply the work and the names returned.
+    let table = sections.symbols(endian, bytes, elf::SHT_DYNSYM)?;
     let mut out = Vec::new();
-    for i in 0..usize::from(shnum) {
-        let (ty, off, size, link, entsize) = section(i)?;
-        if ty != SHT_DYNSYM {
+    for sym in table.iter() {
+        if sym.is_undefined(endian) {
             continue;
         }
-        if link >= usize::from(shnum) {
-            return Err(ElfError::Truncated("dynsym string table link"));
+        let Ok(name) = table.symbol_name(endian, sym) else {
+            continue;
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        if name.is_empty() {
+            continue;
         }
-        let (_, str_off, str_size, _, _) = section(link)?;
-        let strtab = bytes
-            .get(
-                str_off
-                    ..str_off
-                        .checked_add(str_size)
-                        .ok_or(ElfError::Truncated("strtab"))?,
-            )
-            .ok_or(ElfError::Truncated("strtab"))?;
-        let min_sym = if r.is64 { 24 } else { 16 };
-        if entsize < min_sym {
-            return Err(ElfError::Truncated("symbol size"));
-        }
-        let end = off.checked_add(size).ok_or(ElfError::Truncated("dynsym"))?;
-        if end > bytes.len() {
-            return Err(ElfError::Truncated("dynsym"));
-        }
-        let count = size / entsize;
-        for s in 1..count {
-            let at = off + s * entsize;
-            let (name_off, info, shndx) = if r.is64 {
-                (
-                    r.u32(at, "st_name")?,
-                    bytes[at + 4],
-                    r.u16(at + 6, "st_shndx")?,
-                )
-            } else {
-                (
-                    r.u32(at, "st_name")?,
-                    bytes[at + 12],
-                    r.u16(at + 14, "st_shndx")?,
-                )
-            };
-            if shndx == 0 {
-                continue; // undefined: imported, not ours
-            }
-            let Some(tail) = strtab.get(name_off as usize..) else {
-                continue;
-            };
-            let len = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-            let Ok(name) = std::str::from_utf8(&tail[..len]) else {
-                continue;
-            };
-            if name.is_empty() {
-                continue;
-            }
-            let kind = info & 0xf;
-            out.push(DynSym {
-                name: name.to_string(),
-                is_function: kind == 2 || kind == 10,
-            });
-        }
-        break;
+        let is_function = matches!(sym.st_type(), elf::STT_FUNC | elf::STT_GNU_IFUNC)
+            && matches!(sym.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
+        out.push(DynSym {
+            name: name.to_string(),
+            is_function,
+        });
     }
     Ok(out)
 }
 
-/// The first defined function in `.dynsym` whose name starts with `prefix`.
-pub fn find_prefix(bytes: &[u8], prefix: &str) -> Result<Option<String>, ElfError> {
-    Ok(dynamic_symbols(bytes)?
-        .into_iter()
+/// The entry point a prefix selects among `symbols`: the first
+/// entry-point candidate ([`DynSym::is_function`]) whose name starts with
+/// `prefix`. The one prefix rule of the crate.
+pub fn pick_prefix<'a>(symbols: &'a [DynSym], prefix: &str) -> Option<&'a DynSym> {
+    symbols
+        .iter()
         .find(|s| s.is_function && s.name.starts_with(prefix))
-        .map(|s| s.name))
 }
 
-/// The names of exported functions, for "symbol not found" messages.
-pub fn function_names(bytes: &[u8], limit: usize) -> Vec<String> {
-    dynamic_symbols(bytes)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s.is_function)
-        .map(|s| s.name)
-        .filter(|n| !n.starts_with('_') || n.starts_with("_Z"))
+/// Entry-point candidates worth showing in a "symbol not found" message:
+/// C names and mangled C++ functions, not the runtime's `_init`-style
+/// internals.
+pub fn candidate_names(symbols: &[DynSym], limit: usize) -> Vec<String> {
+    symbols
+        .iter()
+        .filter(|s| s.is_function && (!s.name.starts_with('_') || s.name.starts_with("_Z")))
         .take(limit)
+        .map(|s| s.name.clone())
         .collect()
+}
+
+/// The first entry-point candidate in `.dynsym` whose name starts with
+/// `prefix` (see [`pick_prefix`]).
+pub fn find_prefix(bytes: &[u8], prefix: &str) -> Result<Option<String>, ElfError> {
+    Ok(pick_prefix(&dynamic_symbols(bytes)?, prefix).map(|s| s.name.clone()))
+}
+
+/// The names of exported functions, for "symbol not found" messages (see
+/// [`candidate_names`]); empty when the bytes cannot be read.
+pub fn function_names(bytes: &[u8], limit: usize) -> Vec<String> {
+    candidate_names(&dynamic_symbols(bytes).unwrap_or_default(), limit)
 }
 
 #[cfg(test)]
@@ -309,6 +219,7 @@ mod tests {
         hdr[..4].copy_from_slice(b"\x7fELF");
         hdr[4] = 2;
         hdr[5] = 1;
+        hdr[6] = 1;
         hdr[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
         hdr[0x3a] = 64;
         hdr[0x3c] = 3;
@@ -327,11 +238,13 @@ mod tests {
         b[..4].copy_from_slice(b"\x7fELF");
         b[4] = 2;
         b[5] = 1;
+        b[6] = 1; // EV_CURRENT
         b[16] = 3;
         b[18] = 62;
         b[0x28..0x30].copy_from_slice(&(shdrs_at as u64).to_le_bytes());
         b[0x3a] = 64;
         b[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
+        b[0x3e] = 1; // e_shstrndx: the string table doubles as section names
         b[strtab_at..strtab_at + 2].copy_from_slice(b"\0f");
         for s in 1..nsyms {
             let at = symtab_at + 24 * s;

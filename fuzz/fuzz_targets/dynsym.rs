@@ -3,7 +3,9 @@
 //! returns must be consistent across its entry points.
 #![no_main]
 
-use ck_jit_rt::__internals::{check_header, dynamic_symbols, find_prefix, function_names, HOST_MACHINE};
+use ck_jit_rt::__internals::{
+    check_header, dynamic_symbols, find_prefix, function_names, pick_prefix, HOST_MACHINE,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,6 +22,8 @@ fuzz_target!(|data: &[u8]| {
                 .find(|s| s.is_function && s.name.starts_with(prefix))
                 .map(|s| s.name.clone());
             assert_eq!(found, want);
+            // The loader's lookup is the same one.
+            assert_eq!(pick_prefix(syms, prefix).map(|s| s.name.clone()), want);
         }
         let names = function_names(data, 5);
         assert!(names.len() <= 5);

@@ -120,3 +120,83 @@ fn hidden_visibility_hides_the_entry_and_the_runtime_strips_it() {
         .unwrap();
     assert_eq!(call(p, 2), 102);
 }
+
+const VIRTUAL: &str = r#"
+struct fmha_kernel {
+    virtual float run(int x) const;
+    virtual ~fmha_kernel();
+};
+struct fmha_fwd_kernel : fmha_kernel {
+    float run(int x) const override;
+};
+float fmha_kernel::run(int x) const { return float(x); }
+fmha_kernel::~fmha_kernel() {}
+float fmha_fwd_kernel::run(int x) const { return float(x * 3); }
+extern "C" float run_fwd(int x) {
+    fmha_fwd_kernel k;
+    const fmha_kernel& base = k;
+    return base.run(x);
+}
+"#;
+
+#[test]
+fn vtables_and_typeinfo_are_never_chosen_for_a_mangled_prefix() {
+    let t = Tree::new("virtual");
+    let src = t.write("virtual.cpp", VIRTUAL);
+    let so = t.path("virtual.so");
+    let st = Command::new("c++")
+        .args(["-O1", "-fPIC", "-shared"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("c++ runs");
+    assert!(st.success());
+    let bytes = std::fs::read(&so).unwrap();
+    let syms = symbol::dynamic_symbols(&bytes).unwrap();
+    let is_data = |n: &str| ["_ZTV", "_ZTI", "_ZTS"].iter().any(|p| n.starts_with(p));
+    // The object does export them (so the checks below can fail), as data.
+    let data: Vec<&str> = syms
+        .iter()
+        .filter(|s| is_data(&s.name))
+        .map(|s| s.name.as_str())
+        .collect();
+    for want in [
+        "_ZTV11fmha_kernel",
+        "_ZTI11fmha_kernel",
+        "_ZTS11fmha_kernel",
+    ] {
+        assert!(data.contains(&want), "{want} not in {syms:?}");
+    }
+    assert!(syms
+        .iter()
+        .filter(|s| is_data(&s.name))
+        .all(|s| !s.is_function));
+    // No prefix of their names selects one: "_Z", "_ZT", "_ZTV", ... up to
+    // the full name.
+    for name in &data {
+        for end in 2..=name.len() {
+            let prefix = &name[..end];
+            if let Some(found) = symbol::find_prefix(&bytes, prefix).unwrap() {
+                assert!(!is_data(&found), "{prefix} chose {found}");
+            }
+        }
+    }
+    assert_eq!(symbol::find_prefix(&bytes, "_ZTV").unwrap(), None);
+    let run = symbol::find_prefix(&bytes, "_Z")
+        .unwrap()
+        .expect("a function");
+    assert!(run.starts_with("_ZN"), "{run}");
+
+    // The loader uses the same rule, and its "not found" message lists
+    // functions only.
+    let lib = Loaded::open("virtual", &so, &bytes).unwrap();
+    let err = lib.resolve(&SymbolSpec::Prefix("_ZTV".into())).unwrap_err();
+    let text = err.to_string();
+    assert!(!data.iter().any(|d| text.contains(d)), "{text}");
+    assert!(text.contains("run_fwd"), "{text}");
+    let p = lib.resolve(&SymbolSpec::Exact("run_fwd".into())).unwrap();
+    // SAFETY: run_fwd is extern "C" float(int).
+    let f: extern "C" fn(i32) -> f32 = unsafe { std::mem::transmute(p) };
+    assert_eq!(f(5), 15.0);
+}

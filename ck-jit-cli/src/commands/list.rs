@@ -1,6 +1,6 @@
 //! `ck-jit list`: the manifest's blobs with whether their source is there
 //! and whether a verified entry for their current inputs is cached (asked
-//! of the runtime: `plan`, then `cached_entry`, as a lazy call would).
+//! of the runtime with `Runtime::cached`, the lookup a lazy call makes).
 
 use std::collections::BTreeMap;
 
@@ -61,11 +61,9 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
     for name in &names {
         let Some(blob) = m.blob(name) else { continue };
         let source = rt.root().join(&blob.source);
-        let (cached, object, problem) = match rt.plan(name) {
-            Ok(plan) => match rt.cached_entry(&plan)? {
-                Some((entry, _)) => (Some(true), Some(entry.object.display().to_string()), None),
-                None => (Some(false), None, None),
-            },
+        let (cached, object, problem) = match rt.cached(name) {
+            Ok(Some(entry)) => (Some(true), Some(entry.object.display().to_string()), None),
+            Ok(None) => (Some(false), None, None),
             Err(e) => (None, None, Some(e.to_string())),
         };
         rows.push(Row {
