@@ -1,220 +1,356 @@
-//! The CK preset: the manifest of a full generated tree (10,554 blobs, and
-//! how long it takes), CK's compile command per kind, running a CK tree's
-//! generator only when its inputs change, and what is reported when the
-//! tree, the generator or Python is missing.
+//! The CK preset on real generator output: both CK versions of
+//! `shared/data/ck`, every direction each generator offers (`-r 1`), every
+//! blob recorded with what its declarations say; architectures passed to
+//! the generator as `--targets` and each blob compiled for its own
+//! family; CK's CMake options per direction; the generator run again only
+//! when its inputs change; and what is reported when the tree, the
+//! generator or Python fails.
 
-mod ck_common;
+mod real_ck;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ck_common::{blob_list, write_empty_tree, TempDir};
-use ck_jit_build::ck::{CkFmha, Direction, Error, FileClass, Kind};
+use ck_jit_build::ck::{CkFmha, Direction, Error, Role, Vocabulary};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
+use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
 
-fn preset(generated: &Path, out: &Path) -> CkFmha {
-    let mut ck = CkFmha::new();
-    ck.generated_dir(generated)
-        .out_dir(out)
-        .name("t")
-        .cargo_metadata(false);
-    ck
+fn preset(ck: &Path, out: &Path) -> CkFmha {
+    let mut p = CkFmha::new();
+    p.source(ck).out_dir(out).name("t").cargo_metadata(false);
+    p
+}
+
+/// Every generated file is a blob, a dispatcher or nothing else; every
+/// blob's metadata has every parameter of its traits template; names agree
+/// with declarations; one group per kind and architecture family.
+fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSummary)> {
+    let ck = ck_tree(version)?;
+    let tmp = Scratch::new(&format!("preset-all-{version}"));
+    let out = tmp.path().join("out");
+    let mut p = preset(&ck, &out);
+    for a in archs {
+        p.arch(a);
+    }
+    let t0 = Instant::now();
+    let files = p.try_write().unwrap();
+    let first = t0.elapsed();
+    // Generator stamps match now: this is what a rebuild costs.
+    let t0 = Instant::now();
+    let again = p.try_write().unwrap();
+    let rebuild = t0.elapsed();
+    assert!(again.regenerated.is_empty());
+    let json = fs::read_to_string(files.manifest_path.as_ref().unwrap()).unwrap();
+    eprintln!(
+        "{version}: {} blobs in {} groups; first build {first:.2?} (generator included), \
+         rebuild {rebuild:.2?}; manifest {} bytes",
+        files.manifest.blobs.len(),
+        files.manifest.groups.len(),
+        json.len()
+    );
+    assert!(
+        files.disagreements.is_empty(),
+        "{:?}",
+        &files.disagreements[..files.disagreements.len().min(5)]
+    );
+    let vocab = Vocabulary::read(&ck.join("example/ck_tile/01_fmha")).unwrap();
+    let m = &files.manifest;
+    let mut kinds = BTreeMap::new();
+    for (d, path) in files.blobs() {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let b = m.blob(name).unwrap();
+        assert_eq!(b.meta, d.meta, "{name}");
+        *kinds.entry(d.kind.clone()).or_insert(0usize) += 1;
+        // Every parameter of the traits template is a key.
+        let traits = vocab
+            .template(&format!("fmha_{}_traits_", d.kind))
+            .or_else(|| {
+                // Kinds whose traits template is named otherwise: the one
+                // whose parameters the metadata holds.
+                None
+            });
+        if let Some(t) = traits {
+            for p in &t.params {
+                assert!(b.meta.contains_key(p.key()), "{name}: no {}", p.key());
+            }
+        }
+        let g = &m.groups[b.group as usize];
+        assert_eq!(
+            g.symbol,
+            SymbolSpec::Prefix(format!("_Z{}{}I", d.entry.len(), d.entry)),
+            "{name}"
+        );
+        let expected_group = match &d.arch {
+            Some(a) => format!("{}_{a}", d.kind),
+            None => d.kind.clone(),
+        };
+        assert_eq!(g.name, expected_group, "{name}");
+    }
+    let dispatchers: Vec<String> = files
+        .dispatchers()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        dispatchers.iter().all(|d| d.ends_with("_api.cpp")),
+        "{dispatchers:?}"
+    );
+    assert_eq!(files.host_sources().count(), 0);
+    for f in &files.files {
+        if matches!(f.role, Role::Host) {
+            panic!("{} was not classified", f.rel);
+        }
+    }
+    Some((
+        files.manifest.clone(),
+        CkFmhaSummary {
+            kinds,
+            dispatchers,
+            other_arch: files
+                .files
+                .iter()
+                .filter(|f| matches!(f.role, Role::OtherArch(_)))
+                .count(),
+        },
+    ))
+}
+
+struct CkFmhaSummary {
+    kinds: BTreeMap<String, usize>,
+    dispatchers: Vec<String>,
+    other_arch: usize,
 }
 
 #[test]
-fn a_full_generated_tree_becomes_one_group_per_kind_quickly() {
-    let tmp = TempDir::new("preset-full");
-    let gen = tmp.path().join("gen");
-    assert_eq!(write_empty_tree(&gen), 10_558);
-    let out = tmp.path().join("out");
-    let ck = preset(&gen, &out);
-
-    // Warm the directory cache once, then time the assembly alone.
-    ck.try_manifest().unwrap();
-    let t0 = Instant::now();
-    let files = ck.try_manifest().unwrap();
-    let assembled = t0.elapsed();
-    let t0 = Instant::now();
-    let json = files.manifest.to_json();
-    let rendered = t0.elapsed();
-    println!(
-        "manifest of {} blobs assembled in {assembled:?}, rendered ({} bytes) in {rendered:?}",
-        files.manifest.blobs.len(),
-        json.len()
-    );
-
-    let m = &files.manifest;
+fn ck_2024_10_every_blob_is_recorded_with_its_declared_traits() {
+    let Some((m, s)) = whole_version(CK_2024, &["gfx90a"]) else {
+        return;
+    };
     assert_eq!(m.blobs.len(), 10_554);
-    assert!(
-        files.unparsed.is_empty(),
-        "{:?}",
-        &files.unparsed[..files.unparsed.len().min(3)]
-    );
-    assert_eq!(files.dispatchers().count(), 4);
-    assert_eq!(files.host_sources().count(), 0);
-    assert_eq!(files.files.len(), 10_558);
-    let names: Vec<&str> = m.groups.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(
-        names,
-        [
-            "fwd",
-            "fwd_splitkv",
-            "fwd_splitkv_combine",
-            "fwd_appendkv",
-            "bwd_dot_do_o",
-            "bwd_dq_dk_dv",
-            "bwd_convert_dq"
-        ]
+        s.kinds,
+        BTreeMap::from(
+            [
+                ("bwd_convert_dq", 96),
+                ("bwd_dot_do_o", 48),
+                ("bwd_dq_dk_dv", 7680),
+                ("fwd", 1458),
+                ("fwd_appendkv", 195),
+                ("fwd_splitkv", 978),
+                ("fwd_splitkv_combine", 99)
+            ]
+            .map(|(k, n)| (k.to_string(), n))
+        )
     );
-    for g in &m.groups {
-        let kind = Kind::from_name(&g.name).unwrap();
-        assert_eq!(g.symbol, SymbolSpec::Prefix(kind.symbol_prefix()));
-        assert_eq!(g.compiler, "hipcc");
-    }
-    assert_eq!(
-        m.groups[0].symbol,
-        SymbolSpec::Prefix("_Z9fmha_fwd_I".into())
-    );
-    // Every blob sits in the group of its kind, with its traits as metadata.
-    for b in &m.blobs {
-        let g = &m.groups[b.group as usize];
-        assert_eq!(b.meta["kind"], g.name, "{}", b.name);
-        assert!(b
-            .source
-            .starts_with(Kind::from_name(&g.name).unwrap().direction().as_str()));
-    }
+    assert_eq!(s.dispatchers.len(), 4);
+    let fwd = &m.groups.iter().find(|g| g.name == "fwd").unwrap();
+    assert!(fwd.args.contains(&"--offload-arch=gfx90a".to_string()));
     let b = m
         .blob("fmha_bwd_d64_fp16_group_b32x128x64x32x64x32x32x64x64_r1x4x1_r4x1x1_r1x4x1_w16x16x32_w16x16x16_o1_kr_ktr_vr_psskddv_alibi_mask_dropout_wg16_deterministic")
         .unwrap();
-    assert_eq!(
-        (
-            b.meta["hdim"].as_str(),
-            b.meta["mode"].as_str(),
-            b.meta["bias"].as_str()
-        ),
-        ("64", "group", "alibi")
-    );
-    assert_eq!(
-        (b.meta["dropout"].as_str(), b.meta["deterministic"].as_str()),
-        ("wg16", "true")
-    );
-
-    // The written manifest parses back; an unchanged one is not rewritten.
-    let written = ck.try_write().unwrap();
-    let path = written.manifest_path.unwrap();
-    assert_eq!(path, fs::canonicalize(&out).unwrap().join(MANIFEST_FILE));
-    let back = Manifest::from_json(&fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(&back, m);
-    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-    fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-    ck.try_write().unwrap();
-    assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), old);
+    assert_eq!(b.meta["kind"], "bwd_dq_dk_dv");
+    assert_eq!(b.meta["hdim"], "64");
+    assert_eq!(b.meta["mode"], "group");
+    assert_eq!(b.meta["bias"], "alibi");
+    assert_eq!(b.meta["deterministic"], "true");
 }
 
 #[test]
-fn each_kind_compiles_with_cks_flags() {
-    let tmp = TempDir::new("preset-flags");
-    let ck_tree = tmp.path().join("ck");
-    fs::create_dir_all(ck_tree.join("include/ck_tile")).unwrap();
-    fs::create_dir_all(ck_tree.join("example/ck_tile/01_fmha")).unwrap();
-    let gen = tmp.path().join("gen");
-    write_empty_tree(&gen);
-    let files = preset(&gen, &tmp.path().join("out"))
-        .source(&ck_tree)
-        .arch("gfx90a")
+fn ck_2025_11_every_direction_is_recorded_and_only_the_asked_architecture() {
+    let Some((m, s)) = whole_version(CK_2025, &["gfx942"]) else {
+        return;
+    };
+    // `--targets gfx942`: the generator writes no gfx950 blob at all.
+    assert_eq!(s.other_arch, 0);
+    for k in [
+        "fwd",
+        "fwd_splitkv",
+        "fwd_splitkv_combine",
+        "fwd_appendkv",
+        "fwd_pagedkv",
+        "batch_prefill",
+        "bwd_dot_do_o",
+        "bwd_dq_dk_dv",
+        "bwd_convert_dq",
+    ] {
+        assert!(
+            s.kinds.get(k).is_some_and(|n| *n > 0),
+            "no {k}: {:?}",
+            s.kinds
+        );
+    }
+    assert_eq!(s.dispatchers.len(), 6, "{:?}", s.dispatchers);
+    for b in &m.blobs {
+        let g = &m.groups[b.group as usize];
+        let arch_args: Vec<&String> = g
+            .args
+            .iter()
+            .filter(|a| a.starts_with("--offload-arch"))
+            .collect();
+        assert_eq!(arch_args, ["--offload-arch=gfx942"], "{}", b.name);
+        if let Some(a) = b.meta.get("arch") {
+            assert_eq!(a, "gfx9", "{}", b.name);
+        }
+    }
+    // The traits 2025 added are plain keys now, not an "extra" blob.
+    let fwd = m.blobs.iter().find(|b| b.meta["kind"] == "fwd").unwrap();
+    for key in [
+        "logits", "skip", "trload", "arch", "lse", "dropout", "qscale",
+    ] {
+        assert!(fwd.meta.contains_key(key), "{}: no {key}", fwd.name);
+    }
+    let dot = m
+        .blobs
+        .iter()
+        .find(|b| b.meta["kind"] == "bwd_dot_do_o")
+        .unwrap();
+    assert!(
+        dot.meta.contains_key("hdim") && dot.meta.contains_key("dtype"),
+        "{:?}",
+        dot.meta
+    );
+}
+
+#[test]
+fn two_architectures_go_to_their_own_families() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-archs");
+    let files = preset(&ck, &tmp.path().join("out"))
+        .direction(Direction::Fwd)
+        .filter("*_d128_fp16_batch*")
         .arch("gfx942")
-        .flag("-fvisibility=hidden")
-        .flag("-mllvm")
-        .flag("-enable-post-misched=0")
-        .define("CK_TILE_FLOAT_TO_BFLOAT16_DEFAULT", Some("3"))
+        .arch("gfx950")
         .try_manifest()
         .unwrap();
-    let ck = fs::canonicalize(&ck_tree).unwrap();
-    let ck = ck.to_str().unwrap();
-    let fwd = &files.manifest.groups[0];
-    assert_eq!(fwd.name, "fwd");
-    assert_eq!(
-        fwd.args,
-        [
+    let m = &files.manifest;
+    let mut seen = BTreeSet::new();
+    for b in &m.blobs {
+        let g = &m.groups[b.group as usize];
+        let arch = b.meta["arch"].as_str();
+        let want = match arch {
+            "gfx9" => "--offload-arch=gfx942",
+            "gfx950" => "--offload-arch=gfx950",
+            other => panic!("{}: arch {other}", b.name),
+        };
+        let got: Vec<&String> = g
+            .args
+            .iter()
+            .filter(|a| a.starts_with("--offload-arch"))
+            .collect();
+        assert_eq!(got, [want], "{}", b.name);
+        assert!(b.name.ends_with(&format!("_{arch}")));
+        seen.insert(arch.to_string());
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+#[test]
+fn cks_cmake_options_are_read_per_version_and_direction() {
+    for version in [CK_2024, CK_2025] {
+        let Some(ck) = ck_tree(version) else { return };
+        let tmp = Scratch::new("preset-flags");
+        let files = preset(&ck, &tmp.path().join("out"))
+            .direction(Direction::Fwd)
+            .direction(Direction::Bwd)
+            .filter("*_d64_*")
+            .arch("gfx90a")
+            .flag("-fvisibility=hidden")
+            .flag("-mllvm")
+            .flag("-enable-post-misched=0")
+            .define("EXTRA", Some("1"))
+            .try_manifest()
+            .unwrap();
+        let group = |kind: &str| {
+            files
+                .manifest
+                .groups
+                .iter()
+                .find(|g| g.name.starts_with(kind))
+                .unwrap_or_else(|| panic!("{version}: no {kind} group"))
+                .clone()
+        };
+        let fwd = group("fwd");
+        let bwd = group("bwd_dq_dk_dv");
+        for f in [
             "-std=c++17",
             "-O3",
             "--offload-arch=gfx90a",
-            "--offload-arch=gfx942",
-            "-Wno-undefined-func-template",
-            "-Wno-float-equal",
+            "-DCK_TILE_FMHA_FWD_FAST_EXP2=1",
             "-fgpu-flush-denormals-to-zero",
+            "-Wno-float-equal",
+            "-Wno-undefined-func-template",
             "-mllvm",
             "-enable-post-misched=0",
-            &format!("-I{ck}/include"),
-            &format!("-I{ck}/example/ck_tile/01_fmha"),
-            "-I{root}/fwd",
-            "-DCK_TILE_FMHA_FWD_FAST_EXP2=1",
-            "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3",
+            "-DEXTRA=1",
             "-fPIC",
             "-shared",
-            "{src}",
-            "-o",
-            "{out}"
-        ]
-    );
-    assert!(fwd.depfile);
-    let bwd = files
-        .manifest
-        .groups
-        .iter()
-        .find(|g| g.name == "bwd_dq_dk_dv")
-        .unwrap();
-    assert!(bwd.args.contains(&"-I{root}/bwd".to_string()));
-    assert!(!bwd.args.iter().any(|a| a.contains("FAST_EXP2")));
-    assert!(!files.manifest.to_json().contains("visibility"));
-    // The root is the generated directory; sources are relative to it.
-    assert_eq!(
-        files.manifest.root,
-        fs::canonicalize(&gen).unwrap().to_str().unwrap()
-    );
-    assert!(files
-        .manifest
-        .blobs
-        .iter()
-        .all(|b| !b.source.starts_with('/')));
+        ] {
+            assert!(
+                fwd.args.iter().any(|a| a == f),
+                "{version} fwd lacks {f}: {:?}",
+                fwd.args
+            );
+        }
+        assert!(
+            fwd.args.iter().any(|a| a.ends_with("/include")),
+            "{:?}",
+            fwd.args
+        );
+        assert!(
+            !bwd.args.iter().any(|a| a.contains("FAST_EXP2")),
+            "{version}"
+        );
+        assert!(bwd
+            .args
+            .iter()
+            .any(|a| a == "-fgpu-flush-denormals-to-zero"));
+        // 2025's CMake adds this for backward sources; 2024's does not.
+        assert_eq!(
+            bwd.args
+                .iter()
+                .any(|a| a == "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3"),
+            version == CK_2025,
+            "{version}: {:?}",
+            bwd.args
+        );
+        assert!(!files.manifest.to_json().contains("visibility"));
+        assert!(fwd.depfile);
+    }
 }
 
 #[test]
 fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
-    let tmp = TempDir::new("preset-root");
-    let ck_tree = tmp.path().join("third_party/ck");
-    fs::create_dir_all(ck_tree.join("include")).unwrap();
-    let gen = tmp.path().join("generated");
-    write_empty_tree(&gen);
-    let files = preset(&gen, &tmp.path().join("out"))
-        .source(&ck_tree)
+    let tmp = Scratch::new("preset-root");
+    let Some(ck) = ck_copy(CK_2025, &tmp.path().join("third_party/ck")) else {
+        return;
+    };
+    let files = preset(&ck, &tmp.path().join("out"))
         .root(tmp.path())
         .direction(Direction::FwdAppendkv)
+        .filter("*_d128_*")
+        .arch("gfx942")
         .try_manifest()
         .unwrap();
     let g = &files.manifest.groups;
-    assert_eq!(g.len(), 1);
-    assert_eq!(g[0].name, "fwd_appendkv");
+    assert!(
+        g.iter().all(|g| g.name.starts_with("fwd_appendkv")),
+        "{g:?}"
+    );
     assert!(g[0]
         .args
         .contains(&"-I{root}/third_party/ck/include".to_string()));
     assert!(g[0]
         .args
-        .contains(&"-I{root}/generated/fwd_appendkv".to_string()));
-    assert_eq!(files.manifest.blobs.len(), 195);
+        .contains(&"-I{root}/out/ck_fmha/fwd_appendkv".to_string()));
     assert!(files.manifest.blobs[0]
         .source
-        .starts_with("generated/fwd_appendkv/"));
+        .starts_with("out/ck_fmha/fwd_appendkv/"));
     assert_eq!(files.dispatchers().count(), 1);
 
-    let err = preset(&gen, &tmp.path().join("out"))
+    let err = preset(&ck, &tmp.path().join("out"))
         .root(tmp.path().join("third_party"))
+        .direction(Direction::FwdAppendkv)
         .try_manifest()
         .unwrap_err();
     assert!(
@@ -224,156 +360,147 @@ fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
     );
 }
 
-/// A CK tree whose `generate.py` writes the listed files of the requested
-/// direction (filtered with fnmatch, as CK's does) and logs each run.
-fn fake_ck(dir: &Path, names: &[String]) -> PathBuf {
-    let fmha = dir.join("example/ck_tile/01_fmha");
-    fs::create_dir_all(dir.join("include/ck_tile")).unwrap();
-    fs::create_dir_all(fmha.join("codegen/ops")).unwrap();
-    fs::write(fmha.join("codegen/ops/fmha_fwd.py"), "# codegen\n").unwrap();
-    fs::write(fmha.join("names.txt"), names.join("\n")).unwrap();
-    fs::write(
-        fmha.join("generate.py"),
-        r#"import argparse, fnmatch, os, sys
-p = argparse.ArgumentParser()
-p.add_argument("-d", "--direction")
-p.add_argument("-r", "--receipt")
-p.add_argument("-o", "--output_dir")
-p.add_argument("-f", "--filter", default="")
-a = p.parse_args()
-here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "calls.log"), "a") as log:
-    log.write(" ".join(sys.argv[1:]) + "\n")
-if a.direction == "boom":
-    sys.stderr.write("Traceback (most recent call last):\nValueError: unknown direction\n")
-    sys.exit(3)
-for n in open(os.path.join(here, "names.txt")).read().split():
-    d, f = n.split("/")
-    if d != a.direction:
-        continue
-    if a.filter and not f.endswith("_api.cpp") and not fnmatch.fnmatch(f[:-4], a.filter):
-        continue
-    open(os.path.join(a.output_dir, f), "w").write("// " + f + "\n")
-"#,
-    )
-    .unwrap();
-    fmha
-}
-
-fn calls(fmha: &Path) -> Vec<String> {
-    fs::read_to_string(fmha.join("calls.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
 #[test]
 fn the_generator_runs_once_per_direction_and_again_only_when_its_inputs_change() {
-    let tmp = TempDir::new("preset-codegen");
-    let names: Vec<String> = blob_list()
-        .into_iter()
-        .filter(|n| n.starts_with("fwd/") || n.contains("_d64_") || n.ends_with("_api.cpp"))
-        .collect();
-    let ck_tree = tmp.path().join("aiter/3rdparty/composable_kernel");
-    let fmha = fake_ck(&ck_tree, &names);
+    let tmp = Scratch::new("preset-codegen");
+    // An aiter tree: CK is found inside.
+    let Some(ck) = ck_copy(
+        CK_2025,
+        &tmp.path().join("aiter/3rdparty/composable_kernel"),
+    ) else {
+        return;
+    };
     let out = tmp.path().join("out");
-    let mut ck = CkFmha::new();
-    ck.source(tmp.path().join("aiter")) // an aiter tree: CK found inside
+    let mut p = CkFmha::new();
+    p.source(tmp.path().join("aiter"))
         .direction(Direction::Fwd)
-        .direction(Direction::Bwd)
-        .filter("*_d64_*")
+        .direction("batch_prefill")
+        .filter("*_d128_*")
+        .arch("gfx942")
         .out_dir(&out)
         .name("t");
-
     let mut lines = Vec::new();
-    let files = ck.try_write_with_output(&mut lines).unwrap();
+    let files = p.try_write_with_output(&mut lines).unwrap();
     let lines = String::from_utf8(lines).unwrap();
-    assert_eq!(
-        files.ck_root.as_deref(),
-        Some(fs::canonicalize(&ck_tree).unwrap().as_path())
-    );
-    assert_eq!(files.regenerated, [Direction::Fwd, Direction::Bwd]);
-    let out_canon = fs::canonicalize(&out).unwrap();
-    let log = calls(&fmha);
-    assert_eq!(log.len(), 2);
-    let fwd_out = out_canon.join("ck_fmha/fwd");
-    assert_eq!(
-        log[0],
-        format!(
-            "--direction fwd --receipt 1 --output_dir {} --filter *_d64_*",
-            fwd_out.display()
-        )
-    );
-    assert!(log[1].starts_with("--direction bwd --receipt 1"));
-    // Only the filtered blobs, and the dispatchers, of the two directions.
+    assert_eq!(files.ck_root.as_deref(), Some(ck.as_path()));
+    assert_eq!(files.regenerated, ["batch_prefill", "fwd"]);
     let m = &files.manifest;
-    assert!(m.blobs.iter().all(|b| b.name.contains("_d64_")));
-    let fwd = names
-        .iter()
-        .filter(|n| n.starts_with("fwd/fmha_fwd_d64"))
-        .count();
-    let bwd = names
-        .iter()
-        .filter(|n| n.starts_with("bwd/") && n.contains("_d64_"))
-        .count();
-    assert_eq!(m.blobs.len(), fwd + bwd);
+    assert!(m.blobs.iter().all(|b| b.name.contains("_d128_")));
+    assert!(m.blobs.iter().any(|b| b.meta["kind"] == "batch_prefill"));
     assert_eq!(files.dispatchers().count(), 2);
-    assert_eq!(m.root, out_canon.join("ck_fmha").to_str().unwrap());
     // Cargo watches the generator's inputs, never the generated files.
-    let fmha_canon = fs::canonicalize(&fmha).unwrap();
+    let example = ck.join("example/ck_tile/01_fmha");
     assert!(lines.contains(&format!(
         "cargo:rerun-if-changed={}\n",
-        fmha_canon.join("generate.py").display()
+        example.join("generate.py").display()
     )));
-    assert!(lines.contains(&format!(
-        "cargo:rerun-if-changed={}\n",
-        fmha_canon.join("codegen").display()
-    )));
-    assert!(!lines.contains(out_canon.to_str().unwrap()), "{lines}");
+    assert!(!lines.contains(&fs::canonicalize(&out).unwrap().display().to_string()));
 
     // Unchanged inputs: no run.
-    let again = ck.try_write_with_output(&mut Vec::new()).unwrap();
+    let again = p.try_write_with_output(&mut Vec::new()).unwrap();
     assert!(again.regenerated.is_empty());
-    assert_eq!(calls(&fmha).len(), 2);
     assert_eq!(again.manifest, files.manifest);
 
     // A changed codegen script: both directions run again.
-    let script = fmha.join("codegen/ops/fmha_fwd.py");
-    fs::write(&script, "# codegen, changed\n").unwrap();
+    let script = example.join("codegen/cpp_symbol_map.py");
     let f = fs::File::options().write(true).open(&script).unwrap();
     f.set_modified(SystemTime::now() + Duration::from_secs(5))
         .unwrap();
-    let third = ck.try_write_with_output(&mut Vec::new()).unwrap();
-    assert_eq!(third.regenerated, [Direction::Fwd, Direction::Bwd]);
-    assert_eq!(calls(&fmha).len(), 4);
+    let third = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert_eq!(third.regenerated, ["batch_prefill", "fwd"]);
 
-    // Other arguments: a run, and files of the old filter do not linger.
-    ck.filter("*_d64_bf16_*");
-    let fourth = ck.try_write_with_output(&mut Vec::new()).unwrap();
-    assert_eq!(calls(&fmha).len(), 6);
+    // Another filter: files of the old one do not linger.
+    p.filter("*_d64_*");
+    let fourth = p.try_write_with_output(&mut Vec::new()).unwrap();
     assert!(!fourth.manifest.blobs.is_empty());
     assert!(fourth
         .manifest
         .blobs
         .iter()
-        .all(|b| b.name.contains("_d64_bf16_")));
-    assert!(fourth.files.iter().all(|f| f.class != FileClass::Host));
+        .all(|b| b.name.contains("_d64_")));
+    let written = fs::read_to_string(out.join(MANIFEST_FILE)).unwrap();
+    assert_eq!(Manifest::from_json(&written).unwrap(), fourth.manifest);
+}
+
+#[test]
+fn a_direction_the_generator_does_not_offer_is_an_error_naming_those_it_does() {
+    let Some(ck) = ck_tree(CK_2024) else { return };
+    let tmp = Scratch::new("preset-direction");
+    let e = preset(&ck, tmp.path())
+        .direction("batch_prefill")
+        .try_manifest()
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("no direction 'batch_prefill'"), "{msg}");
+    assert!(msg.contains("bwd, fwd, fwd_appendkv, fwd_splitkv"), "{msg}");
+}
+
+#[test]
+fn a_filter_matching_nothing_is_an_error_not_an_empty_manifest() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-empty");
+    let e = preset(&ck, tmp.path())
+        .direction(Direction::Fwd)
+        .filter("no_such_kernel*")
+        .try_manifest()
+        .unwrap_err();
+    assert!(matches!(e, Error::NoBlobs { .. }), "{e:?}");
+}
+
+/// A CK tree whose `generate.py` fails like an older CK asked for a
+/// direction it lacks: a long traceback ending in the real reason.
+fn failing_ck(dir: &Path) -> PathBuf {
+    let fmha = dir.join("example/ck_tile/01_fmha");
+    fs::create_dir_all(dir.join("include/ck_tile")).unwrap();
+    fs::create_dir_all(fmha.join("codegen/ops")).unwrap();
+    fs::write(fmha.join("codegen/ops/fmha_fwd.py"), "# codegen\n").unwrap();
+    let mut traceback = String::from("Traceback (most recent call last):\n");
+    for i in 0..20 {
+        traceback.push_str(&format!(
+            "  File \"/ck/example/ck_tile/01_fmha/codegen/frame_{i}.py\", line {i}, in handler_{i}\n    step_{i}()\n"
+        ));
+    }
+    traceback.push_str("KeyError: 'fwd_appendkv'\n");
+    fs::write(fmha.join("traceback.txt"), traceback).unwrap();
+    fs::write(
+        fmha.join("generate.py"),
+        "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\n\
+         sys.stderr.write(open(os.path.join(here, 'traceback.txt')).read())\nsys.exit(1)\n",
+    )
+    .unwrap();
+    dir.to_path_buf()
+}
+
+#[test]
+fn a_failing_generator_reports_its_command_and_the_end_of_its_traceback() {
+    let tmp = Scratch::new("preset-fail");
+    let ck = failing_ck(&tmp.path().join("ck"));
+    let e = preset(&ck, &tmp.path().join("out"))
+        .direction(Direction::Fwd)
+        .try_manifest()
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Codegen { .. }), "{e:?}");
+    assert!(msg.contains("exit status: 1"), "{msg}");
+    assert!(msg.contains("generate.py --direction fwd"), "{msg}");
+    assert!(msg.ends_with("KeyError: 'fwd_appendkv'"), "{msg}");
+    assert!(!msg.contains('\n'));
+    // No stamp: the next build runs the generator again.
+    assert!(!tmp.path().join("out/ck_fmha/fwd.stamp").exists());
 }
 
 #[test]
 fn missing_trees_generators_and_pythons_are_named() {
-    let tmp = TempDir::new("preset-missing");
+    let tmp = Scratch::new("preset-missing");
     let out = tmp.path().join("out");
     let run = |f: &dyn Fn(&mut CkFmha)| {
-        let mut ck = CkFmha::new();
-        ck.out_dir(&out).name("t").cargo_metadata(false);
-        f(&mut ck);
-        ck.try_manifest().unwrap_err()
+        let mut p = CkFmha::new();
+        p.out_dir(&out).name("t").cargo_metadata(false);
+        f(&mut p);
+        p.try_manifest().unwrap_err()
     };
-
-    let e = run(&|ck| {
-        ck.source(tmp.path().join("nowhere"));
+    let e = run(&|p| {
+        p.source(tmp.path().join("nowhere"));
     });
     assert!(
         matches!(&e, Error::SourceTree { path, .. } if path.ends_with("nowhere")),
@@ -383,76 +510,32 @@ fn missing_trees_generators_and_pythons_are_named() {
 
     let not_ck = tmp.path().join("not_ck");
     fs::create_dir_all(&not_ck).unwrap();
-    let e = run(&|ck| {
-        ck.source(&not_ck);
+    let e = run(&|p| {
+        p.source(&not_ck);
     });
     assert!(e.to_string().contains("has no include/ directory"), "{e}");
 
     let no_gen = tmp.path().join("ck_without_example");
     fs::create_dir_all(no_gen.join("include")).unwrap();
-    let e = run(&|ck| {
-        ck.source(&no_gen);
+    fs::create_dir_all(no_gen.join("example/ck_tile/01_fmha")).unwrap();
+    let e = run(&|p| {
+        p.source(&no_gen);
     });
     match &e {
-        Error::Generator { path } => {
-            assert!(
-                path.ends_with("example/ck_tile/01_fmha/generate.py"),
-                "{}",
-                path.display()
-            )
-        }
+        Error::Generator { path } => assert!(path.ends_with("01_fmha/generate.py")),
         other => panic!("{other:?}"),
     }
-    assert!(e.to_string().contains("generate.py' does not exist"), "{e}");
 
-    let ck_tree = tmp.path().join("ck");
-    let fmha = fake_ck(&ck_tree, &[]);
-    let e = run(&|ck| {
-        ck.source(&ck_tree)
-            .python(tmp.path().join("no-such-python3"));
+    let ck = failing_ck(&tmp.path().join("ck"));
+    let e = run(&|p| {
+        p.source(&ck).python(tmp.path().join("no-such-python3"));
     });
     match &e {
         Error::ProgramNotFound { program, .. } => assert!(program.ends_with("no-such-python3")),
         other => panic!("{other:?}"),
     }
-    assert!(e.to_string().contains("no-such-python3") && e.to_string().contains("not found"));
-    assert!(calls(&fmha).is_empty());
-
-    // A generator that writes no blob (an empty tree, a filter matching
-    // nothing) is an error, not an empty manifest.
-    let e = run(&|ck| {
-        ck.source(&ck_tree);
-    });
-    assert!(matches!(e, Error::NoBlobs { .. }), "{e:?}");
-    assert_eq!(calls(&fmha).len(), 4);
+    assert!(e.to_string().contains("not found"), "{e}");
 
     let e = run(&|_| {});
-    assert!(e.to_string().contains("no tree given"), "{e}");
-}
-
-#[test]
-fn a_failing_generator_reports_its_command_and_stderr() {
-    let tmp = TempDir::new("preset-fail");
-    let ck_tree = tmp.path().join("ck");
-    let fmha = fake_ck(&ck_tree, &[]);
-    // Break the generator: every run fails like a Python exception.
-    let script = fs::read_to_string(fmha.join("generate.py"))
-        .unwrap()
-        .replace("if a.direction == \"boom\":", "if True:");
-    fs::write(fmha.join("generate.py"), script).unwrap();
-    let e = CkFmha::new()
-        .source(&ck_tree)
-        .direction(Direction::Fwd)
-        .out_dir(tmp.path().join("out"))
-        .name("t")
-        .cargo_metadata(false)
-        .try_manifest()
-        .unwrap_err();
-    let msg = e.to_string();
-    assert!(matches!(e, Error::Codegen { .. }), "{e:?}");
-    assert!(msg.contains("exit status: 3"), "{msg}");
-    assert!(msg.contains("generate.py --direction fwd"), "{msg}");
-    assert!(msg.contains("ValueError: unknown direction"), "{msg}");
-    // No stamp: the next build runs the generator again.
-    assert!(!tmp.path().join("out/ck_fmha/fwd.stamp").exists());
+    assert!(e.to_string().contains("no CK tree given"), "{e}");
 }

@@ -11,8 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::error::{io_err, quoted, tail, Error};
-use super::kind::Direction;
+use super::error::{io_err, last_lines, quoted, Error};
 
 /// First line of a stamp file; a change of format invalidates old stamps.
 const STAMP_HEADER: &str = "ck-jit-build codegen stamp 1";
@@ -23,12 +22,14 @@ pub(crate) struct Codegen<'a> {
     pub python: &'a Path,
     /// `<ck>/example/ck_tile/01_fmha/generate.py`.
     pub generate_py: &'a Path,
-    /// What to generate.
-    pub direction: Direction,
+    /// What to generate (`generate.py -d`).
+    pub direction: &'a str,
     /// `--receipt`.
     pub receipt: u32,
     /// `--filter`, passed through.
     pub filter: Option<&'a str>,
+    /// `--targets`, for a generator that takes it.
+    pub targets: Option<&'a str>,
     /// The output directory (emptied before a run).
     pub out: &'a Path,
     /// The stamp file recording the inputs of the last successful run.
@@ -53,7 +54,7 @@ impl Codegen<'_> {
             "-B".into(),
             self.generate_py.into(),
             "--direction".into(),
-            self.direction.as_str().into(),
+            self.direction.into(),
             "--receipt".into(),
             self.receipt.to_string().into(),
             "--output_dir".into(),
@@ -62,6 +63,10 @@ impl Codegen<'_> {
         if let Some(f) = self.filter {
             args.push("--filter".into());
             args.push(f.into());
+        }
+        if let Some(t) = self.targets {
+            args.push("--targets".into());
+            args.push(t.into());
         }
         args
     }
@@ -142,7 +147,7 @@ impl Codegen<'_> {
             return Err(Error::Codegen {
                 command: quoted(&argv),
                 status: output.status.to_string(),
-                stderr_tail: tail(&String::from_utf8_lossy(&output.stderr), 2000),
+                stderr_tail: last_lines(&String::from_utf8_lossy(&output.stderr), 12, 2000),
             });
         }
         fs::write(self.stamp, fingerprint).map_err(io_err(self.stamp))?;

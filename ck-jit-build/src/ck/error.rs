@@ -189,7 +189,7 @@ impl fmt::Display for Error {
                 f,
                 "the CK code generator failed ({status}): {}; its stderr ends: {}",
                 escape(command),
-                escape(stderr_tail)
+                stderr_tail.replace(['\n', '\r'], " | ")
             ),
             Error::Io { path, source } => write!(f, "cannot access '{}': {source}", shown(path)),
             Error::NoBlobs { dir } => write!(
@@ -320,6 +320,33 @@ pub(crate) fn quoted<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> String {
 }
 
 /// The last `max` bytes of `text`, from a line start where possible.
+/// The last `lines` non-empty lines of `text` (at most `max` bytes), each
+/// with control characters escaped, joined by ` | ` into one line: where a
+/// Python traceback says what went wrong.
+pub(crate) fn last_lines(text: &str, lines: usize, max: usize) -> String {
+    let mut kept: Vec<String> = text
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(lines)
+        .map(|l| {
+            l.trim_end()
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_debug().collect()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect();
+    kept.reverse();
+    let joined = kept.join(" | ");
+    tail(&joined, max)
+}
+
 pub(crate) fn tail(text: &str, max: usize) -> String {
     let text = text.trim_end();
     if text.len() <= max {

@@ -30,6 +30,7 @@
 //! generator (by [`CkFmha`]) and, in [`intercept`], the foreign build and,
 //! from the fake compiler, the real compiler for host sources.
 
+mod cmake;
 mod codegen;
 mod cpp;
 pub mod decl;
@@ -46,7 +47,8 @@ pub use intercept::Intercept;
 pub use kind::{classify, mangled_template_prefix, Direction, FileClass, Kind};
 pub use name::{Bias, BlobTraits, Mask, Mode, NameError, Pad, Rope, VLayout};
 pub use preset::{
-    CkFmha, CkFmhaFiles, GeneratedFile, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
+    CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
     GENERATED_SUBDIR,
 };
 pub use rewrite::{rewrite_dispatcher, BlobIndex, Rewritten, RewrittenCall};
+pub use vocab::{BlobDecl, Vocabulary};

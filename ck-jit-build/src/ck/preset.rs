@@ -12,11 +12,13 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::cmake;
 use super::codegen::{Codegen, Outcome};
+use super::decl;
 use super::error::{io_err, shown, Error};
-use super::kind::{classify, Direction, FileClass, Kind};
-use super::name::BlobTraits;
+use super::kind::{mangled_template_prefix, Direction};
 use super::rewrite::{rewrite_dispatcher, BlobIndex};
+use super::vocab::{BlobDecl, Vocabulary};
 use crate::cargo::CargoOutput;
 use crate::env;
 use crate::group::BlobGroup;
@@ -110,7 +112,7 @@ const CK_FMHA_FLAGS: &[&str] = &[
 pub struct CkFmha {
     source: Option<PathBuf>,
     generated: Option<PathBuf>,
-    directions: Vec<Direction>,
+    directions: Vec<String>,
     receipt: u32,
     filter: Option<String>,
     archs: Vec<String>,
@@ -133,8 +135,22 @@ pub struct GeneratedFile {
     pub path: PathBuf,
     /// Path relative to the generated directory, `/`-separated.
     pub rel: String,
-    /// What the file is.
-    pub class: FileClass,
+    /// What the file is, read from its declarations.
+    pub role: Role,
+}
+
+/// What a generated file is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// A blob: it specialises an entry template for a traits type the
+    /// headers declare.
+    Blob(Box<BlobDecl>),
+    /// A blob for an architecture that was not asked for: not recorded.
+    OtherArch(Box<BlobDecl>),
+    /// A dispatcher: it calls the blobs' entry templates.
+    Dispatcher,
+    /// Any other generated source.
+    Host,
 }
 
 /// What [`CkFmha`] produced: the manifest and every generated file.
@@ -153,10 +169,10 @@ pub struct CkFmhaFiles {
     pub files: Vec<GeneratedFile>,
     /// The directions whose generator ran in this build (empty when every
     /// stamp matched or the files were given).
-    pub regenerated: Vec<Direction>,
-    /// Blob files whose names did not parse fully: they are in the manifest
-    /// with `kind` metadata only.
-    pub unparsed: Vec<String>,
+    pub regenerated: Vec<String>,
+    /// Blobs whose file name disagrees with their declarations (the
+    /// declarations win; each is also a `cargo:warning`).
+    pub disagreements: Vec<String>,
 }
 
 impl CkFmhaFiles {
@@ -164,7 +180,7 @@ impl CkFmhaFiles {
     pub fn dispatchers(&self) -> impl Iterator<Item = &Path> {
         self.files
             .iter()
-            .filter(|f| matches!(f.class, FileClass::Api(_)))
+            .filter(|f| f.role == Role::Dispatcher)
             .map(|f| f.path.as_path())
     }
 
@@ -172,14 +188,14 @@ impl CkFmhaFiles {
     pub fn host_sources(&self) -> impl Iterator<Item = &Path> {
         self.files
             .iter()
-            .filter(|f| f.class == FileClass::Host)
+            .filter(|f| f.role == Role::Host)
             .map(|f| f.path.as_path())
     }
 
-    /// The blob files, with their kinds.
-    pub fn blobs(&self) -> impl Iterator<Item = (Kind, &Path)> {
-        self.files.iter().filter_map(|f| match f.class {
-            FileClass::Blob(k) => Some((k, f.path.as_path())),
+    /// The recorded blob files, with what they declare.
+    pub fn blobs(&self) -> impl Iterator<Item = (&BlobDecl, &Path)> {
+        self.files.iter().filter_map(|f| match &f.role {
+            Role::Blob(d) => Some((d.as_ref(), f.path.as_path())),
             _ => None,
         })
     }
@@ -189,7 +205,7 @@ impl CkFmhaFiles {
     pub fn blob_index(&self) -> Result<BlobIndex, Error> {
         let mut index = BlobIndex::new();
         for f in &self.files {
-            if let FileClass::Blob(_) = f.class {
+            if let Role::Blob(_) = f.role {
                 index.add_file(&f.path)?;
             }
         }
@@ -291,17 +307,21 @@ impl CkFmha {
         self
     }
 
-    /// Adds a direction to generate (`generate.py -d`); default all four.
-    /// With [`generated_dir`](CkFmha::generated_dir), only blobs of the
-    /// given directions are recorded.
+    /// Adds a direction to generate (`generate.py -d`): a [`Direction`] or
+    /// any name the generator offers (`"batch_prefill"`); default every
+    /// direction the generator offers (its `codegen/ops/fmha_*.py`
+    /// modules). A name it does not offer is an error listing those it does.
+    /// With [`generated_dir`](CkFmha::generated_dir), every generated blob
+    /// is recorded whatever its direction.
     ///
     /// # Example
     ///
     /// ```no_run
     /// use ck_jit_build::ck::{CkFmha, Direction};
-    /// CkFmha::new().direction(Direction::Fwd).direction(Direction::FwdSplitkv);
+    /// CkFmha::new().direction(Direction::Fwd).direction("batch_prefill");
     /// ```
-    pub fn direction(&mut self, direction: Direction) -> &mut CkFmha {
+    pub fn direction(&mut self, direction: impl std::fmt::Display) -> &mut CkFmha {
+        let direction = direction.to_string();
         if !self.directions.contains(&direction) {
             self.directions.push(direction);
         }
@@ -558,68 +578,86 @@ impl CkFmha {
         )?)
     }
 
-    fn directions(&self) -> Vec<Direction> {
+    /// The directions to generate: the requested ones (checked against
+    /// those the generator offers), else every one it offers.
+    fn directions(&self, example: &Path) -> Result<Vec<String>, Error> {
+        let offered = offered_directions(example);
         if self.directions.is_empty() {
-            Direction::ALL.to_vec()
-        } else {
-            let mut d = self.directions.clone();
-            d.sort();
-            d
+            return Ok(offered);
         }
+        let mut d = self.directions.clone();
+        d.sort();
+        if let Some(bad) = d.iter().find(|d| !offered.contains(d)) {
+            return Err(Error::SourceTree {
+                path: example.join("codegen").join("ops"),
+                why: format!(
+                    "the generator offers no direction '{}' (it offers: {})",
+                    escape(bad),
+                    offered.join(", ")
+                ),
+            });
+        }
+        Ok(d)
     }
 
     fn plan(&self, cargo: &mut CargoOutput<'_>) -> Result<CkFmhaFiles, Error> {
-        let directions = self.directions();
         let ck = match &self.source {
-            Some(tree) => Some(resolve_ck(tree)?),
-            None => None,
+            Some(tree) => resolve_ck(tree)?,
+            None => {
+                return Err(Error::SourceTree {
+                    path: PathBuf::new(),
+                    why: "no CK tree given: call source() with a CK or aiter checkout (its \
+                          headers declare the traits every blob is described by)"
+                        .into(),
+                })
+            }
         };
+        let example = ck.join(FMHA_EXAMPLE_DIR);
+        let vocab = Vocabulary::read(&example)?;
         let mut regenerated = Vec::new();
-        let (generated, scan_dirs, watch_generated) = match (&self.generated, &ck) {
-            (Some(dir), _) => {
+        let (generated, scan_dirs, watch_generated) = match &self.generated {
+            Some(dir) => {
                 let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
                     path: dir.clone(),
                     why: format!("generated directory: {e}"),
                 })?;
                 (canon.clone(), vec![canon], true)
             }
-            (None, Some(ck)) => {
-                let generate_py = ck.join(FMHA_EXAMPLE_DIR).join("generate.py");
+            None => {
+                let generate_py = example.join("generate.py");
                 if !generate_py.is_file() {
                     return Err(Error::Generator { path: generate_py });
                 }
+                let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
+                // A generator that knows `--targets` writes blobs for those
+                // architectures only.
+                let targets = (generator.contains("--targets") && !self.archs.is_empty())
+                    .then(|| self.archs.join(","));
                 let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
                 fs::create_dir_all(&base).map_err(io_err(&base))?;
                 let mut scan = Vec::new();
-                for d in &directions {
-                    let out = base.join(d.as_str());
-                    let stamp = base.join(format!("{}.stamp", d.as_str()));
+                for d in self.directions(&example)? {
+                    let out = base.join(&d);
+                    let stamp = base.join(format!("{d}.stamp"));
                     let outcome = Codegen {
                         python: &self.python,
                         generate_py: &generate_py,
-                        direction: *d,
+                        direction: &d,
                         receipt: self.receipt,
                         filter: self.filter.as_deref(),
+                        targets: targets.as_deref(),
                         out: &out,
                         stamp: &stamp,
                     }
                     .run()?;
                     if outcome == Outcome::Generated {
-                        regenerated.push(*d);
+                        regenerated.push(d.clone());
                     }
                     scan.push(out);
                 }
                 cargo.rerun_if_changed(&utf8(&generate_py)?);
-                cargo.rerun_if_changed(&utf8(&ck.join(FMHA_EXAMPLE_DIR).join("codegen"))?);
+                cargo.rerun_if_changed(&utf8(&example.join("codegen"))?);
                 (base, scan, false)
-            }
-            (None, None) => {
-                return Err(Error::SourceTree {
-                    path: PathBuf::new(),
-                    why: "no tree given: call source() with a CK or aiter checkout, \
-                          or generated_dir() with generated sources"
-                        .into(),
-                })
             }
         };
         if watch_generated {
@@ -663,32 +701,60 @@ impl CkFmha {
             scan(dir, &generated, &mut files)?;
         }
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
-        files.retain(|f| match f.class {
-            FileClass::Blob(k) => directions.contains(&k.direction()),
-            FileClass::Api(d) => directions.contains(&d),
-            _ => true,
-        });
-        if !files.iter().any(|f| matches!(f.class, FileClass::Blob(_))) {
+        let mut disagreements = Vec::new();
+        classify_files(&vocab, &mut files, &mut disagreements)?;
+        let families = self.arch_families(&files);
+        for f in &mut files {
+            let keep = match &f.role {
+                Role::Blob(d) => d.arch.as_ref().is_none_or(|a| !families[a].is_empty()),
+                _ => true,
+            };
+            if !keep {
+                let role = std::mem::replace(&mut f.role, Role::Host);
+                if let Role::Blob(d) = role {
+                    f.role = Role::OtherArch(d);
+                }
+            }
+        }
+        if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
         }
 
         let name = record::cache_name(self.name.as_deref(), cargo)?;
         let mut recorder = Recorder::new(name, &root_text);
-        let mut group_of: BTreeMap<Kind, u32> = BTreeMap::new();
-        let mut dirs_of: BTreeMap<Kind, BTreeSet<PathBuf>> = BTreeMap::new();
-        let mut last: Option<(Kind, &Path)> = None;
+        let options = cmake::fmha_compile_options(&example);
+        // One group per kind and architecture family: the compile command
+        // of a blob depends on nothing else.
+        let mut dirs_of: BTreeMap<(String, Option<String>, String), BTreeSet<PathBuf>> =
+            BTreeMap::new();
         for f in &files {
-            if let (FileClass::Blob(k), Some(parent)) = (f.class, f.path.parent()) {
-                // Files are sorted, so a directory's blobs come together.
-                if last != Some((k, parent)) {
-                    dirs_of.entry(k).or_default().insert(parent.to_path_buf());
-                    last = Some((k, parent));
-                }
+            if let (Role::Blob(d), Some(parent)) = (&f.role, f.path.parent()) {
+                dirs_of
+                    .entry((d.kind.clone(), d.arch.clone(), d.entry.clone()))
+                    .or_default()
+                    .insert(parent.to_path_buf());
             }
         }
-        for (kind, dirs) in &dirs_of {
-            let group = self.group(*kind, ck.as_deref(), &root, dirs)?;
-            group_of.insert(*kind, recorder.group(group.render()?));
+        let mut group_of = BTreeMap::new();
+        for ((kind, arch, entry), dirs) in &dirs_of {
+            let targets = match arch {
+                Some(a) => families[a].clone(),
+                None => self.default_targets(),
+            };
+            let group = self.group(
+                kind,
+                arch.as_deref(),
+                entry,
+                &targets,
+                &options,
+                &ck,
+                &root,
+                dirs,
+            )?;
+            group_of.insert(
+                (kind.clone(), arch.clone()),
+                recorder.group(group.render()?),
+            );
         }
 
         // Paths are compared as strings: `files` are relative to the
@@ -698,27 +764,21 @@ impl CkFmha {
             Ok(p) => format!("{}/", utf8(p)?.replace('\\', "/")),
             Err(_) => String::new(),
         };
-        let mut unparsed = Vec::new();
         for f in &files {
-            let FileClass::Blob(kind) = f.class else {
+            let Role::Blob(d) = &f.role else {
                 continue;
             };
             let file_name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
             let stem = file_name.rsplit_once('.').map_or(file_name, |(s, _)| s);
-            let rel = format!("{prefix}{}", f.rel);
-            let meta = match BlobTraits::parse(stem) {
-                Ok(t) if t.kind == kind => t.meta(),
-                _ => {
-                    unparsed.push(stem.to_string());
-                    BTreeMap::from([("kind".to_string(), kind.as_str().to_string())])
-                }
-            };
             let blob = Blob {
                 name: stem.to_string(),
-                source: rel,
-                group: group_of.get(&kind).copied().unwrap_or(0),
+                source: format!("{prefix}{}", f.rel),
+                group: group_of
+                    .get(&(d.kind.clone(), d.arch.clone()))
+                    .copied()
+                    .unwrap_or(0),
                 symbol: None,
-                meta,
+                meta: d.meta.clone(),
             };
             // One stem in two directories: both files are named.
             recorder.blob(blob).map_err(|refused| match refused {
@@ -730,11 +790,11 @@ impl CkFmha {
             })?;
         }
         let manifest = recorder.finish()?;
-        if let Some(first) = unparsed.first() {
+        if let Some(first) = disagreements.first() {
             cargo.warning(&format!(
-                "{} CK blob names did not parse fully (e.g. '{}'); they are recorded \
-                 with their kind only",
-                unparsed.len(),
+                "{} CK blob names disagree with their declarations (the declarations are \
+                 recorded), e.g. {}",
+                disagreements.len(),
                 escape(first)
             ));
         }
@@ -742,49 +802,200 @@ impl CkFmha {
             manifest,
             manifest_path: None,
             generated_dir: generated,
-            ck_root: ck,
+            ck_root: Some(ck),
             files,
             regenerated,
-            unparsed,
+            disagreements,
         })
     }
 
-    /// The group of `kind`: CK's compile command for it.
+    /// The architectures asked for, or the default one.
+    fn default_targets(&self) -> Vec<String> {
+        if self.archs.is_empty() {
+            vec![DEFAULT_ARCH.to_string()]
+        } else {
+            self.archs.clone()
+        }
+    }
+
+    /// For each architecture family the blobs declare (`gfx9`, `gfx950`):
+    /// the asked-for architectures it covers. An architecture belongs to
+    /// the longest family its name starts with, as CK's generator assigns
+    /// targets (`gfx950` to `gfx950`, `gfx942` to `gfx9`).
+    fn arch_families(&self, files: &[GeneratedFile]) -> BTreeMap<String, Vec<String>> {
+        let mut families: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for f in files {
+            if let Role::Blob(d) = &f.role {
+                if let Some(a) = &d.arch {
+                    families.entry(a.clone()).or_default();
+                }
+            }
+        }
+        for target in self.default_targets() {
+            let best = families
+                .keys()
+                .filter(|fam| target.starts_with(fam.as_str()))
+                .max_by_key(|fam| fam.len())
+                .cloned();
+            if let Some(fam) = best {
+                if let Some(v) = families.get_mut(&fam) {
+                    v.push(target);
+                }
+            }
+        }
+        families
+    }
+
+    /// The group of one kind and architecture family: CK's compile command.
+    #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
-        kind: Kind,
-        ck: Option<&Path>,
+        kind: &str,
+        arch: Option<&str>,
+        entry: &str,
+        targets: &[String],
+        options: &cmake::FmhaOptions,
+        ck: &Path,
         root: &Path,
         blob_dirs: &BTreeSet<PathBuf>,
     ) -> Result<BlobGroup, Error> {
-        let mut g = BlobGroup::new(kind.as_str());
+        let name = match arch {
+            Some(a) => format!("{kind}_{a}"),
+            None => kind.to_string(),
+        };
+        let mut g = BlobGroup::new(&name);
         g.compiler(&self.compiler).flags(["-std=c++17", "-O3"]);
-        if self.archs.is_empty() {
-            g.flag(&format!("--offload-arch={DEFAULT_ARCH}"));
+        for t in targets {
+            g.flag(&format!("--offload-arch={t}"));
         }
-        for arch in &self.archs {
-            g.flag(&format!("--offload-arch={arch}"));
+        // CK's CMake gives forward and backward sources different options.
+        let cmake_flags = if kind.starts_with("bwd") {
+            &options.bwd
+        } else {
+            &options.fwd
+        };
+        for f in cmake_flags {
+            let fast_exp2 = f.starts_with("-DCK_TILE_FMHA_FWD_FAST_EXP2");
+            if fast_exp2 && !self.fast_exp2 {
+                g.flag("-DCK_TILE_FMHA_FWD_FAST_EXP2=0");
+            } else {
+                g.flag(f);
+            }
         }
         g.flags(CK_FMHA_FLAGS).flags(&self.flags);
-        if let Some(ck) = ck {
-            g.include(under_root(&ck.join("include"), root));
-            g.include(under_root(&ck.join(FMHA_EXAMPLE_DIR), root));
-        }
+        g.include(under_root(&ck.join("include"), root));
+        g.include(under_root(&ck.join(FMHA_EXAMPLE_DIR), root));
         for dir in blob_dirs {
             g.include(under_root(dir, root));
         }
         for dir in &self.includes {
             g.include(dir);
         }
-        if self.fast_exp2 && kind.direction() != Direction::Bwd {
-            g.define("CK_TILE_FMHA_FWD_FAST_EXP2", Some("1"));
-        }
         for (name, value) in &self.defines {
             g.define(name, value.as_deref());
         }
-        g.symbol(SymbolSpec::Prefix(kind.symbol_prefix()));
+        g.symbol(SymbolSpec::Prefix(mangled_template_prefix(entry)));
         Ok(g)
     }
+}
+
+/// The directions CK's generator offers: its `codegen/ops/fmha_*.py`
+/// modules (`generate.py` registers each under its name without `fmha_`);
+/// the four classic ones for a generator without that directory.
+fn offered_directions(example: &Path) -> Vec<String> {
+    let mut d: Vec<String> = fs::read_dir(example.join("codegen").join("ops"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".py")?;
+            (stem != "__init__").then(|| stem.strip_prefix("fmha_").unwrap_or(stem).to_string())
+        })
+        .collect();
+    if d.is_empty() {
+        d = Direction::ALL
+            .iter()
+            .map(|d| d.as_str().to_string())
+            .collect();
+    }
+    d.sort();
+    d
+}
+
+/// Reads every generated source and decides its role from what it
+/// declares: a blob specialises a template for a traits type the headers
+/// declare; a dispatcher calls one of the blobs' templates; anything else
+/// is a host source. A blob whose name disagrees with its declarations
+/// (head dimension, data type, architecture suffix) is noted.
+fn classify_files(
+    vocab: &Vocabulary,
+    files: &mut [GeneratedFile],
+    disagreements: &mut Vec<String>,
+) -> Result<(), Error> {
+    let mut texts = Vec::with_capacity(files.len());
+    let mut templates: BTreeSet<String> = BTreeSet::new();
+    for f in files.iter_mut() {
+        let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
+        let specs = decl::specialisations(&text).map_err(|e| e.in_file(&f.path))?;
+        let is_blob = specs.iter().any(|s| {
+            s.args
+                .first()
+                .and_then(|a| decl::split_instantiation(a))
+                .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
+        });
+        if is_blob {
+            let d = vocab.describe(&specs).map_err(|why| Error::Parse {
+                file: Some(f.path.clone()),
+                line: specs.first().map_or(1, |s| s.line),
+                why,
+            })?;
+            let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+            let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+            if let Some(why) = name_disagreement(stem, &d) {
+                disagreements.push(format!("{stem}: {why}"));
+            }
+            templates.extend(d.templates.iter().cloned());
+            f.role = Role::Blob(Box::new(d));
+            texts.push(None);
+        } else {
+            texts.push(Some(text));
+        }
+    }
+    for (f, text) in files.iter_mut().zip(texts) {
+        if let Some(text) = text {
+            let calls = templates.iter().any(|t| text.contains(&format!("{t}<")));
+            f.role = if calls { Role::Dispatcher } else { Role::Host };
+        }
+    }
+    Ok(())
+}
+
+/// What a blob's file name states that its declarations contradict: the
+/// head dimension (`_d128_`), the data type token, the architecture suffix.
+fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
+    let tokens: Vec<&str> = stem.split('_').collect();
+    if let Some(h) = d.meta.get("hdim") {
+        let stated = tokens.iter().find_map(|t| {
+            let n = t.strip_prefix('d')?;
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
+        });
+        if let Some(n) = stated.filter(|n| n != h) {
+            return Some(format!("the name says d{n}, the declaration hdim {h}"));
+        }
+    }
+    if let Some(dt) = d.meta.get("dtype") {
+        if !tokens.contains(&dt.as_str()) {
+            return Some(format!("the declared dtype {dt} is not in the name"));
+        }
+    }
+    let suffix = tokens.last().filter(|t| t.starts_with("gfx")).copied();
+    if d.arch.as_deref() != suffix {
+        return Some(format!(
+            "the declared architecture {:?} differs from the name's suffix {suffix:?}",
+            d.arch
+        ));
+    }
+    None
 }
 
 /// `path` relative to `root` when inside it (`.` for the root itself),
@@ -861,8 +1072,7 @@ fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Err
         if !is_file {
             continue;
         }
-        let class = classify(name);
-        if class == FileClass::Other {
+        if !(name.ends_with(".cpp") || name.ends_with(".hpp") || name.ends_with(".h")) {
             continue;
         }
         let rel = path
@@ -874,7 +1084,11 @@ fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Err
                 path: path.clone(),
                 why: "is not a UTF-8 path under the generated directory".into(),
             })?;
-        out.push(GeneratedFile { path, rel, class });
+        out.push(GeneratedFile {
+            path,
+            rel,
+            role: Role::Host,
+        });
     }
     Ok(())
 }
