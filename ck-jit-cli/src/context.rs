@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::config::config;
+use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::manifest::MANIFEST_FILE;
 use ck_jit_rt::Runtime;
 

@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
-use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_rt::maintenance::Cache;
 use ck_jit_rt::config::Config;
+use ck_jit_rt::maintenance::Cache;
+use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
 use ck_jit_rt::Runtime;
 use serde_json::Value;
 

@@ -293,7 +293,9 @@ fn hostile_names_compile_into_the_cache_and_nowhere_else_without_a_shell() {
     assert_eq!(entries.len(), names.len() - 1);
     for e in entries {
         assert!(names.contains(&e.record.blob));
-        assert!(e.object.starts_with(&cache.derived_paths(&e.record.blob, &e.record.prekey)[0]));
+        assert!(e
+            .object
+            .starts_with(&cache.derived_paths(&e.record.blob, &e.record.prekey)[0]));
     }
 }
 

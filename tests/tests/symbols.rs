@@ -4,9 +4,9 @@
 
 use std::process::Command;
 
-use ck_jit_rt::Loaded;
-use ck_jit_rt::manifest::SymbolSpec;
 use ck_jit_rt::__internals as symbol;
+use ck_jit_rt::manifest::SymbolSpec;
+use ck_jit_rt::Loaded;
 use ck_jit_tests::{call, test_config, Tree};
 
 const CK_STYLE: &str = r#"
