@@ -23,7 +23,7 @@ fn preset(generated: &Path, out: &Path) -> CkFmha {
 }
 
 #[test]
-fn a_full_generated_tree_becomes_one_group_per_kind_quickly() {
+fn a_full_generated_tree_becomes_one_group_per_kind() {
     let tmp = TempDir::new("preset-full");
     let gen = tmp.path().join("gen");
     assert_eq!(write_empty_tree(&gen), 10_558);
@@ -118,7 +118,7 @@ fn a_full_generated_tree_becomes_one_group_per_kind_quickly() {
 }
 
 #[test]
-fn each_kind_compiles_with_cks_flags() {
+fn each_kind_records_cks_compile_flags() {
     let tmp = TempDir::new("preset-flags");
     let ck_tree = tmp.path().join("ck");
     fs::create_dir_all(ck_tree.join("include/ck_tile")).unwrap();
