@@ -32,8 +32,16 @@ const HIDING_FLAGS: &[&str] = &["-fvisibility=hidden", "-fvisibility=internal"];
 ///
 /// # Example
 ///
-/// ```no_run
+/// ```
 /// use ck_jit_build::{BlobGroup, Build};
+/// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-group-{}", std::process::id()));
+/// # std::fs::create_dir_all(root.join("kernels"))?;
+/// # std::fs::write(root.join("kernels/vec_add_f32.cpp"), "")?;
+/// # std::fs::write(root.join("kernels/vec_mul_f64.cpp"), "")?;
+/// # // What cargo provides a build script.
+/// # std::env::set_current_dir(&root)?;
+/// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+/// # std::env::set_var("OUT_DIR", root.join("out"));
 ///
 /// Build::new()
 ///     .group(
@@ -44,6 +52,10 @@ const HIDING_FLAGS: &[&str] = &["-fvisibility=hidden", "-fvisibility=internal"];
 ///             .meta_pattern(r"(?P<op>[a-z]+)_(?P<dtype>f32|f64)"),
 ///     )
 ///     .write();
+/// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+/// # assert_eq!((m.blobs[0].name.as_str(), m.blobs[1].meta["dtype"].as_str()), ("vec_add_f32", "f64"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobGroup {
@@ -74,7 +86,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// let mut group = ck_jit_build::BlobGroup::new("fwd");
     /// group.glob("fwd/*.cpp");
     /// ```
@@ -110,7 +122,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/fmha_fwd_*.cpp")
     ///     .glob("extra/**/*.cpp");
@@ -124,7 +136,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("misc").file("kernels/saxpy.cu");
     /// ```
     pub fn file<P: AsRef<Path>>(&mut self, path: P) -> &mut BlobGroup {
@@ -136,7 +148,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("misc").files(["k/a.cpp", "k/b.cpp"]);
     /// ```
     pub fn files<P: AsRef<Path>>(&mut self, paths: impl IntoIterator<Item = P>) -> &mut BlobGroup {
@@ -155,7 +167,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/*.cpp")
     ///     .exclude("*_api.cpp");
@@ -170,7 +182,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("optional")
     ///     .glob("generated/*.cpp")
     ///     .allow_empty(true);
@@ -188,7 +200,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("hip").compiler("hipcc");
     /// ```
     pub fn compiler(&mut self, program: &str) -> &mut BlobGroup {
@@ -204,7 +216,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").flag("-O3").flag("-std=c++17");
     /// ```
     pub fn flag(&mut self, flag: &str) -> &mut BlobGroup {
@@ -216,7 +228,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").flags(["-O3", "-std=c++17"]);
     /// ```
     pub fn flags<S: AsRef<str>>(&mut self, flags: impl IntoIterator<Item = S>) -> &mut BlobGroup {
@@ -231,7 +243,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .include("include")
     ///     .include("/opt/rocm/include");
@@ -246,7 +258,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec")
     ///     .define("USE_FAST", Some("1"))
     ///     .define("NDEBUG", None);
@@ -262,7 +274,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("cuda")
     ///     .compiler("nvcc")
     ///     .shared(false)
@@ -284,7 +296,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("cuda").compiler("nvcc").args_template([
     ///     "-O3", "-Xcompiler", "-fPIC", "-shared", "{src}", "-o", "{out}",
     /// ]);
@@ -302,7 +314,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").cwd("build");
     /// ```
     pub fn cwd<P: AsRef<Path>>(&mut self, dir: P) -> &mut BlobGroup {
@@ -316,7 +328,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").symbol_exact("{name}_entry");
     /// ```
     pub fn symbol_exact(&mut self, symbol: &str) -> &mut BlobGroup {
@@ -330,7 +342,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").symbol_prefix("_Z8fmha_fwd_");
     /// ```
     pub fn symbol_prefix(&mut self, prefix: &str) -> &mut BlobGroup {
@@ -348,7 +360,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("odd").compiler("my-cc").depfile(false);
     /// ```
     pub fn depfile(&mut self, depfile: bool) -> &mut BlobGroup {
@@ -364,7 +376,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/*.cpp")
     ///     .meta_pattern(r"^fmha_fwd_d(?P<hdim>\d+)_(?P<dtype>fp16|bf16)_");
@@ -380,7 +392,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .meta_pattern(r"^fmha_fwd_d(?P<hdim>\d+)_")
     ///     .require_meta_match(true);
@@ -396,7 +408,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").meta("direction", "fwd");
     /// ```
     pub fn meta(&mut self, key: &str, value: &str) -> &mut BlobGroup {
