@@ -27,14 +27,25 @@ use crate::record::{self, Recorder, Refused};
 ///
 /// # Example
 ///
-/// ```no_run
+/// ```
 /// use ck_jit_build::{BlobGroup, Build};
+/// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-build-{}", std::process::id()));
+/// # std::fs::create_dir_all(root.join("kernels"))?;
+/// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+/// # // What cargo provides a build script.
+/// # std::env::set_current_dir(&root)?;
+/// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+/// # std::env::set_var("OUT_DIR", root.join("out"));
 ///
 /// // build.rs
 /// Build::new()
 ///     .name("my_kernels")
 ///     .group(BlobGroup::new("vec").glob("kernels/*.cpp").flag("-O2"))
 ///     .write();
+/// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+/// # assert_eq!((m.name.as_str(), m.blobs[0].name.as_str()), ("my_kernels", "vadd"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Build {
@@ -57,9 +68,21 @@ impl Default for Build {
 ///
 /// # Example
 ///
-/// ```no_run
+/// ```
+/// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-from-config-{}", std::process::id()));
+/// # std::fs::create_dir_all(root.join("kernels"))?;
+/// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+/// # std::fs::write(root.join("ck-jit.toml"), "name = \"my_kernels\"\n[[group]]\nname = \"vec\"\nglob = \"kernels/*.cpp\"\n")?;
+/// # // What cargo provides a build script.
+/// # std::env::set_current_dir(&root)?;
+/// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+/// # std::env::set_var("OUT_DIR", root.join("out"));
 /// // build.rs
 /// ck_jit_build::from_config("ck-jit.toml").write();
+/// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+/// # assert_eq!((m.name.as_str(), m.blobs[0].name.as_str()), ("my_kernels", "vadd"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn from_config<P: AsRef<Path>>(path: P) -> Build {
     let mut build = Build::new();
@@ -81,7 +104,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// let mut build = ck_jit_build::Build::new();
     /// ```
     pub fn new() -> Build {
@@ -103,7 +126,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::Build::new().root("third_party/ck/generated");
     /// ```
     pub fn root<P: AsRef<Path>>(&mut self, root: P) -> &mut Build {
@@ -118,7 +141,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::Build::new().name("my_kernels");
     /// ```
     pub fn name(&mut self, name: &str) -> &mut Build {
@@ -130,7 +153,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::Build::new().out_dir("target/ck-jit");
     /// ```
     pub fn out_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut Build {
@@ -143,7 +166,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// use ck_jit_build::{BlobGroup, Build};
     ///
     /// Build::new()
@@ -162,11 +185,23 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
+    /// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-config-file-{}", std::process::id()));
+    /// # std::fs::create_dir_all(root.join("kernels"))?;
+    /// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+    /// # std::fs::write(root.join("ck-jit.toml"), "name = \"my_kernels\"\n[[group]]\nname = \"vec\"\nglob = \"kernels/*.cpp\"\n")?;
+    /// # // What cargo provides a build script.
+    /// # std::env::set_current_dir(&root)?;
+    /// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+    /// # std::env::set_var("OUT_DIR", root.join("out"));
     /// ck_jit_build::Build::new()
     ///     .config_file("ck-jit.toml")
     ///     .name("overrides_the_file")
     ///     .write();
+    /// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+    /// # assert_eq!((m.name.as_str(), m.blobs[0].name.as_str()), ("overrides_the_file", "vadd"));
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn config_file<P: AsRef<Path>>(&mut self, path: P) -> &mut Build {
         self.config_files.push(path.as_ref().to_path_buf());
@@ -178,7 +213,7 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::Build::new().cargo_metadata(false);
     /// ```
     pub fn cargo_metadata(&mut self, print: bool) -> &mut Build {
@@ -190,15 +225,26 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// use ck_jit_build::{BlobGroup, Build};
+    /// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-try-manifest-{}", std::process::id()));
+    /// # std::fs::create_dir_all(root.join("kernels"))?;
+    /// # std::fs::write(root.join("kernels/a.cpp"), "")?;
+    /// # std::fs::write(root.join("kernels/b.cpp"), "")?;
+    /// # // What cargo provides a build script.
+    /// # std::env::set_current_dir(&root)?;
+    /// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+    /// # std::env::set_var("OUT_DIR", root.join("out"));
     ///
     /// let manifest = Build::new()
     ///     .root("kernels")
     ///     .group(BlobGroup::new("all").glob("*.cpp"))
     ///     .try_manifest()?;
     /// println!("{} blobs", manifest.blobs.len());
-    /// # Ok::<(), ck_jit_build::Error>(())
+    /// # assert_eq!(manifest.blobs.len(), 2);
+    /// # assert!(!root.join("out").exists(), "nothing written");
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_manifest(&self) -> Result<Manifest, Error> {
         let mut cargo = CargoOutput::silent();
@@ -219,13 +265,22 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// use ck_jit_build::{BlobGroup, Build};
+    /// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-try-write-{}", std::process::id()));
+    /// # std::fs::create_dir_all(root.join("kernels"))?;
+    /// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+    /// # // What cargo provides a build script.
+    /// # std::env::set_current_dir(&root)?;
+    /// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+    /// # std::env::set_var("OUT_DIR", root.join("out"));
     ///
     /// let path = Build::new()
     ///     .group(BlobGroup::new("vec").glob("kernels/*.cpp"))
     ///     .try_write()?;
-    /// # Ok::<(), ck_jit_build::Error>(())
+    /// # assert_eq!(path, std::fs::canonicalize(root.join("out"))?.join("ck_jit_manifest.json"));
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write(&self) -> Result<PathBuf, Error> {
         let stdout = io::stdout();
@@ -238,15 +293,24 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// use ck_jit_build::{BlobGroup, Build};
+    /// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-try-write-with-output-{}", std::process::id()));
+    /// # std::fs::create_dir_all(root.join("kernels"))?;
+    /// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+    /// # // What cargo provides a build script.
+    /// # std::env::set_current_dir(&root)?;
+    /// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+    /// # std::env::set_var("OUT_DIR", root.join("out"));
     ///
     /// let mut lines = Vec::new();
     /// Build::new()
     ///     .group(BlobGroup::new("vec").glob("kernels/*.cpp"))
     ///     .try_write_with_output(&mut lines)?;
     /// print!("{}", String::from_utf8_lossy(&lines));
-    /// # Ok::<(), ck_jit_build::Error>(())
+    /// # assert!(String::from_utf8(lines)?.contains("cargo:rerun-if-changed="));
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<PathBuf, Error> {
         let mut cargo = if self.cargo_metadata {
@@ -282,12 +346,23 @@ impl Build {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// use ck_jit_build::{BlobGroup, Build};
+    /// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-write-{}", std::process::id()));
+    /// # std::fs::create_dir_all(root.join("kernels"))?;
+    /// # std::fs::write(root.join("kernels/vadd.cpp"), "")?;
+    /// # // What cargo provides a build script.
+    /// # std::env::set_current_dir(&root)?;
+    /// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+    /// # std::env::set_var("OUT_DIR", root.join("out"));
     ///
     /// Build::new()
     ///     .group(BlobGroup::new("vec").glob("kernels/*.cpp"))
     ///     .write();
+    /// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+    /// # assert_eq!(m.blobs[0].name, "vadd");
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self) -> PathBuf {
         match self.try_write() {

@@ -28,8 +28,16 @@ use crate::manifest::{self, escape, SymbolSpec};
 ///
 /// # Example
 ///
-/// ```no_run
+/// ```
 /// use ck_jit_build::{BlobGroup, Build};
+/// # let root = std::env::temp_dir().join(format!("ck-jit-build-doc-group-{}", std::process::id()));
+/// # std::fs::create_dir_all(root.join("kernels"))?;
+/// # std::fs::write(root.join("kernels/vec_add_f32.cpp"), "")?;
+/// # std::fs::write(root.join("kernels/vec_mul_f64.cpp"), "")?;
+/// # // What cargo provides a build script.
+/// # std::env::set_current_dir(&root)?;
+/// # std::env::set_var("CARGO_MANIFEST_DIR", &root);
+/// # std::env::set_var("OUT_DIR", root.join("out"));
 ///
 /// Build::new()
 ///     .group(
@@ -40,6 +48,10 @@ use crate::manifest::{self, escape, SymbolSpec};
 ///             .meta_pattern(r"(?P<op>[a-z]+)_(?P<dtype>f32|f64)"),
 ///     )
 ///     .write();
+/// # let m = ck_jit_build::Manifest::from_json(&std::fs::read_to_string(root.join("out/ck_jit_manifest.json"))?)?;
+/// # assert_eq!((m.blobs[0].name.as_str(), m.blobs[1].meta["dtype"].as_str()), ("vec_add_f32", "f64"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobGroup {
@@ -70,7 +82,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// let mut group = ck_jit_build::BlobGroup::new("fwd");
     /// group.glob("fwd/*.cpp");
     /// ```
@@ -106,7 +118,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/fmha_fwd_*.cpp")
     ///     .glob("extra/**/*.cpp");
@@ -120,7 +132,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("misc").file("kernels/saxpy.cu");
     /// ```
     pub fn file<P: AsRef<Path>>(&mut self, path: P) -> &mut BlobGroup {
@@ -132,7 +144,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("misc").files(["k/a.cpp", "k/b.cpp"]);
     /// ```
     pub fn files<P: AsRef<Path>>(&mut self, paths: impl IntoIterator<Item = P>) -> &mut BlobGroup {
@@ -151,7 +163,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/*.cpp")
     ///     .exclude("*_api.cpp");
@@ -166,7 +178,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("optional")
     ///     .glob("generated/*.cpp")
     ///     .allow_empty(true);
@@ -184,7 +196,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("hip").compiler("hipcc");
     /// ```
     pub fn compiler(&mut self, program: &str) -> &mut BlobGroup {
@@ -200,7 +212,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").flag("-O3").flag("-std=c++17");
     /// ```
     pub fn flag(&mut self, flag: &str) -> &mut BlobGroup {
@@ -212,7 +224,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").flags(["-O3", "-std=c++17"]);
     /// ```
     pub fn flags<S: AsRef<str>>(&mut self, flags: impl IntoIterator<Item = S>) -> &mut BlobGroup {
@@ -227,7 +239,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .include("include")
     ///     .include("/opt/rocm/include");
@@ -242,7 +254,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec")
     ///     .define("USE_FAST", Some("1"))
     ///     .define("NDEBUG", None);
@@ -258,7 +270,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("cuda")
     ///     .compiler("nvcc")
     ///     .shared(false)
@@ -280,7 +292,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("cuda").compiler("nvcc").args_template([
     ///     "-O3", "-Xcompiler", "-fPIC", "-shared", "{src}", "-o", "{out}",
     /// ]);
@@ -298,7 +310,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").cwd("build");
     /// ```
     pub fn cwd<P: AsRef<Path>>(&mut self, dir: P) -> &mut BlobGroup {
@@ -312,7 +324,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("vec").symbol_exact("{name}_entry");
     /// ```
     pub fn symbol_exact(&mut self, symbol: &str) -> &mut BlobGroup {
@@ -326,7 +338,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").symbol_prefix("_Z8fmha_fwd_");
     /// ```
     pub fn symbol_prefix(&mut self, prefix: &str) -> &mut BlobGroup {
@@ -344,7 +356,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("odd").compiler("my-cc").depfile(false);
     /// ```
     pub fn depfile(&mut self, depfile: bool) -> &mut BlobGroup {
@@ -360,7 +372,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .glob("fwd/*.cpp")
     ///     .meta_pattern(r"^fmha_fwd_d(?P<hdim>\d+)_(?P<dtype>fp16|bf16)_");
@@ -376,7 +388,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd")
     ///     .meta_pattern(r"^fmha_fwd_d(?P<hdim>\d+)_")
     ///     .require_meta_match(true);
@@ -392,7 +404,7 @@ impl BlobGroup {
     ///
     /// # Example
     ///
-    /// ```no_run
+    /// ```
     /// ck_jit_build::BlobGroup::new("fwd").meta("direction", "fwd");
     /// ```
     pub fn meta(&mut self, key: &str, value: &str) -> &mut BlobGroup {

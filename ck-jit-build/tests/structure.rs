@@ -6,7 +6,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Every `.rs` file under `src/`, as (path relative to `src/`, text).
+/// Every `.rs` file under `src/`, as (path relative to `src/`, text),
+/// without doc comments: their examples run as doctests, in a process of
+/// their own that sets up files and variables the way cargo does for a
+/// build script, which the library itself must never do.
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, String)>) {
         for entry in fs::read_dir(dir).unwrap() {
@@ -19,7 +22,15 @@ fn sources() -> Vec<(String, String)> {
                     .unwrap()
                     .to_string_lossy()
                     .replace('\\', "/");
-                out.push((rel, fs::read_to_string(&path).unwrap()));
+                let text = fs::read_to_string(&path).unwrap();
+                let code: Vec<&str> = text
+                    .lines()
+                    .filter(|l| {
+                        let l = l.trim_start();
+                        !l.starts_with("///") && !l.starts_with("//!")
+                    })
+                    .collect();
+                out.push((rel, code.join("\n")));
             }
         }
     }

@@ -109,7 +109,7 @@ pub struct Global {
         help_heading = "Global options"
     )]
     pub manifest: Option<PathBuf>,
-    /// Cache root [default: $CK_JIT_CACHE_DIR, else ~/.cache/<manifest name>]
+    /// Cache root [default: $CK_JIT_CACHE_DIR, else ~/.cache/MANIFEST_NAME]
     #[arg(
         long,
         global = true,

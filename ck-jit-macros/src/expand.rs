@@ -508,7 +508,7 @@ kernel supports. `{name}::select(&query)` picks the best blob once and returns a
 acquire load and an indirect call. `{name}::by_name(\"...\")` picks a blob by \
 name, `{name}::blobs()` lists them with their metadata.
 
-```ignore
+```text
 let kernel = {name}::select(&ck_jit_rt::Query::new().eq(\"dtype\", \"bf16\").ge(\"hdim\", 128))?;
 {name}::prepare(kernel)?; // optional: compile and load now
 unsafe {{ {name}::call(kernel, /* args */) }};

@@ -10,10 +10,18 @@
 //!
 //! # Example
 //!
-//! ```ignore
+//! ```
 //! // build.rs records the blobs and writes $OUT_DIR/ck_jit_manifest.json;
-//! // this defines the crate's `__CK_JIT_MANIFEST` static from it.
-//! ck_jit_rt::embed_manifest!();
+//! // `ck_jit_rt::embed_manifest!();` defines the crate's
+//! // `__CK_JIT_MANIFEST` static from it. Here a fixture manifest stands in,
+//! // compiling C++ blobs with the system `c++`.
+//! # static __CK_JIT_MANIFEST: ck_jit_rt::__private::Embedded =
+//! #     ck_jit_rt::__private::Embedded::from_json_str(r#"{"format":1,"name":"doc_kernels",
+//! #     "root":"/nonexistent","groups":[{"name":"vec","compiler":"c++",
+//! #     "args":["-O2","-fPIC","-shared","{src}","-o","{out}"],"symbol":{"exact":"{name}"}}],
+//! #     "blobs":[{"name":"saxpy_f32","source":"saxpy_f32.cpp","group":0},
+//! #     {"name":"vadd_f32","source":"vadd_f32.cpp","group":0},
+//! #     {"name":"vmul_f32","source":"vmul_f32.cpp","group":0}]}"#);
 //!
 //! use ck_jit_macros::lazy_kernel;
 //!
@@ -30,11 +38,32 @@
 //! pub unsafe extern "C" fn saxpy(a: f32, x: *const f32, y: *mut f32, n: usize);
 //!
 //! fn main() -> Result<(), ck_jit_rt::Error> {
+//! #   let root = std::env::temp_dir().join(format!("ck-jit-macros-doc-{}", std::process::id()));
+//! #   std::fs::create_dir_all(&root).unwrap();
+//! #   let blob = |name: &str, op: &str| {
+//! #       let src = format!("#include <cstddef>\nextern \"C\" void {name}(const float* a, \
+//! #           const float* b, float* o, std::size_t n) {{ for (std::size_t i = 0; i < n; ++i) \
+//! #           o[i] = a[i] {op} b[i]; }}\n");
+//! #       std::fs::write(root.join(format!("{name}.cpp")), src).unwrap();
+//! #   };
+//! #   blob("vadd_f32", "+");
+//! #   blob("vmul_f32", "*");
+//! #   // The fixture's root is relocated to the temporary tree, its cache
+//! #   // kept beside it; read at the runtime's first use, below.
+//! #   std::env::set_var("CK_JIT_ROOT", &root);
+//! #   std::env::set_var("CK_JIT_CACHE_DIR", root.join("cache"));
+//! #   std::env::remove_var("CK_JIT_OFFLINE");
+//! #   std::env::remove_var("CK_JIT_LAUNCHER");
 //!     vadd_f32::prepare()?; // compile and load now rather than at the first call
 //!     let (a, b, mut out) = ([1.0f32; 4], [2.0f32; 4], [0.0f32; 4]);
 //!     // SAFETY: the pointers are valid for `n` elements.
 //!     unsafe { vadd_f32(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), 4) };
+//!     assert_eq!(out, [3.0; 4]);
 //!     assert_eq!(mul::BLOB, "vmul_f32");
+//! #   // SAFETY: as above.
+//! #   unsafe { mul(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), 4) };
+//! #   assert_eq!(out, [2.0; 4]);
+//! #   let _ = std::fs::remove_dir_all(&root);
 //!     Ok(())
 //! }
 //! ```
@@ -44,7 +73,7 @@
 //! For each declared fn, a wrapper fn and a companion module of the same
 //! name (fns and modules live in different namespaces):
 //!
-//! ```ignore
+//! ```text
 //! /// (the fn's own docs, then generated ones)
 //! #[inline]
 //! pub unsafe fn vadd_f32(__arg0: *const f32, __arg1: *const f32, __arg2: *mut f32, __arg3: usize) {
@@ -103,17 +132,41 @@
 //! what an operation needs; each blob's metadata states what its kernel
 //! supports.
 //!
-//! ```ignore
+//! ```
+//! # use ck_jit_macros::lazy_kernel;
+//! # #[repr(C)] pub struct StreamConfig { pub log_level: i32 }
+//! # #[repr(C)] pub struct FmhaFwdArgs { pub seqlen_q: i32 }
+//! # static __CK_JIT_MANIFEST: ck_jit_rt::__private::Embedded =
+//! #     ck_jit_rt::__private::Embedded::from_json_str(r#"{"format":1,"name":"doc_fmha",
+//! #     "root":"/nonexistent","groups":[{"name":"fwd","compiler":"hipcc",
+//! #     "args":["{src}","-o","{out}"],"symbol":{"prefix":"_Z9fmha_fwd_I"}}],
+//! #     "blobs":[
+//! #     {"name":"fmha_fwd_d128_bf16","source":"fwd/fmha_fwd_d128_bf16.cpp","group":0,
+//! #      "meta":{"dtype":"bf16","hdim":"128","lse":"1"}},
+//! #     {"name":"fmha_fwd_d256_bf16","source":"fwd/fmha_fwd_d256_bf16.cpp","group":0,
+//! #      "meta":{"dtype":"bf16","hdim":"256","lse":"1"}},
+//! #     {"name":"fmha_fwd_d64_bf16","source":"fwd/fmha_fwd_d64_bf16.cpp","group":0,
+//! #      "meta":{"dtype":"bf16","hdim":"64","lse":"1"}}]}"#);
 //! use ck_jit_rt::Query;
 //!
 //! #[lazy_kernel(family = "fwd", symbol_prefix = "_Z9fmha_fwd_I")]
 //! pub unsafe extern "C" fn fwd(s: *const StreamConfig, a: FmhaFwdArgs) -> f32;
 //!
-//! // Once per configuration: compares strings, compiles nothing.
-//! let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
-//! // The first call of a blob compiles and loads it; later ones cost one
-//! // acquire load and an indirect call.
-//! let ms = unsafe { fwd::call(kernel, &stream, args) };
+//! fn attention(stream: &StreamConfig, args: FmhaFwdArgs) -> Result<f32, ck_jit_rt::SelectError> {
+//!     // Once per configuration: compares strings, compiles nothing.
+//!     let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
+//!     // The first call of a blob compiles and loads it; later ones cost one
+//!     // acquire load and an indirect call.
+//!     // SAFETY: every blob of `fwd` exports this signature.
+//!     Ok(unsafe { fwd::call(kernel, stream, args) })
+//! }
+//! # // Runs the selection only: the blobs are CK's, compiled by hipcc.
+//! # fn main() -> Result<(), ck_jit_rt::SelectError> {
+//! # let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
+//! # assert_eq!(kernel.name(), "fmha_fwd_d128_bf16");
+//! # let _ = attention;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Among the blobs that match, `select` prefers, in order: the query's
@@ -125,7 +178,7 @@
 //!
 //! There is no fn of the family's name, only its module:
 //!
-//! ```ignore
+//! ```text
 //! pub mod fwd {
 //!     use super::*;
 //!     /// The manifest group.

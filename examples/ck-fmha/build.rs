@@ -1,12 +1,14 @@
 //! Records how to compile every CK FMHA blob and compiles none of them:
 //! that happens on each blob's first call.
 //!
-//! 1. Writes a CK-shaped generated tree (10,554 blobs and four dispatchers,
-//!    `build-support/tree.rs`) from the blob list of a CK code generator
-//!    run into `OUT_DIR/ck_fmha`, only when the list or the writer changed
-//!    (a stamp records both). A crate wrapping real CK gives the preset
-//!    its checkout instead (`CkFmha::new().source(ck)`), and the preset
-//!    runs CK's generator.
+//! 1. Writes a CK-shaped generated tree (10,554 blobs and four dispatchers)
+//!    from the blob list of a CK code generator run into `OUT_DIR/ck_fmha`,
+//!    only when the list or the writer changed (a stamp records both). The
+//!    writer, `ck-jit-build/tests/ck_common/tree.rs`, is the one the CK
+//!    tests of ck-jit-build use, kept there because ck-jit-build is
+//!    published with its tests and this example is not. A crate wrapping
+//!    real CK gives the preset its checkout instead
+//!    (`CkFmha::new().source(ck)`), and the preset runs CK's generator.
 //! 2. Runs the CK preset over it: one manifest group per blob kind, CK's
 //!    compile command (`hipcc`, `--offload-arch=gfx90a`, CK's flags) and
 //!    the entry symbol prefix of each kind, each blob's traits as metadata.
@@ -17,7 +19,7 @@
 //! The stand-in CK tree `ck-standin/` provides the headers the blobs
 //! include.
 
-#[path = "build-support/tree.rs"]
+#[path = "../../ck-jit-build/tests/ck_common/tree.rs"]
 mod tree;
 
 use std::fs;
@@ -29,7 +31,7 @@ use ck_jit_build::ck::{CkFmha, GENERATED_SUBDIR};
 /// The list of file names one CK codegen run (receipt 1, all four
 /// directions) wrote.
 const BLOB_LIST: &str = "../../ck-jit-build/tests/data/ck-fmha-blobs.txt";
-const TREE_WRITER: &str = "build-support/tree.rs";
+const TREE_WRITER: &str = "../../ck-jit-build/tests/ck_common/tree.rs";
 const CK_TREE: &str = "ck-standin";
 const CACHE_NAME: &str = "ck_jit_ck_fmha";
 
@@ -93,7 +95,7 @@ fn ensure_tree(out_dir: &Path, generated: &Path, list: &str) -> Result<Option<us
         "{:016x}\n",
         fnv1a64(&[
             list.as_bytes(),
-            include_str!("build-support/tree.rs").as_bytes()
+            include_str!("../../ck-jit-build/tests/ck_common/tree.rs").as_bytes()
         ])
     );
     if generated.is_dir() && fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) {

@@ -19,7 +19,7 @@ fn refused(dir: &std::path::Path, shared: bool) -> String {
 }
 
 #[test]
-fn new_cache_directory_is_created_0700_despite_the_umask() {
+fn new_cache_directory_and_its_subdirectories_are_created_0700() {
     let t = Tree::new("mode");
     let dir = t.path("deep/new-cache");
     Cache::open(&dir, false).unwrap();

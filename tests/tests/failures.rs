@@ -95,7 +95,7 @@ fn compiler_that_writes_nothing_or_garbage_is_a_bad_object() {
 }
 
 #[test]
-fn megabytes_of_stderr_are_bounded_in_memory_and_kept_on_disk() {
+fn megabytes_of_stderr_keep_a_bounded_tail_and_the_full_log_on_disk() {
     let t = Tree::new("spew");
     t.c_blob("k", 1, 1);
     let err = mocked(&t, &["k"], "spew=8,fail")

@@ -135,7 +135,7 @@ fn large_manifest(t: &Tree) -> (std::path::PathBuf, Vec<String>) {
 }
 
 #[test]
-fn a_manifest_of_100000_blobs_parses_and_looks_up_promptly() {
+fn a_manifest_of_100000_blobs_parses_and_looks_up_a_blob() {
     let t = Tree::new("large");
     let (path, names) = large_manifest(&t);
     let size = std::fs::metadata(&path).unwrap().len();

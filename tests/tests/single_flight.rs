@@ -30,7 +30,7 @@ fn sixteen_threads_one_compile() {
 }
 
 #[test]
-fn sixteen_processes_one_compile() {
+fn sixteen_processes_in_sequence_compile_once() {
     let t = Tree::new("procs");
     t.c_blob("k", 5, 2);
     let log = format!("--mock-log={}", t.compile_log().display());
