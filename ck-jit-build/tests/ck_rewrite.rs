@@ -16,8 +16,16 @@ use ck_jit_build::ck::{
     rewrite_dispatcher, BlobIndex, BlobTraits, CkFmha, Direction, Error, Kind, Mode,
 };
 
+/// The stand-in CK tree whose headers declare the traits of the
+/// CK-shaped test trees.
+const STANDIN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../examples/ck-fmha/ck-standin"
+);
+
 fn preset(generated: &Path, out: &Path) -> ck_jit_build::ck::CkFmhaFiles {
     CkFmha::new()
+        .source(STANDIN)
         .generated_dir(generated)
         .out_dir(out)
         .name("t")

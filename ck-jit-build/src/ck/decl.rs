@@ -164,14 +164,31 @@ pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
     Ok(out)
 }
 
+/// What a blob source declares at namespace scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlobSource {
+    /// Its explicit specialisations.
+    pub specialisations: Vec<Specialisation>,
+    /// Its `ck_tile::sequence<...>` aliases (tile shapes, warp layouts):
+    /// the alias name and the numbers joined by `x`
+    /// (`fmha_block_tile_0` -> `128x64x32x128x32x128`).
+    pub sequences: Vec<(String, String)>,
+}
+
 /// Every explicit specialisation a blob defines at namespace scope, its
 /// template arguments expanded through the file's namespace-scope `using`
 /// declarations (`trait_0`, `fmha_mask_0`, ... are aliases).
 pub fn specialisations(src: &str) -> Result<Vec<Specialisation>, Error> {
+    Ok(blob_source(src)?.specialisations)
+}
+
+/// [`specialisations`], and the tile shapes the blob names.
+pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
     let toks = lex(src)?;
     let mut aliases: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut depth = 0usize;
     let mut out = Vec::new();
+    let mut sequences = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
@@ -185,6 +202,9 @@ pub fn specialisations(src: &str) -> Result<Vec<Specialisation>, Error> {
             (Tok::Ident, "using") if depth == 0 => {
                 if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
                     aliases.insert(toks[name_at].text(src), range);
+                    if let Some(dims) = sequence(src, &toks[range.0..range.1]) {
+                        sequences.push((toks[name_at].text(src).to_string(), dims));
+                    }
                     i = next;
                     continue;
                 }
@@ -242,7 +262,28 @@ pub fn specialisations(src: &str) -> Result<Vec<Specialisation>, Error> {
         }
         i += 1;
     }
-    Ok(out)
+    Ok(BlobSource {
+        specialisations: out,
+        sequences,
+    })
+}
+
+/// `ck_tile::sequence<1, 2, 3>` as `1x2x3`; `None` for any other type.
+fn sequence(src: &str, toks: &[Token]) -> Option<String> {
+    let text: String = toks.iter().map(|t| t.text(src)).collect();
+    let inner = text
+        .strip_prefix("ck_tile::sequence<")
+        .or_else(|| text.strip_prefix("::ck_tile::sequence<"))?
+        .strip_suffix('>')?;
+    let dims: Vec<&str> = inner.split(',').collect();
+    dims.iter()
+        .all(|d| {
+            !d.is_empty()
+                && d.trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+        })
+        .then(|| dims.join("x"))
 }
 
 /// `using NAME = TYPE ;` at token `i` (the `using`): the name's index, the
@@ -396,6 +437,14 @@ mod tests {
                    float fmha_fwd_<trait_0, ck_tile::gfx9_t>(const ck_tile::stream_config& s, fmha_fwd_args a)\n\
                    { return 0; }\n\
                    template<> std::string fmha_fwd_get_name_<trait_0>() { return \"\"; }\n";
+        let b = blob_source(&format!(
+            "using fmha_block_tile_0 = ck_tile::sequence<128, 64, 32>;\n{src}"
+        ))
+        .unwrap();
+        assert_eq!(
+            b.sequences,
+            [("fmha_block_tile_0".to_string(), "128x64x32".to_string())]
+        );
         let s = specialisations(src).unwrap();
         assert_eq!(s.len(), 2, "{s:?}");
         assert_eq!(s[0].template, "fmha_fwd_");

@@ -613,6 +613,9 @@ impl CkFmha {
             }
         };
         let example = ck.join(FMHA_EXAMPLE_DIR);
+        // The generator, its codegen modules and the headers that declare
+        // the traits: what the manifest is made from.
+        cargo.rerun_if_changed(&utf8(&example)?);
         let vocab = Vocabulary::read(&example)?;
         let mut regenerated = Vec::new();
         let (generated, scan_dirs, watch_generated) = match &self.generated {
@@ -655,8 +658,6 @@ impl CkFmha {
                     }
                     scan.push(out);
                 }
-                cargo.rerun_if_changed(&utf8(&generate_py)?);
-                cargo.rerun_if_changed(&utf8(&example.join("codegen"))?);
                 (base, scan, false)
             }
         };
@@ -936,7 +937,8 @@ fn classify_files(
     let mut templates: BTreeSet<String> = BTreeSet::new();
     for f in files.iter_mut() {
         let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
-        let specs = decl::specialisations(&text).map_err(|e| e.in_file(&f.path))?;
+        let source = decl::blob_source(&text).map_err(|e| e.in_file(&f.path))?;
+        let specs = &source.specialisations;
         let is_blob = specs.iter().any(|s| {
             s.args
                 .first()
@@ -944,7 +946,7 @@ fn classify_files(
                 .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
         });
         if is_blob {
-            let d = vocab.describe(&specs).map_err(|why| Error::Parse {
+            let d = vocab.describe_source(&source).map_err(|why| Error::Parse {
                 file: Some(f.path.clone()),
                 line: specs.first().map_or(1, |s| s.line),
                 why,

@@ -31,13 +31,19 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("logits", &["kHasLogitsSoftCap"]),
     ("sink", &["kHasSink"]),
     ("qscale", &["QScaleEnum", "kDoFp8StaticQuant"]),
+    ("squant", &["kDoFp8StaticQuant"]),
     ("skip", &["kSkipMinSeqlenQ"]),
     ("trload", &["kUseTrLoad"]),
     ("pipeline", &["FmhaPipelineEnum"]),
     ("vlayout", &["kIsVLayoutRowMajor"]),
     ("rope", &["RotaryEnum"]),
-    ("paged", &["kIsPagedKV"]),
+    ("pagedkv", &["kIsPagedKV"]),
     ("deterministic", &["kIsDeterministic"]),
+    ("spad", &["kPadS"]),
+    ("skpad", &["kPadSK", "kPadSk"]),
+    ("dpad", &["kPadD"]),
+    ("dvpad", &["kPadDv"]),
+    ("dbias", &["kHasBiasGrad"]),
 ];
 
 /// Parameters whose `true`/`false` the generator names in a table:
@@ -72,6 +78,9 @@ pub struct BlobDecl {
     /// The architecture family the code is for (`gfx9` from
     /// `ck_tile::gfx9_t`), when the entry takes one.
     pub arch: Option<String>,
+    /// The traits template the entry is specialised for
+    /// (`fmha_fwd_traits_`).
+    pub traits: Option<String>,
     /// Traits by parameter name, plus the short aliases and `kind`/`arch`.
     pub meta: BTreeMap<String, String>,
 }
@@ -135,6 +144,25 @@ impl Vocabulary {
         self.templates.get(name)
     }
 
+    /// Describes a blob from what its source declares: its
+    /// specialisations, and its tile shapes as `block_tile`, `warp_tile0`,
+    /// ... (the `ck_tile::sequence` aliases, without `fmha_` and the index).
+    pub fn describe_source(&self, src: &decl::BlobSource) -> Result<BlobDecl, String> {
+        let mut d = self.describe(&src.specialisations)?;
+        for (alias, dims) in &src.sequences {
+            let key = alias.strip_prefix("fmha_").unwrap_or(alias);
+            let key = key
+                .trim_end_matches(|c: char| c.is_ascii_digit())
+                .trim_end_matches('_');
+            if !key.is_empty() {
+                d.meta
+                    .entry(key.to_string())
+                    .or_insert_with(|| dims.clone());
+            }
+        }
+        Ok(d)
+    }
+
     /// Describes a blob from its specialisations.
     pub fn describe(&self, specs: &[Specialisation]) -> Result<BlobDecl, String> {
         // The kind is what every specialised name starts with
@@ -177,12 +205,14 @@ impl Vocabulary {
         let mut meta = BTreeMap::new();
         meta.insert("kind".to_string(), kind.clone());
         let mut arch = None;
+        let mut traits = None;
         let entry_params = self.template(entry).map(|d| d.params.as_slice());
         for (i, arg) in first.args.iter().enumerate() {
             let param = entry_params.and_then(|p| p.get(i));
             if let Some((name, args)) = decl::split_instantiation(arg) {
                 if let Some(t) = self.template(&name).filter(|t| t.is_class) {
                     self.traits(t, &args, &mut meta)?;
+                    traits.get_or_insert(name);
                     continue;
                 }
             }
@@ -201,6 +231,7 @@ impl Vocabulary {
             templates,
             kind,
             arch,
+            traits,
             meta,
         })
     }

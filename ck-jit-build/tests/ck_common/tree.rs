@@ -380,7 +380,7 @@ pub fn blob_source(name: &str, t: &BlobTraits) -> String {
         "#include \"fmha_fwd.hpp\"\n"
     });
     let _ = write!(s, "\nusing fmha_dtype_0 = {};\n", dt(t));
-    if matches!(t.kind, Kind::Fwd | Kind::FwdAppendkv) {
+    if !t.tile.is_empty() {
         let _ = write!(
             s,
             "\nusing fmha_block_tile_0 = ck_tile::sequence<{}>;\n",

@@ -196,11 +196,12 @@ impl<'a> Meta<'a> {
         self.get(key) == "true"
     }
 
-    /// The block tile (`b128x64x...`), entry `i`; 0 when absent.
+    /// The block tile the blob declares (`fmha_block_tile_0`, recorded as
+    /// `block_tile` = `128x64x...`), entry `i`; 0 when absent.
     fn tile(&self, i: usize) -> i32 {
-        self.get("tile")
-            .strip_prefix('b')
-            .and_then(|t| t.split('x').nth(i))
+        self.get("block_tile")
+            .split('x')
+            .nth(i)
             .and_then(|n| n.parse().ok())
             .unwrap_or(0)
     }
@@ -538,7 +539,7 @@ impl SplitkvKernels {
             .eq("dtype", m.get("dtype"))
             .eq("mode", m.get("mode"))
             .eq("hdim", m.get("hdim"))
-            .eq("tile", format!("b{}x{}", m.tile(0) / 2, m.tile(3) / 2))
+            .eq("block_tile", format!("{}x{}", m.tile(0) / 2, m.tile(3) / 2))
             .eq("lse", m.get("lse"))
             .eq("squant", m.get("squant"))
             .eq("spad", m.get("spad"))
@@ -728,12 +729,14 @@ impl BwdTraits {
             .eq("mask", self.mask.meta())
             .eq("bias", self.bias.meta());
         let q = flag(q, "dbias", self.dbias);
-        let q = if self.dropout {
-            q.ne("dropout", "no")
-        } else {
-            q.eq("dropout", "no")
+        // The generator names the dropout variant (`DROPOUT_MAP` of its
+        // cpp_symbol_map.py): whether random values are stored is part of
+        // it.
+        let q = match (self.dropout, self.store_randval) {
+            (false, _) => q.eq("dropout", "no"),
+            (true, false) => q.eq("dropout", "dropout_wg16"),
+            (true, true) => q.eq("dropout", "dropout_wg16_storerandval"),
         };
-        let q = flag(q, "store_randval", self.store_randval);
         flag(q, "deterministic", self.deterministic)
     }
 
