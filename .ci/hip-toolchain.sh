@@ -47,13 +47,18 @@ if [ -f "$D/env.sh" ] && [ "$(cat "$D/stamp" 2>/dev/null)" = "$STAMP" ]; then
 fi
 rm -f "$D/env.sh" "$D/stamp"
 
-# clang-offload-bundler and the HIP wrapper headers.
+# clang-offload-bundler and the HIP wrapper headers; and what this script
+# itself runs (a Python that can make a venv, unzip).
 LLVM15=/usr/lib/llvm-15
-if [ ! -x "$LLVM15/bin/clang-offload-bundler" ]; then
+need=()
+[ -x "$LLVM15/bin/clang-offload-bundler" ] || need+=(clang-tools-15)
+command -v unzip >/dev/null || need+=(unzip)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3 python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q clang-tools-15
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}"
 fi
 wrappers=$(ls -d "$LLVM15"/lib/clang/*/include | head -1)
 
