@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Assembles, from registry packages only, a HIP compiler that turns real
 # ComposableKernel (CK) ck_tile FMHA blobs into gfx942/gfx90a shared objects
-# on a machine with neither ROCm nor an AMD GPU, and fetches the CK 2025-11
-# tree the real-CK tests generate blobs from. Used by .ci/run for
+# on a machine with neither ROCm nor an AMD GPU. Used by .ci/run for
 # tests/tests/real_ck.rs.
 #
 # usage: .ci/hip-toolchain.sh [DEST]      (default: target/hip-toolchain)
@@ -17,14 +16,11 @@
 #   the HIP 6.1 headers and the `ocml.bc`/`ockl.bc` device libraries; the
 #   tiny `oclc_*` control libraries clang links with them are generated
 #   here;
-# - pip download amd-aiter==0.1.7.post2.dev18 (never installed): the wheel
-#   ships a CK tree of 2025-11; only `include/ck_tile`,
-#   `example/ck_tile/01_fmha` and `LICENSE` are unpacked, into DEST/ck-2025-11.
 #
 # Writes DEST/env.sh, which sets HIPCC (a clang wrapper), HIPFLAGS (what
 # that clang needs besides a CK command line: -x hip, the fake ROCm root,
 # -no-hip-rt, -fPIC ...), CK_JIT_REAL_HIPCC (DEST/bin/hipcc: both in one
-# program, a drop-in for ROCm's hipcc) and CK_JIT_REAL_CK_2025_11. `-no-hip-rt` leaves the
+# program, a drop-in for ROCm's hipcc). `-no-hip-rt` leaves the
 # HIP runtime symbols undefined in every object: they load only where a HIP
 # runtime (or a stand-in) is already in the process.
 #
@@ -34,8 +30,7 @@ set -euo pipefail
 
 ZIG_VERSION=0.15.2
 TRITON_VERSION=3.2.0
-AITER_VERSION=0.1.7.post2.dev18
-STAMP="zig=$ZIG_VERSION triton=$TRITON_VERSION aiter=$AITER_VERSION v2"
+STAMP="zig=$ZIG_VERSION triton=$TRITON_VERSION v3"
 
 cd "$(dirname "$0")/.."
 D=${1:-target/hip-toolchain}
@@ -68,22 +63,16 @@ python3 -m venv "$D/venv"
 ZL=$("$D/venv/bin/python" -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))')
 ZIG="$ZL/zig"
 
-# HIP headers and device libraries from triton's wheel, CK from aiter's.
+# HIP headers and device libraries from triton's wheel.
 mkdir -p "$D/dl"
 "$D/venv/bin/pip" download -q --disable-pip-version-check --no-deps -d "$D/dl" \
-    "triton==$TRITON_VERSION" "amd-aiter==$AITER_VERSION"
+    "triton==$TRITON_VERSION"
 rm -rf "$D/x"
 mkdir -p "$D/x"
 unzip -q -o "$D"/dl/triton-"$TRITON_VERSION"-*.whl \
     'triton/backends/amd/include/hip/*' \
     'triton/backends/amd/lib/ocml.bc' 'triton/backends/amd/lib/ockl.bc' -d "$D/x"
 TRITON_AMD=$D/x/triton/backends/amd
-ck=aiter_meta/3rdparty/composable_kernel
-unzip -q -o "$D"/dl/amd_aiter-"$AITER_VERSION"-*.whl \
-    "$ck/include/ck_tile/*" "$ck/example/ck_tile/01_fmha/*" "$ck/LICENSE" -d "$D/x"
-rm -rf "$D/ck-2025-11"
-mv "$D/x/$ck" "$D/ck-2025-11"
-rm -rf "$D/x/aiter_meta"
 
 # Clang's resource directory: zig's builtin headers plus clang 15's HIP and
 # CUDA wrapper headers (zig ships none).
@@ -154,8 +143,7 @@ cat >"$D/env.sh" <<ENV
 HIPCC="$D/bin/hipclang"
 HIPFLAGS="$HIPFLAGS"
 CK_JIT_REAL_HIPCC="$D/bin/hipcc"
-CK_JIT_REAL_CK_2025_11="$D/ck-2025-11"
-export HIPCC HIPFLAGS CK_JIT_REAL_HIPCC CK_JIT_REAL_CK_2025_11
+export HIPCC HIPFLAGS CK_JIT_REAL_HIPCC
 ENV
 echo "$STAMP" >"$D/stamp"
 echo "hip-toolchain: ready; . $D/env.sh"

@@ -522,6 +522,8 @@ impl BlobGroup {
             cwd,
             symbol: self.symbol.clone(),
             depfile: self.depfile,
+            family: None,
+            neutral: Default::default(),
         })
     }
 }

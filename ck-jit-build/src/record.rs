@@ -188,6 +188,8 @@ mod tests {
             cwd: None,
             symbol: manifest::SymbolSpec::Exact("{name}".into()),
             depfile: false,
+            family: None,
+            neutral: Default::default(),
         }
     }
 

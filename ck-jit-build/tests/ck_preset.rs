@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ck_jit_build::ck::{CkFmha, Direction, Error, Role, Vocabulary};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
+use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
 
 fn preset(ck: &Path, out: &Path) -> CkFmha {
@@ -193,6 +194,33 @@ fn ck_2025_11_every_direction_is_recorded_and_only_the_asked_architecture() {
     ] {
         assert!(fwd.meta.contains_key(key), "{}: no {key}", fwd.name);
     }
+    // A fully specified forward query gets no trait it did not ask for:
+    // logits soft-cap, sink, skip and quantisation are held to their
+    // neutral values unless mentioned.
+    let base = Query::new()
+        .eq("dtype", "fp16")
+        .eq("mode", "batch")
+        .eq("hdim", "128")
+        .eq("bias", "no")
+        .eq("mask", "no")
+        .eq("lse", "false")
+        .eq("dropout", "false");
+    let chosen = base.select_in(&m, "fwd").unwrap();
+    for (k, v) in [("logits", "false"), ("skip", "false"), ("squant", "false")] {
+        assert_eq!(chosen.meta[k], v, "{}: {k}", chosen.name);
+    }
+    let fwd_groups: Vec<_> = m.groups.iter().filter(|g| g.family() == "fwd").collect();
+    assert!(
+        fwd_groups.iter().all(|g| g.neutral["logits"] == "false"),
+        "{fwd_groups:?}"
+    );
+    // Asked for, the soft-cap variant is what comes back.
+    let capped = base
+        .clone()
+        .eq("logits", "true")
+        .select_in(&m, "fwd")
+        .unwrap();
+    assert_eq!(capped.meta["logits"], "true");
     let dot = m
         .blobs
         .iter()

@@ -52,6 +52,15 @@ typedef void (*ck_jit_fn)(void);
 ck_jit_fn ck_jit_resolve(const char* blob);
 
 /*
+ * As ck_jit_resolve, but returns the first function `blob` exports whose
+ * mangled name starts with `symbol_prefix` (for a blob that defines more
+ * than its entry, such as CK's `_oneshot_` and `_get_name_` siblings:
+ * "_Z25fmha_fwd_splitkv_oneshot_I"). NULL on failure, with the reason in
+ * ck_jit_last_error.
+ */
+ck_jit_fn ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);
+
+/*
  * Sets the cache directory, overriding CK_JIT_CACHE_DIR. Must come before
  * the first ck_jit_resolve or ck_jit_warmup of the process. The directory
  * is created (mode 0700) and checked now: one that is a symlink, owned by

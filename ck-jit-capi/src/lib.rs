@@ -20,6 +20,7 @@
 //! ```c
 //! typedef void (*ck_jit_fn)(void);
 //! ck_jit_fn   ck_jit_resolve(const char* blob);
+//! ck_jit_fn   ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);
 //! int         ck_jit_set_cache_dir(const char* dir);
 //! const char* ck_jit_last_error(void);
 //! int         ck_jit_warmup(const char* const* blobs, size_t n);
@@ -66,7 +67,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, RwLock};
 
-use ck_jit_rt::manifest::{escape, MANIFEST_FILE};
+use ck_jit_rt::manifest::{escape, SymbolSpec, MANIFEST_FILE};
 use once_cell::sync::{Lazy, OnceCell};
 
 use ck_jit_rt::config::config;
@@ -219,21 +220,37 @@ unsafe fn blob_name<'a>(ptr: *const c_char) -> Result<&'a str, String> {
     })
 }
 
-fn resolve(blob: &str) -> Result<usize, String> {
+/// Resolves `blob`'s entry (`prefix` `None`) or the first function whose
+/// mangled name starts with `prefix`, remembering the pointer.
+fn resolve(blob: &str, prefix: Option<&str>) -> Result<usize, String> {
+    let key = match prefix {
+        Some(p) => format!("{blob}\0{p}"),
+        None => blob.to_string(),
+    };
     let known = RESOLVED
         .read()
         .unwrap_or_else(|e| e.into_inner())
-        .get(blob)
+        .get(&key)
         .copied();
     if let Some(p) = known {
         return Ok(p);
     }
-    let p = runtime()?.resolve(blob, None).map_err(|e| e.to_string())? as usize;
+    let spec = prefix.map(|p| SymbolSpec::Prefix(p.to_string()));
+    let p = runtime()?
+        .resolve(blob, spec.as_ref())
+        .map_err(|e| e.to_string())? as usize;
     RESOLVED
         .write()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(blob.to_string(), p);
+        .insert(key, p);
     Ok(p)
+}
+
+/// The function pointer C sees for an address `resolve` returned.
+fn entry(p: usize) -> CkJitFn {
+    // SAFETY: a non-null address of a function in a loaded object that
+    // stays loaded; C casts it back to its real type before calling.
+    Some(unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(p) })
 }
 
 /// Compiles (unless cached) and loads `blob`, returning its entry point,
@@ -248,12 +265,36 @@ pub unsafe extern "C" fn ck_jit_resolve(blob: *const c_char) -> CkJitFn {
     boundary(None, || {
         // SAFETY: the caller's contract.
         let name = unsafe { blob_name(blob) }?;
-        let p = resolve(name)?;
-        // SAFETY: a non-null address of a function in a loaded object that
-        // stays loaded; C casts it back to its real type before calling.
-        Ok(Some(unsafe {
-            std::mem::transmute::<usize, unsafe extern "C" fn()>(p)
-        }))
+        Ok(entry(resolve(name, None)?))
+    })
+}
+
+/// Compiles (unless cached) and loads `blob`, returning the first exported
+/// function whose (mangled) name starts with `symbol_prefix`, or NULL with
+/// the reason in [`ck_jit_last_error`]: for a blob that defines more than
+/// its entry (CK's `_oneshot_`, `_get_name_` siblings).
+///
+/// # Safety
+///
+/// `blob` and `symbol_prefix` are NULL or NUL-terminated strings. Calling
+/// the returned pointer requires casting it to the function's real type.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_resolve_prefix(
+    blob: *const c_char,
+    symbol_prefix: *const c_char,
+) -> CkJitFn {
+    boundary(None, || {
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        // SAFETY: the caller's contract.
+        let prefix = unsafe { c_str(symbol_prefix, "the symbol prefix") }?;
+        let prefix = prefix
+            .to_str()
+            .map_err(|_| "ck-jit: the symbol prefix is not UTF-8".to_string())?;
+        if prefix.is_empty() {
+            return Err("ck-jit: the symbol prefix is empty".to_string());
+        }
+        Ok(entry(resolve(name, Some(prefix))?))
     })
 }
 

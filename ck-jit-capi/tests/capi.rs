@@ -28,6 +28,8 @@ fn group(name: &str, compiler: &str, extra: &[&str]) -> Group {
         cwd: None,
         symbol: SymbolSpec::Exact("{name}".into()),
         depfile: true,
+        family: None,
+        neutral: Default::default(),
     }
 }
 

@@ -43,6 +43,8 @@ fn the_root_manifest_and_a_checked_cache_dir_are_used() {
         cwd: None,
         symbol: SymbolSpec::Exact("{name}".into()),
         depfile: true,
+        family: None,
+        neutral: Default::default(),
     });
     m.blobs.push(Blob {
         name: "triple".into(),

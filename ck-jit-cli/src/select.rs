@@ -390,6 +390,8 @@ mod tests {
                 cwd: None,
                 symbol: SymbolSpec::Exact("{name}".into()),
                 depfile: true,
+                family: None,
+                neutral: Default::default(),
             });
         }
         for (name, source, group, dtype) in [

@@ -184,6 +184,8 @@ fn manifest(root: &Path, compiler: &str, opt: &str, blobs: &[BlobSpec]) -> Manif
             cwd: None,
             symbol: SymbolSpec::Exact("{name}".into()),
             depfile: true,
+            family: None,
+            neutral: Default::default(),
         });
     }
     for (name, family, meta) in blobs {

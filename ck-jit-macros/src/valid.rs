@@ -511,10 +511,11 @@ fn check_names(kernels: &[Checked], found: &Found, errors: &mut Errors) {
     }
 }
 
-/// Reports each family that no group of the manifest is named after, once
-/// per literal.
+/// Reports each family that no group of the manifest belongs to (a group
+/// belongs to its `family`, else to the family of its own name), once per
+/// literal.
 fn check_families(kernels: &[&Checked], manifest: &Manifest, found: &Found, errors: &mut Errors) {
-    let mut names: Vec<&str> = manifest.groups.iter().map(|g| g.name.as_str()).collect();
+    let mut names: Vec<&str> = manifest.groups.iter().map(|g| g.family()).collect();
     names.sort_unstable();
     names.dedup();
     let mut reported: Vec<(String, String)> = Vec::new();
@@ -601,6 +602,8 @@ mod tests {
                 cwd: None,
                 symbol: SymbolSpec::Exact("{name}".into()),
                 depfile: true,
+                family: None,
+                neutral: Default::default(),
             });
         }
         for (name, group) in [

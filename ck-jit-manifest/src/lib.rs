@@ -76,7 +76,8 @@ pub struct Manifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Group {
-    /// Group (family) name, e.g. `fwd` or `vec`.
+    /// Group name, e.g. `fwd` or `fwd_gfx9`; also its family's name unless
+    /// [`family`](Group::family) says otherwise.
     pub name: String,
     /// Compiler program: a name looked up in `PATH` or a path.
     pub compiler: String,
@@ -90,6 +91,23 @@ pub struct Group {
     /// Whether the compiler understands `-MD -MF <file>` (header tracking).
     #[serde(default = "yes")]
     pub depfile: bool,
+    /// The kernel family the group's blobs belong to, when several groups
+    /// make one family (CK's `fwd` blobs of two architectures need two
+    /// compile commands: groups `fwd_gfx9` and `fwd_gfx950`, family `fwd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// Values a family query that does not mention a key holds it to:
+    /// the neutral variant of a trait the blobs vary in (CK's
+    /// `logits = false`: no soft-cap unless asked for).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub neutral: BTreeMap<String, String>,
+}
+
+impl Group {
+    /// The family the group's blobs belong to.
+    pub fn family(&self) -> &str {
+        self.family.as_deref().unwrap_or(&self.name)
+    }
 }
 
 fn yes() -> bool {
@@ -495,6 +513,8 @@ mod tests {
             cwd: None,
             symbol: SymbolSpec::Exact("{name}".into()),
             depfile: true,
+            family: None,
+            neutral: Default::default(),
         });
         for n in ["b", "a", "c"] {
             m.blobs.push(Blob {

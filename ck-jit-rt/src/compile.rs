@@ -621,6 +621,8 @@ mod tests {
             cwd: None,
             symbol: ck_jit_manifest::SymbolSpec::Exact("{name}".into()),
             depfile,
+            family: None,
+            neutral: Default::default(),
         };
         let id = CompilerId {
             path: "/usr/bin/c++".into(),

@@ -180,6 +180,43 @@ impl Query {
         self
     }
 
+    /// Every key the query constrains or prefers.
+    pub fn keys(&self) -> BTreeSet<&str> {
+        let mut keys: BTreeSet<&str> = self.clauses.iter().map(Clause::key).collect();
+        keys.extend(self.prefs.iter().map(|p| match p {
+            Preference::Min(k) | Preference::Max(k) => k.as_str(),
+        }));
+        keys
+    }
+
+    /// This query, plus `key = value` for each neutral value whose key it
+    /// does not mention: what a family selection applies, so that a query
+    /// silent about a trait gets the trait's neutral variant (no soft-cap,
+    /// no sink) rather than whichever variant sorts first.
+    pub fn with_neutral(&self, neutral: &BTreeMap<String, String>) -> Query {
+        let mentioned = self.keys();
+        let mut q = self.clone();
+        for (k, v) in neutral {
+            if !mentioned.contains(k.as_str()) {
+                q.clauses.push(Clause::Eq(k.clone(), v.clone()));
+            }
+        }
+        q
+    }
+
+    /// The keys of this query that no candidate has: a typo, or a trait
+    /// this family does not have.
+    fn unknown_keys<'q>(&'q self, candidates: &[Candidate]) -> Vec<&'q str> {
+        let mut known: BTreeSet<&str> = BTreeSet::new();
+        for (_, meta) in candidates {
+            known.extend(meta.keys().map(String::as_str));
+        }
+        self.keys()
+            .into_iter()
+            .filter(|k| *k != PRIORITY_KEY && !known.contains(k))
+            .collect()
+    }
+
     /// Whether a blob with metadata `meta` meets every constraint.
     pub fn matches(&self, meta: &BTreeMap<String, String>) -> bool {
         self.clauses.iter().all(|c| c.matches(meta))
@@ -190,7 +227,8 @@ impl Query {
     pub fn rank_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Vec<&'m Blob> {
         let blobs = family_blobs(manifest, family);
         let candidates: Vec<Candidate> = blobs.iter().map(|b| (&*b.name, &b.meta)).collect();
-        self.order(&candidates)
+        self.with_neutral(&family_neutral(manifest, family))
+            .order(&candidates)
             .into_iter()
             .map(|i| blobs[i])
             .collect()
@@ -205,9 +243,10 @@ impl Query {
     pub fn select_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Result<&'m Blob, NoMatch> {
         let blobs = family_blobs(manifest, family);
         let candidates: Vec<Candidate> = blobs.iter().map(|b| (&*b.name, &b.meta)).collect();
-        match self.order(&candidates).first() {
+        let q = self.with_neutral(&family_neutral(manifest, family));
+        match q.order(&candidates).first() {
             Some(&i) => Ok(blobs[i]),
-            None => Err(self.explain(family, &candidates, || family_names(manifest))),
+            None => Err(q.explain(family, &candidates, || family_names(manifest))),
         }
     }
 
@@ -433,13 +472,26 @@ fn family_blobs<'m>(manifest: &'m Manifest, family: &str) -> Vec<&'m Blob> {
     manifest
         .blobs
         .iter()
-        .filter(|b| manifest.group_of(b).name == family)
+        .filter(|b| manifest.group_of(b).family() == family)
         .collect()
+}
+
+/// The neutral values of a family's groups (see [`Group::neutral`]).
+///
+/// [`Group::neutral`]: ck_jit_manifest::Group::neutral
+fn family_neutral(manifest: &Manifest, family: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for g in manifest.groups.iter().filter(|g| g.family() == family) {
+        for (k, v) in &g.neutral {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    out
 }
 
 /// The distinct group names of a manifest, sorted.
 fn family_names(manifest: &Manifest) -> Vec<String> {
-    let names: BTreeSet<&str> = manifest.groups.iter().map(|g| g.name.as_str()).collect();
+    let names: BTreeSet<&str> = manifest.groups.iter().map(|g| g.family()).collect();
     names.into_iter().map(str::to_string).collect()
 }
 
@@ -570,6 +622,15 @@ pub enum SelectError {
         /// Members with close names.
         suggestions: Vec<String>,
     },
+    /// The query names a key no member of the family has.
+    UnknownKey {
+        /// The family.
+        family: String,
+        /// The key.
+        key: String,
+        /// Keys the members have with close names.
+        suggestions: Vec<String>,
+    },
 }
 
 impl From<Error> for SelectError {
@@ -609,6 +670,22 @@ impl fmt::Display for SelectError {
                     None => Ok(()),
                 }
             }
+            SelectError::UnknownKey {
+                family,
+                key,
+                suggestions,
+            } => {
+                write!(
+                    f,
+                    "ck-jit: no member of family '{}' has the key '{}'",
+                    escape(family),
+                    escape(key)
+                )?;
+                if !suggestions.is_empty() {
+                    write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -618,7 +695,7 @@ impl std::error::Error for SelectError {
         match self {
             SelectError::Runtime(e) => Some(e),
             SelectError::NoMatch(e) => Some(e),
-            SelectError::NotMember { .. } => None,
+            SelectError::NotMember { .. } | SelectError::UnknownKey { .. } => None,
         }
     }
 }
@@ -733,16 +810,29 @@ impl<F> FamilySlots<F> {
     pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
         let members = self.members()?;
         let candidates = candidates(members);
-        match query.order(&candidates).first() {
-            Some(&i) => Ok(members[i].kernel()),
-            None => {
-                let runtime = self.source.runtime()?;
-                Err(query
-                    .explain(self.family, &candidates, || {
-                        family_names(runtime.manifest())
-                    })
-                    .into())
+        let manifest = self.source.runtime()?.manifest();
+        if !members.is_empty() {
+            if let Some(key) = query.unknown_keys(&candidates).first() {
+                let mut known: BTreeSet<&str> = BTreeSet::new();
+                for (_, meta) in &candidates {
+                    known.extend(meta.keys().map(String::as_str));
+                }
+                return Err(SelectError::UnknownKey {
+                    family: self.family.to_string(),
+                    key: key.to_string(),
+                    suggestions: closest(known.iter().copied(), key, 3)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect(),
+                });
             }
+        }
+        let q = query.with_neutral(&family_neutral(manifest, self.family));
+        match q.order(&candidates).first() {
+            Some(&i) => Ok(members[i].kernel()),
+            None => Err(q
+                .explain(self.family, &candidates, || family_names(manifest))
+                .into()),
         }
     }
 
@@ -753,7 +843,9 @@ impl<F> FamilySlots<F> {
     /// If the manifest cannot be parsed.
     pub fn candidates(&'static self, query: &Query) -> Result<Vec<Kernel<F>>, Error> {
         let members = self.members()?;
+        let manifest = self.source.runtime()?.manifest();
         Ok(query
+            .with_neutral(&family_neutral(manifest, self.family))
             .order(&candidates(members))
             .into_iter()
             .map(|i| members[i].kernel())
@@ -774,7 +866,7 @@ impl<F> FamilySlots<F> {
         let manifest = self.source.runtime()?.manifest();
         let family_of_blob = manifest
             .blob(blob)
-            .map(|b| manifest.group_of(b).name.clone());
+            .map(|b| manifest.group_of(b).family().to_string());
         let suggestions = closest(members.iter().map(Member::name), blob, 3)
             .into_iter()
             .map(str::to_string)
@@ -947,6 +1039,8 @@ mod tests {
                 cwd: None,
                 symbol: SymbolSpec::Exact("{name}".into()),
                 depfile: true,
+                family: None,
+                neutral: Default::default(),
             });
         }
         for (name, family, meta) in blobs {
@@ -979,6 +1073,32 @@ mod tests {
             ("fwd_dx_bf16", "fwd", "hdim=any,dtype=bf16"),
             ("bwd_d128_bf16", "bwd", "hdim=128,dtype=bf16"),
         ])
+    }
+
+    #[test]
+    fn an_unmentioned_trait_gets_its_neutral_value_and_groups_of_one_family_pool() {
+        let mut m = manifest(&[
+            ("a_capped", "fwd_gfx9", "hdim=128,logits=true"),
+            ("b_plain", "fwd_gfx9", "hdim=128,logits=false"),
+            ("c_other_arch", "fwd_gfx950", "hdim=256,logits=false"),
+        ]);
+        for g in &mut m.groups {
+            g.family = Some("fwd".into());
+            g.neutral.insert("logits".into(), "false".into());
+        }
+        // Without neutral values the capped blob would win: it sorts first.
+        let q = Query::new().eq("hdim", 128);
+        assert_eq!(q.select_in(&m, "fwd").unwrap().name, "b_plain");
+        let asked = Query::new().eq("hdim", 128).eq("logits", true);
+        assert_eq!(asked.select_in(&m, "fwd").unwrap().name, "a_capped");
+        assert_eq!(
+            names(Query::new().rank_in(&m, "fwd")),
+            ["b_plain", "c_other_arch"]
+        );
+        // A preference on the key counts as mentioning it.
+        let pref = Query::new().eq("hdim", 128).prefer_max("logits");
+        assert_eq!(pref.rank_in(&m, "fwd").len(), 2);
+        assert!(Query::new().select_in(&m, "fwd_gfx9").is_err());
     }
 
     fn names(blobs: Vec<&Blob>) -> Vec<&str> {

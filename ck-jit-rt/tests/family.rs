@@ -75,6 +75,8 @@ fn runtime(tree: &Tree, members: &[(&str, i32, &str)], broken: &[&str]) -> &'sta
             cwd: None,
             symbol: SymbolSpec::Exact("entry".into()),
             depfile: true,
+            family: None,
+            neutral: Default::default(),
         });
     }
     let mut blob = |name: &str, group: u32, meta: &str, source: String| {
@@ -220,6 +222,13 @@ fn no_match_and_wrong_names_say_why() {
         "ck-jit: no attn blob matches dtype = bf16, hdim >= 512: \
          dtype = bf16 matched 0 of 6 (values seen: f16, f32); \
          hdim >= 512 matched 0 of 6 (closest values seen: 256, 128, 64)"
+    );
+    // A key no member has is a mistake, not a constraint nobody meets.
+    let err = fam.select(&Query::new().eq("dtyp", "f16")).unwrap_err();
+    assert!(matches!(err, SelectError::UnknownKey { ref key, .. } if key == "dtyp"));
+    assert_eq!(
+        err.to_string(),
+        "ck-jit: no member of family 'attn' has the key 'dtyp'; did you mean 'dtype'?"
     );
     let err = fam.by_name("lonely").unwrap_err().to_string();
     assert_eq!(

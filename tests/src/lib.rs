@@ -111,6 +111,8 @@ pub fn c_manifest(root: &Path, names: &[&str], compiler: &str, extra: &[&str]) -
         cwd: None,
         symbol: SymbolSpec::Exact("{name}".into()),
         depfile: true,
+        family: None,
+        neutral: Default::default(),
     });
     for n in names {
         m.blobs.push(Blob {

@@ -1,9 +1,9 @@
 //! Real ComposableKernel (CK) FMHA blobs, compiled by a real HIP compiler
 //! through the runtime's own path.
 //!
-//! For each of two CK versions, CK 2024-10-23 (vendored in
-//! `third_party/ck-2024-10-23`) and CK 2025-11 (unpacked from the
-//! `amd-aiter` wheel by `.ci/hip-toolchain.sh`), the test
+//! For each of the two CK versions beside the workspace
+//! (`shared/data/ck/ck-2024-10-23` and `ck-2025-11`, the CK the
+//! `amd-aiter` wheel ships), the test
 //!
 //! 1. runs CK's `generate.py` through [`CkFmha`] once per direction (`fwd`,
 //!    `fwd_splitkv`, `bwd`) with a narrow `--filter`, so each run writes a
@@ -66,7 +66,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ck_jit_build::ck::{CkFmha, Direction};
+use ck_jit_build::ck::{write_stubs, CkFmha, Direction};
 use ck_jit_build::manifest::SymbolSpec;
 use ck_jit_rt::{Outcome, Runtime};
 use ck_jit_tests::Tree;
@@ -105,11 +105,11 @@ struct CkVersion {
     suffix: &'static str,
 }
 
-fn versions(ws: &Path, tc: &Toolchain) -> Vec<CkVersion> {
+fn versions(ws: &Path) -> Vec<CkVersion> {
     vec![
         CkVersion {
             label: "ck-2024-10-23",
-            tree: ws.join("third_party/ck-2024-10-23"),
+            tree: ws.join("../shared/data/ck/ck-2024-10-23"),
             filters: [
                 (Direction::Fwd, "*d64_fp16_batch*_qr_vr_psskddv"),
                 (Direction::FwdSplitkv, "*d64_fp16_batch_*_ps*_lse"),
@@ -119,7 +119,7 @@ fn versions(ws: &Path, tc: &Toolchain) -> Vec<CkVersion> {
         },
         CkVersion {
             label: "ck-2025-11",
-            tree: tc.ck_2025_11.clone(),
+            tree: ws.join("../shared/data/ck/ck-2025-11"),
             filters: [
                 (
                     Direction::Fwd,
@@ -146,8 +146,6 @@ fn versions(ws: &Path, tc: &Toolchain) -> Vec<CkVersion> {
 struct Toolchain {
     /// The hipcc drop-in (`CK_JIT_REAL_HIPCC`).
     hipcc: PathBuf,
-    /// The CK 2025-11 tree (`CK_JIT_REAL_CK_2025_11`).
-    ck_2025_11: PathBuf,
 }
 
 fn workspace() -> PathBuf {
@@ -181,7 +179,6 @@ fn toolchain(ws: &Path) -> Result<Toolchain, String> {
     };
     Ok(Toolchain {
         hipcc: get("CK_JIT_REAL_HIPCC")?,
-        ck_2025_11: get("CK_JIT_REAL_CK_2025_11")?,
     })
 }
 
@@ -203,8 +200,14 @@ impl Job {
     fn label(&self, versions: &[CkVersion]) -> String {
         match self {
             Job::Blob { version, blob, .. } => format!("{} {blob}", versions[*version].label),
-            Job::Dispatcher { version, .. } => {
-                format!("{} fmha_fwd_api.cpp (-c)", versions[*version].label)
+            Job::Dispatcher { version, argv, .. } => {
+                let src = argv
+                    .iter()
+                    .rev()
+                    .find(|a| a.ends_with(".cpp"))
+                    .map(|a| a.rsplit('/').next().unwrap_or(a))
+                    .unwrap_or("?");
+                format!("{} {src} (-c)", versions[*version].label)
             }
         }
     }
@@ -227,7 +230,7 @@ fn pick(rt: &Runtime, kind: &str, suffix: &str) -> Option<String> {
     let m = rt.manifest();
     m.blobs
         .iter()
-        .filter(|b| m.groups[b.group as usize].name == kind)
+        .filter(|b| b.meta.get("kind").is_some_and(|k| k == kind))
         .filter(|b| b.name.contains("_d64_fp16_") && b.name.ends_with(suffix))
         .map(|b| b.name.clone())
         .min_by_key(|n| (n.len(), n.clone()))
@@ -311,12 +314,13 @@ fn real_ck_blobs_compile_load_and_resolve() {
     let tree = Tree::new("real-ck");
     let stand_in = load_hip_stand_in(&ws, &tree.dir);
     let stand_in_symbols = dynamic_symbols(&stand_in, true);
-    let versions = versions(&ws, &tc);
+    let versions = versions(&ws);
 
     // 1. Generate and record, one CkFmha run per direction.
     let mut runtimes: Vec<Vec<Runtime>> = Vec::new();
     let mut jobs = VecDeque::new();
     let mut report = String::new();
+    let mut lazy_objects: Vec<(usize, PathBuf)> = Vec::new();
     for (vi, v) in versions.iter().enumerate() {
         let mut rts = Vec::new();
         for (direction, filter) in v.filters {
@@ -370,31 +374,52 @@ fn real_ck_blobs_compile_load_and_resolve() {
                     .find(|p| p.ends_with("fmha_fwd_api.cpp"))
                     .unwrap_or_else(|| panic!("{}: no fmha_fwd_api.cpp generated", v.label))
                     .to_path_buf();
-                let group = files
+                // The fwd blobs' group (`fwd`, or `fwd_gfx9` per family).
+                let fwd_blob = files
                     .manifest
-                    .groups
+                    .blobs
                     .iter()
-                    .find(|g| g.name == "fwd")
-                    .expect("fwd group");
-                let obj = out.join("fmha_fwd_api.o");
+                    .find(|b| b.meta["kind"] == "fwd")
+                    .expect("a fwd blob");
+                let group = files.manifest.group_of(fwd_blob).clone();
                 let root = files.manifest.root.clone();
-                let mut argv = vec![tc.hipcc.display().to_string()];
-                argv.extend(group.args.iter().map(|a| {
-                    let a = a
-                        .replace("{root}", &root)
-                        .replace("{src}", &api.display().to_string())
-                        .replace("{out}", &obj.display().to_string());
-                    if a == "-shared" {
-                        "-c".to_string()
-                    } else {
-                        a
-                    }
-                }));
-                jobs.push_back(Job::Dispatcher {
-                    version: vi,
-                    argv,
-                    cwd: PathBuf::from(root),
-                });
+                // CK's dispatcher, unchanged, and the stubs that make it
+                // lazy: each compiled as CK compiles its sources, `-c`.
+                let stubs = write_stubs(&files, &out.join("stubs"))
+                    .unwrap_or_else(|e| panic!("{}: stubs: {e}", v.label));
+                let mut sources = vec![api];
+                sources.extend(stubs.files.iter().cloned());
+                let capi_include = ws.join("ck-jit-capi/include");
+                for src in sources {
+                    let obj = src.with_extension("o");
+                    let mut argv = vec![tc.hipcc.display().to_string()];
+                    argv.push(format!("-I{}", capi_include.display()));
+                    argv.extend(group.args.iter().map(|a| {
+                        let a = a
+                            .replace("{root}", &root)
+                            .replace("{src}", &src.display().to_string())
+                            .replace("{out}", &obj.display().to_string());
+                        if a == "-shared" {
+                            "-c".to_string()
+                        } else {
+                            a
+                        }
+                    }));
+                    lazy_objects.push((vi, obj));
+                    jobs.push_back(Job::Dispatcher {
+                        version: vi,
+                        argv,
+                        cwd: PathBuf::from(&root),
+                    });
+                }
+                writeln!(
+                    report,
+                    "{} lazy fwd dispatcher: fmha_fwd_api.cpp unchanged + {} stub files defining {} specialisations",
+                    v.label,
+                    stubs.files.len(),
+                    stubs.specialisations
+                )
+                .unwrap();
             }
             let path = out.join("ck_jit_manifest.json");
             fs::write(&path, files.manifest.to_json()).expect("write manifest");
@@ -402,7 +427,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
                 .expect("manifest reads back")
                 .with_cache_dir(tree.path("cache"));
             for kind in KINDS {
-                if !files.manifest.groups.iter().any(|g| g.name == *kind) {
+                if !files.manifest.blobs.iter().any(|b| b.meta["kind"] == *kind) {
                     continue;
                 }
                 let blob = pick(&rt, kind, v.suffix).unwrap_or_else(|| {
@@ -544,6 +569,45 @@ fn real_ck_blobs_compile_load_and_resolve() {
             "\n         entry {} ({} matching)",
             names[0],
             names.len()
+        )
+        .unwrap();
+    }
+    // 4. The lazy dispatcher links: every blob specialisation CK's
+    // dispatcher calls is defined by a stub, none is left undefined.
+    for (vi, v) in versions.iter().enumerate() {
+        let objects: Vec<&PathBuf> = lazy_objects
+            .iter()
+            .filter(|(i, _)| *i == vi)
+            .map(|(_, o)| o)
+            .collect();
+        let lib = tree.path(&format!("{}/libfmha_fwd_lazy.so", v.label));
+        run(Command::new("cc")
+            .args(["-shared", "-o"])
+            .arg(&lib)
+            .args(&objects));
+        let undefined: Vec<String> = dynamic_symbols(&lib, false)
+            .into_iter()
+            .filter(|s| s.contains("fmha_fwd_"))
+            .collect();
+        assert!(
+            undefined.is_empty(),
+            "{}: the lazy dispatcher calls specialisations no stub defines: {undefined:?}",
+            v.label
+        );
+        let defined = dynamic_symbols(&lib, true);
+        assert!(
+            defined.iter().any(|s| s.starts_with("_Z8fmha_fwd")),
+            "{}: no fmha_fwd API in the lazy library",
+            v.label
+        );
+        let unresolved_capi: Vec<String> = dynamic_symbols(&lib, false)
+            .into_iter()
+            .filter(|s| s.starts_with("ck_jit_"))
+            .collect();
+        writeln!(
+            report,
+            "{}: libfmha_fwd_lazy.so links; blob calls go through {unresolved_capi:?}",
+            v.label
         )
         .unwrap();
     }

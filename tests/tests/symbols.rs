@@ -104,6 +104,8 @@ fn hidden_visibility_hides_the_entry_and_the_runtime_strips_it() {
         cwd: None,
         symbol: SymbolSpec::Prefix("_Z9fmha_fwd_I".into()),
         depfile: true,
+        family: None,
+        neutral: Default::default(),
     });
     m.blobs.push(Blob {
         name: "ck_style".into(),

@@ -57,6 +57,10 @@ pub struct Specialisation {
     /// Byte range of the declaration, from `template` to the closing `)`
     /// of its parameters.
     pub span: (usize, usize),
+    /// The return type as written (`float`, `std::string`).
+    pub returns: String,
+    /// Each function parameter as written (`const ck_tile::stream_config& s`).
+    pub params: Vec<String>,
 }
 
 fn lex(src: &str) -> Result<Vec<Token>, Error> {
@@ -242,11 +246,26 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
                                         .map_err(|why| parse_err(tj.line, why))?,
                                 );
                             }
+                            let text = |a: usize, b: usize| -> String {
+                                toks.get(a..b)
+                                    .unwrap_or(&[])
+                                    .iter()
+                                    .map(|t| t.text(src))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            };
+                            let params = split_commas(src, &toks, close + 2, paren)
+                                .into_iter()
+                                .map(|(a, b)| text(a, b))
+                                .filter(|p| !p.is_empty() && p != "void")
+                                .collect();
                             out.push(Specialisation {
                                 template: tj.text(src).to_string(),
                                 args,
                                 line: t.line,
                                 span: (t.start, toks[paren].end),
+                                returns: text(i + 3, j),
+                                params,
                             });
                             j = paren;
                             break;
@@ -457,6 +476,13 @@ mod tests {
             ]
         );
         assert!(src[s[0].span.0..s[0].span.1].ends_with("fmha_fwd_args a)"));
+        assert_eq!(s[0].returns, "float");
+        assert_eq!(
+            s[0].params,
+            ["const ck_tile :: stream_config & s", "fmha_fwd_args a"]
+        );
+        assert_eq!(s[1].returns, "std :: string");
+        assert!(s[1].params.is_empty());
         assert_eq!(s[1].template, "fmha_fwd_get_name_");
         let (name, args) = split_instantiation(&s[0].args[0]).unwrap();
         assert_eq!(name, "fmha_fwd_traits_");

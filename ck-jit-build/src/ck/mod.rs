@@ -37,6 +37,7 @@ pub mod decl;
 mod error;
 pub mod intercept;
 mod kind;
+mod lazy;
 mod name;
 mod preset;
 mod rewrite;
@@ -45,6 +46,7 @@ pub mod vocab;
 pub use error::Error;
 pub use intercept::Intercept;
 pub use kind::{classify, mangled_template_prefix, Direction, FileClass, Kind};
+pub use lazy::{stub_source, write_stubs, Stubs, BLOBS_PER_STUB_FILE};
 pub use name::{Bias, BlobTraits, Mask, Mode, NameError, Pad, Rope, VLayout};
 pub use preset::{
     CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,

@@ -752,10 +752,11 @@ impl CkFmha {
                 &root,
                 dirs,
             )?;
-            group_of.insert(
-                (kind.clone(), arch.clone()),
-                recorder.group(group.render()?),
-            );
+            let mut rendered = group.render()?;
+            // One family per kind, whatever the architecture.
+            rendered.family = arch.as_ref().map(|_| kind.clone());
+            rendered.neutral = neutral_values(&files, kind, arch.as_deref());
+            group_of.insert((kind.clone(), arch.clone()), recorder.group(rendered));
         }
 
         // Paths are compared as strings: `files` are relative to the
@@ -898,6 +899,50 @@ impl CkFmha {
         g.symbol(SymbolSpec::Prefix(mangled_template_prefix(entry)));
         Ok(g)
     }
+}
+
+/// Traits whose absence is the neutral variant: a family query that does
+/// not mention one gets the blob without it (no logits soft-cap, no
+/// attention sink, no quantisation scale, no skipping of short queries),
+/// never whichever variant sorts first. Each with the values, in order of
+/// preference, that mean "without".
+const NEUTRAL: &[(&str, &[&str])] = &[
+    ("logits", &["false"]),
+    ("sink", &["false"]),
+    ("qscale", &["no", "none", "false"]),
+    ("squant", &["false"]),
+    ("skip", &["false"]),
+];
+
+/// The neutral values of the blobs of one kind and architecture: for each
+/// [`NEUTRAL`] trait they vary in, its "without" value.
+fn neutral_values(
+    files: &[GeneratedFile],
+    kind: &str,
+    arch: Option<&str>,
+) -> BTreeMap<String, String> {
+    let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for f in files {
+        let Role::Blob(d) = &f.role else { continue };
+        if d.kind != kind || d.arch.as_deref() != arch {
+            continue;
+        }
+        for (key, _) in NEUTRAL {
+            if let Some(v) = d.meta.get(*key) {
+                seen.entry(key).or_default().insert(v.as_str());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (key, without) in NEUTRAL {
+        let Some(values) = seen.get(key).filter(|v| v.len() > 1) else {
+            continue;
+        };
+        if let Some(v) = without.iter().find(|w| values.contains(*w)) {
+            out.insert((*key).to_string(), (*v).to_string());
+        }
+    }
+    out
 }
 
 /// The directions CK's generator offers: its `codegen/ops/fmha_*.py`
