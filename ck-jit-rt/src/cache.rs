@@ -703,7 +703,7 @@ impl Cache {
     }
 
     /// When an entry was last used: its record's modification time, set at
-    /// publish and refreshed by [`Cache::touch`] on every cache hit.
+    /// publish and refreshed by `Cache::touch` on every cache hit.
     pub fn last_used(&self, entry: &Entry) -> Option<SystemTime> {
         fs::symlink_metadata(&entry.record_path)
             .and_then(|m| m.modified())
@@ -754,7 +754,7 @@ impl Cache {
     /// Removes temp files and compile directories left by compiles that
     /// died: ones of processes that no longer exist (local cache), or older
     /// than `max_age`. Their names start with the creating process's id and
-    /// end in `.tmp` ([`temp_affixes`]).
+    /// end in `.tmp` (`temp_affixes`).
     pub fn sweep_temps(&self, max_age: Duration) -> usize {
         let dir = self.root.join("tmp");
         let Ok(rd) = fs::read_dir(&dir) else {

@@ -47,31 +47,35 @@ const CK_FMHA_FLAGS: &[&str] = &[
     "-fgpu-flush-denormals-to-zero",
 ];
 
-/// Records how to compile CK's FMHA blobs (the CK/aiter preset).
+/// Records how to compile CK's FMHA blobs (the CK/aiter preset), from what
+/// the CK version declares.
 ///
 /// Give the CK tree with [`source`](CkFmha::source) (an aiter tree, with CK
 /// under `3rdparty/composable_kernel`, is detected) and the preset runs CK's
-/// `example/ck_tile/01_fmha/generate.py` once per direction into
-/// `OUT_DIR/ck_fmha/<direction>`; or give an already generated directory
-/// with [`generated_dir`](CkFmha::generated_dir). Every generated file is
-/// classified ([`classify`](super::classify)): each blob kind becomes one
-/// manifest group named after it (`fwd`, `fwd_splitkv`,
-/// `fwd_splitkv_combine`, `fwd_appendkv`, `bwd_dot_do_o`, `bwd_dq_dk_dv`,
-/// `bwd_convert_dq`), the `*_api.cpp` dispatchers and other host sources are
-/// returned for the consumer to compile.
+/// `example/ck_tile/01_fmha/generate.py` once per direction the generator
+/// offers (or those asked for with [`direction`](CkFmha::direction)) into
+/// `OUT_DIR/ck_fmha/<direction>`, passing the architectures asked for as
+/// `--targets` to a generator that takes it; or give an already generated
+/// directory with [`generated_dir`](CkFmha::generated_dir). Every generated
+/// file is read (see [`Role`]): a blob specialises an entry template for a
+/// traits type the version's headers declare, and is recorded with what its
+/// declarations say ([`Vocabulary::describe`](super::Vocabulary::describe));
+/// a dispatcher calls the blobs' templates. Each kind and architecture
+/// family becomes one manifest group (`fwd`, or `fwd_gfx9` of family
+/// `fwd`).
 ///
 /// Each blob compiles as a CK build compiles it:
 ///
 /// ```text
-/// hipcc -std=c++17 -O3 --offload-arch=gfx90a
-///       -Wno-undefined-func-template -Wno-float-equal -fgpu-flush-denormals-to-zero
+/// hipcc -std=c++17 -O3 --offload-arch=<the targets of its family>
+///       <the options of 01_fmha/CMakeLists.txt for fwd or bwd sources>
+///       -Wno-undefined-func-template
 ///       -I<ck>/include -I<ck>/example/ck_tile/01_fmha -I{root}/<direction>
-///       -DCK_TILE_FMHA_FWD_FAST_EXP2=1        (forward kinds)
 ///       -fPIC -shared {src} -o {out}
 /// ```
 ///
 /// and is entered through the first exported function whose mangled name
-/// starts with [`Kind::symbol_prefix`] (`_Z9fmha_fwd_I` for `fwd`).
+/// starts with its entry template's prefix (`_Z9fmha_fwd_I` for `fwd_`).
 ///
 /// # Where things are recorded
 ///
@@ -101,7 +105,7 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// let files = CkFmha::new()
 ///     .source("third_party/aiter")
 ///     .direction(Direction::Fwd)
-///     .direction(Direction::Bwd)
+///     .direction("batch_prefill")
 ///     .arch("gfx942")
 ///     .write();
 /// for api in files.dispatchers() {
