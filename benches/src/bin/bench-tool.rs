@@ -230,6 +230,18 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
 }
 
 fn ck_scale(o: &Opts) -> Result<(), String> {
+    if !o.groups {
+        // The preset records a blob from what its source declares; this
+        // bench's stand-in files declare nothing.
+        return Err(
+            "the CK preset reads each blob's declarations, which this bench's \
+                    stand-in files do not have: run with --groups, and measure the preset \
+                    on real CK output with benches/scripts/lazy-dispatcher-cost.sh or \
+                    `cargo run --release -p ck-jit-benches --bin ck-stubs -- CK_TREE OUT_DIR \
+                    DIRECTION ARCH`"
+                .to_string(),
+        );
+    }
     let bench = if o.groups {
         "ck_scale_groups"
     } else {
