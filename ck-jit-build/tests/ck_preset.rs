@@ -91,6 +91,25 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         "{dispatchers:?}"
     );
     assert_eq!(files.host_sources().count(), 0);
+    // Every call of every dispatcher resolves to a recorded blob.
+    let t0 = Instant::now();
+    let check = files.check_dispatchers().unwrap();
+    eprintln!(
+        "{version}: {} dispatcher calls of blob specialisations checked in {:.2?}",
+        check.calls,
+        t0.elapsed()
+    );
+    assert!(
+        check.calls > m.blobs.len() / 2,
+        "{version}: only {} calls",
+        check.calls
+    );
+    assert!(
+        check.unresolved.is_empty(),
+        "{version}: {} unresolved, e.g. {:?}",
+        check.unresolved.len(),
+        &check.unresolved[..check.unresolved.len().min(3)]
+    );
     for f in &files.files {
         if matches!(f.role, Role::Host) {
             panic!("{} was not classified", f.rel);
@@ -190,7 +209,7 @@ fn ck_2025_11_every_direction_is_recorded_and_only_the_asked_architecture() {
     // The traits 2025 added are plain keys now, not an "extra" blob.
     let fwd = m.blobs.iter().find(|b| b.meta["kind"] == "fwd").unwrap();
     for key in [
-        "logits", "skip", "trload", "arch", "lse", "dropout", "qscale",
+        "logits", "skip", "trload", "arch", "lse", "dropout", "squant",
     ] {
         assert!(fwd.meta.contains_key(key), "{}: no {key}", fwd.name);
     }

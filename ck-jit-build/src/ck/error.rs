@@ -96,6 +96,12 @@ pub enum Error {
         /// The unmatched template argument, normalised.
         args: String,
     },
+    /// Dispatcher calls of blob specialisations that no recorded blob
+    /// defines, all of them: file, line, specialisation.
+    UnresolvedCalls {
+        /// Every such call.
+        calls: Vec<(PathBuf, usize, String)>,
+    },
     /// Rewriting a dispatcher: the blob declaring a call's traits is of
     /// another kind than the call's template argument needs.
     WrongKind {
@@ -204,6 +210,21 @@ impl fmt::Display for Error {
                 Some(p) => write!(f, "{}:{line}: {why}", shown(p)),
                 None => write!(f, "line {line}: {why}"),
             },
+            Error::UnresolvedCalls { calls } => {
+                write!(
+                    f,
+                    "{} dispatcher call{} of blob specialisations no recorded blob defines",
+                    calls.len(),
+                    if calls.len() == 1 { "" } else { "s" }
+                )?;
+                for (file, line, call) in calls.iter().take(20) {
+                    write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
+                }
+                if calls.len() > 20 {
+                    write!(f, "; ... ({} more)", calls.len() - 20)?;
+                }
+                Ok(())
+            }
             Error::UnmatchedCall {
                 file,
                 line,

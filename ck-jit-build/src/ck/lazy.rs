@@ -11,8 +11,8 @@
 //! it exactly as it would to the blob; how many template arguments an
 //! entry takes, whether it is called from an `if constexpr` or a
 //! per-architecture section, is the compiler's business, not this module's.
-//! A call for which no blob exists fails to link, naming the
-//! specialisation.
+//! A dispatcher call for which no blob exists is reported, with its file
+//! and line, before anything is written (see [`super::calls`]).
 //!
 //! After the first call a stub costs a function-local static's guard check
 //! and an indirect call.
@@ -46,7 +46,17 @@ pub struct Stubs {
 /// Writes stub sources for every recorded blob of `files` into `dir`
 /// (created if needed; unchanged files are not rewritten), grouped by
 /// manifest group, [`BLOBS_PER_STUB_FILE`] blobs a file.
+///
+/// Every dispatcher's calls are checked first
+/// ([`CkFmhaFiles::check_dispatchers`]): calls no blob answers are one
+/// error listing each with its file and line, and nothing is written.
 pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
+    let check = files.check_dispatchers()?;
+    if !check.unresolved.is_empty() {
+        return Err(Error::UnresolvedCalls {
+            calls: check.unresolved,
+        });
+    }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let mut by_group: BTreeMap<String, Vec<(&str, &Path)>> = BTreeMap::new();
     for f in &files.files {

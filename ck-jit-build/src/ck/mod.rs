@@ -30,6 +30,7 @@
 //! generator (by [`CkFmha`]) and, in [`intercept`], the foreign build and,
 //! from the fake compiler, the real compiler for host sources.
 
+pub mod calls;
 mod cmake;
 mod codegen;
 mod cpp;

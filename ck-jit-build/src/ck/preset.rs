@@ -196,6 +196,20 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
+    /// Checks every call CK's dispatchers make of a blob specialisation
+    /// against the specialisations the recorded blobs define (see
+    /// [`check_calls`](super::calls::check_calls)).
+    pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
+        let blobs: Vec<&Path> = self.blobs().map(|(_, p)| p).collect();
+        let defined = super::calls::defined_specialisations(&blobs)?;
+        let mut dispatchers = Vec::new();
+        for p in self.dispatchers() {
+            let text = fs::read_to_string(p).map_err(io_err(p))?;
+            dispatchers.push((p.to_path_buf(), text));
+        }
+        super::calls::check_calls(&dispatchers, &defined)
+    }
+
     /// The recorded blob files, with what they declare.
     pub fn blobs(&self) -> impl Iterator<Item = (&BlobDecl, &Path)> {
         self.files.iter().filter_map(|f| match &f.role {

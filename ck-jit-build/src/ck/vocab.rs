@@ -30,7 +30,9 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("dropout", &["kHasDropout", "FmhaDropout"]),
     ("logits", &["kHasLogitsSoftCap"]),
     ("sink", &["kHasSink"]),
-    ("qscale", &["QScaleEnum", "kDoFp8StaticQuant"]),
+    // One short name per parameter: a neutral value held on one name must
+    // not contradict a query that names the other.
+    ("qscale", &["QScaleEnum"]),
     ("squant", &["kDoFp8StaticQuant"]),
     ("skip", &["kSkipMinSeqlenQ"]),
     ("trload", &["kUseTrLoad"]),

@@ -1,0 +1,475 @@
+//! Which blob specialisations CK's dispatchers call, checked against those
+//! the recorded blobs define, before anything is compiled: a call no blob
+//! answers is reported with its file and line (otherwise it would surface
+//! as an undefined symbol when the lazy dispatcher is linked).
+//!
+//! Nothing here knows a dispatcher's shape. A call is a template-id
+//! followed by `(`, `NAME<ARGS>(`, whose NAME a blob specialises; its
+//! arguments are normalised through the `using` declarations seen before
+//! it (at any depth: CK writes `using trait_ = ...;` right before each
+//! call). A call inside a function template of the dispatcher itself
+//! (`fmha_bwd_<dot_do_o_trait_, ..., Arch>` calling the three blobs) is
+//! checked at each call of that template, its parameters replaced by the
+//! arguments given there; `std::conditional_t<B, X, void>` is decided, and
+//! a call whose arguments come out `void` is one the template does not make
+//! (CK guards it with `if constexpr`).
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::cpp::{self, is_punct, matching_angle, split_commas, Tok, Token};
+use super::decl::{self, using_decl};
+use super::error::Error;
+
+/// What [`check_calls`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallCheck {
+    /// Blob specialisations the dispatchers call (each call site, and each
+    /// instantiation of a dispatcher template, counted once).
+    pub calls: usize,
+    /// Calls no blob answers: file, line, and the specialisation.
+    pub unresolved: Vec<(PathBuf, usize, String)>,
+}
+
+/// A function template a dispatcher defines, and the blob calls in it.
+struct LocalTemplate {
+    params: Vec<String>,
+    /// (blob template, its argument token ranges, line).
+    calls: Vec<(String, Vec<(usize, usize)>)>,
+}
+
+/// Checks every call of a blob template in `dispatchers` (path, text)
+/// against `defined`: the specialisations the blobs define, as
+/// `NAME<ARG,ARG>` in normal form.
+pub fn check_calls(
+    dispatchers: &[(PathBuf, String)],
+    defined: &BTreeSet<String>,
+) -> Result<CallCheck, Error> {
+    let templates: BTreeSet<&str> = defined
+        .iter()
+        .filter_map(|d| d.split_once('<').map(|(n, _)| n))
+        .collect();
+    let mut out = CallCheck::default();
+    for (path, src) in dispatchers {
+        check_file(path, src, &templates, defined, &mut out).map_err(|e| e.in_file(path))?;
+    }
+    Ok(out)
+}
+
+/// The specialisation `template<args>` in the blobs' normal form, integer
+/// comparisons decided (a dispatcher writes `(0 > 0)` where the blob has
+/// `false`).
+pub fn specialisation_key(template: &str, args: &[String]) -> String {
+    let args: Vec<String> = args.iter().map(|a| fold_comparisons(a)).collect();
+    format!("{template}<{}>", args.join(","))
+}
+
+/// `(N op M)` of two integers, for the six comparisons, as `true`/`false`.
+fn fold_comparisons(arg: &str) -> String {
+    let mut s = arg.to_string();
+    let mut from = 0;
+    while let Some(rel) = s[from..].find('(') {
+        let open = from + rel;
+        let Some(close) = s[open..].find(')').map(|c| open + c) else {
+            break;
+        };
+        let inner = &s[open + 1..close];
+        let decided = ["==", "!=", ">=", "<=", ">", "<"].iter().find_map(|op| {
+            let (a, b) = inner.split_once(op)?;
+            let (a, b) = (a.trim().parse::<i64>().ok()?, b.trim().parse::<i64>().ok()?);
+            Some(match *op {
+                "==" => a == b,
+                "!=" => a != b,
+                ">=" => a >= b,
+                "<=" => a <= b,
+                ">" => a > b,
+                _ => a < b,
+            })
+        });
+        match decided {
+            Some(v) => {
+                s.replace_range(open..=close, if v { "true" } else { "false" });
+                from = 0;
+            }
+            None => from = open + 1,
+        }
+    }
+    s
+}
+
+/// Every specialisation the blobs at `paths` define.
+pub fn defined_specialisations(paths: &[&Path]) -> Result<BTreeSet<String>, Error> {
+    let mut out = BTreeSet::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(super::error::io_err(p))?;
+        for s in decl::specialisations(&text).map_err(|e| e.in_file(p))? {
+            out.insert(specialisation_key(&s.template, &s.args));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_err(line: usize, why: impl Into<String>) -> Error {
+    Error::Parse {
+        file: None,
+        line,
+        why: why.into(),
+    }
+}
+
+fn check_file(
+    path: &Path,
+    src: &str,
+    blob_templates: &BTreeSet<&str>,
+    defined: &BTreeSet<String>,
+    out: &mut CallCheck,
+) -> Result<(), Error> {
+    let toks = cpp::tokenize(src).map_err(|e| parse_err(e.line, e.why))?;
+    // The dispatcher's own function templates: parameters and body span.
+    let mut locals: HashMap<String, LocalTemplate> = HashMap::new();
+    let mut bodies: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        if t.kind == Tok::Ident
+            && t.text(src) == "template"
+            && is_punct(src, toks.get(i + 1), "<")
+            && !is_punct(src, toks.get(i + 2), ">")
+        {
+            if let Some(close) = matching_angle(src, &toks, i + 1) {
+                let params: Vec<String> = split_commas(src, &toks, i + 2, close)
+                    .into_iter()
+                    .filter_map(|(a, b)| {
+                        toks[a..b]
+                            .iter()
+                            .rev()
+                            .find(|t| t.kind == Tok::Ident)
+                            .map(|t| t.text(src).to_string())
+                    })
+                    .collect();
+                // `RET NAME(...) {`: the name before the first `(`, the body
+                // from the next `{` to its match.
+                let mut j = close + 1;
+                let mut name = None;
+                while let Some(tj) = toks.get(j).filter(|_| j - close < cpp::MAX_SPAN_TOKENS) {
+                    if is_punct(src, Some(tj), ";") {
+                        break;
+                    }
+                    if name.is_none() && is_punct(src, Some(tj), "(") {
+                        name = toks
+                            .get(j - 1)
+                            .filter(|n| n.kind == Tok::Ident)
+                            .map(|n| n.text(src).to_string());
+                    }
+                    if is_punct(src, Some(tj), "{") {
+                        break;
+                    }
+                    j += 1;
+                }
+                if let (Some(name), true) = (name, is_punct(src, toks.get(j), "{")) {
+                    if let Some(end) = matching_brace(src, &toks, j) {
+                        bodies.push((j, end, params.clone()));
+                        let mut calls = Vec::new();
+                        for (at, blob) in blob_calls(src, &toks, j, end, blob_templates) {
+                            let close = matching_angle(src, &toks, at + 1)
+                                .ok_or_else(|| parse_err(toks[at].line, "unbalanced '<'"))?;
+                            calls.push((blob.to_string(), split_commas(src, &toks, at + 2, close)));
+                        }
+                        locals.insert(name, LocalTemplate { params, calls });
+                        i = end + 1;
+                        continue;
+                    }
+                }
+                i = close + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+
+    // Every call outside those bodies, aliases as seen so far; the branch
+    // an `if constexpr` discards is skipped (CK writes
+    // `if constexpr (std::is_same_v<FmhaFwdFp8, FmhaFwdFp8>) return -1;
+    // else { ... }` for combinations it has no kernel for).
+    let mut aliases: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut discarded: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if let Some(&(_, end, _)) = bodies.iter().find(|(start, _, _)| *start == i) {
+            i = end + 1;
+            continue;
+        }
+        if let Some(&(_, end)) = discarded.iter().find(|(start, _)| *start == i) {
+            i = end + 1;
+            continue;
+        }
+        let t = &toks[i];
+        if t.kind == Tok::Ident
+            && t.text(src) == "if"
+            && toks.get(i + 1).is_some_and(|c| c.text(src) == "constexpr")
+            && is_punct(src, toks.get(i + 2), "(")
+        {
+            if let Some(paren) = cpp::matching_paren(src, &toks, i + 2) {
+                let lookup = |n: &str| {
+                    aliases
+                        .get(n)
+                        .and_then(|&(a, b)| toks.get(a..b))
+                        .map(|s| (s, src))
+                };
+                let cond = cpp::normalize(src, &toks[i + 3..paren], &lookup).ok();
+                if let Some(value) = cond.as_deref().and_then(decide_is_same) {
+                    let then_end = is_punct(src, toks.get(paren + 1), "{")
+                        .then(|| matching_brace(src, &toks, paren + 1))
+                        .flatten();
+                    if let Some(then_end) = then_end {
+                        let has_else = toks
+                            .get(then_end + 1)
+                            .is_some_and(|e| e.text(src) == "else")
+                            && is_punct(src, toks.get(then_end + 2), "{");
+                        if !value {
+                            discarded.push((paren + 1, then_end));
+                        } else if has_else {
+                            if let Some(else_end) = matching_brace(src, &toks, then_end + 2) {
+                                discarded.push((then_end + 2, else_end));
+                            }
+                        }
+                    }
+                }
+                i = paren + 1;
+                continue;
+            }
+        }
+        if t.kind == Tok::Ident && t.text(src) == "using" {
+            if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
+                aliases.insert(toks[name_at].text(src), range);
+                i = next;
+                continue;
+            }
+        }
+        let name = t.text(src);
+        let is_call = t.kind == Tok::Ident && is_punct(src, toks.get(i + 1), "<");
+        let blob = is_call && blob_templates.contains(name);
+        let local = is_call && locals.contains_key(name);
+        if !(blob || local) {
+            i += 1;
+            continue;
+        }
+        let Some(close) = matching_angle(src, &toks, i + 1) else {
+            i += 1;
+            continue;
+        };
+        if !is_punct(src, toks.get(close + 1), "(") {
+            i = close + 1;
+            continue;
+        }
+        let lookup = |n: &str| {
+            aliases
+                .get(n)
+                .and_then(|&(a, b)| toks.get(a..b))
+                .map(|s| (s, src))
+        };
+        let mut args = Vec::new();
+        for (a, b) in split_commas(src, &toks, i + 2, close) {
+            args.push(
+                cpp::normalize(src, &toks[a..b], &lookup).map_err(|why| parse_err(t.line, why))?,
+            );
+        }
+        let line = t.line;
+        if blob {
+            record(path, line, name, &args, defined, out);
+        } else if let Some(lt) = locals.get(name) {
+            for (inner, ranges) in &lt.calls {
+                let mut inner_args = Vec::new();
+                for &(a, b) in ranges {
+                    let arg = substitute(src, &toks[a..b], &lt.params, &args)
+                        .map_err(|why| parse_err(line, why))?;
+                    inner_args.push(decide_conditional(&fold_comparisons(&arg)));
+                }
+                if inner_args.iter().any(|a| a == "void") {
+                    continue;
+                }
+                record(path, line, inner, &inner_args, defined, out);
+            }
+        }
+        i = close + 1;
+    }
+    Ok(())
+}
+
+fn record(
+    path: &Path,
+    line: usize,
+    template: &str,
+    args: &[String],
+    defined: &BTreeSet<String>,
+    out: &mut CallCheck,
+) {
+    out.calls += 1;
+    let key = specialisation_key(template, args);
+    if !defined.contains(&key) {
+        out.unresolved.push((path.to_path_buf(), line, key));
+    }
+}
+
+/// The type `toks` spell with each template parameter replaced, once, by
+/// its argument (a parameter may share its name with a global template,
+/// as CK's `fmha_fwd_splitkv_traits_` does: the argument is not looked at
+/// again), in normal form.
+fn substitute(
+    src: &str,
+    toks: &[Token],
+    params: &[String],
+    args: &[String],
+) -> Result<String, String> {
+    let mut text = String::new();
+    for (k, t) in toks.iter().enumerate() {
+        let word = t.text(src);
+        let qualified =
+            (k > 0 && is_punct(src, toks.get(k - 1), "::")) || is_punct(src, toks.get(k + 1), "::");
+        let arg = (t.kind == Tok::Ident && !qualified)
+            .then(|| params.iter().position(|p| p == word))
+            .flatten()
+            .and_then(|i| args.get(i));
+        text.push_str(arg.map_or(word, String::as_str));
+        text.push(' ');
+    }
+    let toks = cpp::tokenize(&text).map_err(|e| e.why)?;
+    let none = |_: &str| -> Option<(&[Token], &str)> { None };
+    cpp::normalize(&text, &toks, &none)
+}
+
+/// The value of `std::is_same_v<X,Y>` or `!std::is_same_v<X,Y>` of two
+/// types in normal form; `None` for any other condition.
+fn decide_is_same(cond: &str) -> Option<bool> {
+    let (negated, rest) = match cond.strip_prefix('!') {
+        Some(r) => (true, r),
+        None => (false, cond),
+    };
+    let (name, args) = decl::split_instantiation(rest)?;
+    if name != "std::is_same_v" || args.len() != 2 {
+        return None;
+    }
+    Some((args[0] == args[1]) != negated)
+}
+
+/// `std::conditional_t<true,X,Y>` is `X`, `<false,X,Y>` is `Y`; anything
+/// else unchanged.
+fn decide_conditional(arg: &str) -> String {
+    match decl::split_instantiation(arg) {
+        Some((name, a)) if name == "std::conditional_t" && a.len() == 3 => match a[0].as_str() {
+            "true" => a[1].clone(),
+            "false" => a[2].clone(),
+            _ => arg.to_string(),
+        },
+        _ => arg.to_string(),
+    }
+}
+
+/// Positions of `NAME<` in `toks[from..to]` whose NAME a blob specialises.
+fn blob_calls<'s>(
+    src: &'s str,
+    toks: &[Token],
+    from: usize,
+    to: usize,
+    blob_templates: &BTreeSet<&str>,
+) -> Vec<(usize, &'s str)> {
+    (from..to)
+        .filter(|&k| {
+            toks[k].kind == Tok::Ident
+                && blob_templates.contains(toks[k].text(src))
+                && is_punct(src, toks.get(k + 1), "<")
+        })
+        .map(|k| (k, toks[k].text(src)))
+        .collect()
+}
+
+/// The index of the `}` closing the `{` at `open`.
+fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, t) in toks.iter().enumerate().skip(open) {
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "{" => depth += 1,
+            "}" => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defined(keys: &[&str]) -> BTreeSet<String> {
+        keys.iter().map(|k| k.to_string()).collect()
+    }
+
+    #[test]
+    fn the_branch_an_if_constexpr_discards_is_not_checked() {
+        let api = "float f(int t) {\n\
+            using a_ = ta_<1>;\n\
+            if constexpr (std::is_same_v<Fp8, Fp8>) { return -1; } else { return x_<a_>(s); }\n\
+            if constexpr (!std::is_same_v<Fp8, Fp16>) { return y_<a_>(s); } else { return x_<a_>(s); }\n}\n";
+        let d = defined(&["x_<other>", "y_<other>"]);
+        let r = check_calls(&[("f.cpp".into(), api.into())], &d).unwrap();
+        assert_eq!(r.calls, 1, "{:?}", r.unresolved);
+        assert_eq!(r.unresolved[0].2, "y_<ta_<1>>");
+    }
+
+    #[test]
+    fn integer_comparisons_are_decided() {
+        assert_eq!(
+            fold_comparisons("t_<1,(0>0),(2>=2),(3==4),(x>1)>"),
+            "t_<1,false,true,false,(x>1)>"
+        );
+        assert_eq!(fold_comparisons("((1<2))"), "(true)");
+    }
+
+    #[test]
+    fn direct_calls_resolve_through_the_aliases_before_them() {
+        let api = "float fmha_fwd(int t) {\n\
+            if (t == 1) {\n    using trait_ = fmha_fwd_traits_<64, FmhaFwdFp16, ck_tile::SimplifiedGenericAttentionMask<false>>;\n    return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);\n}\n\
+            if (t == 2) {\n    using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, ck_tile::SimplifiedGenericAttentionMask<false>>;\n    return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);\n}\n}\n";
+        let d = defined(&[
+            "fmha_fwd_<fmha_fwd_traits_<64,FmhaFwdFp16,ck_tile::SimplifiedGenericAttentionMask<false>>,ck_tile::gfx9_t>",
+        ]);
+        let r = check_calls(&[("api.cpp".into(), api.into())], &d).unwrap();
+        assert_eq!(r.calls, 2);
+        assert_eq!(r.unresolved.len(), 1);
+        let (file, line, call) = &r.unresolved[0];
+        assert_eq!((file.to_str().unwrap(), *line), ("api.cpp", 8));
+        assert!(call.contains("<128,"), "{call}");
+    }
+
+    #[test]
+    fn a_dispatcher_template_is_checked_at_each_call_with_conditionals_decided() {
+        let api = "template <typename A_, typename B_, typename C_, typename Arch>\n\
+            float fmha_bwd_(int s) {\n\
+              x_oneshot_<A_, Arch>(s);\n\
+              if constexpr (!std::is_same_v<C_, void>) { z_oneshot_<C_, Arch>(s); }\n\
+              return y_<B_, Arch>(s);\n}\n\
+            float fmha_bwd(int t) {\n\
+              using a_ = ta_<1>;\n  using b_ = tb_<2>;\n  using c_ = tc_<3>;\n\
+              r = fmha_bwd_<a_, b_, std::conditional_t<false, c_, void>, ck_tile::gfx9_t>(s);\n\
+              r = fmha_bwd_<a_, b_, std::conditional_t<true, c_, void>, ck_tile::gfx9_t>(s);\n}\n";
+        let d = defined(&[
+            "x_oneshot_<ta_<1>,ck_tile::gfx9_t>",
+            "y_<tb_<2>,ck_tile::gfx9_t>",
+            "z_oneshot_<other,ck_tile::gfx9_t>",
+        ]);
+        let r = check_calls(&[("bwd.cpp".into(), api.into())], &d).unwrap();
+        // First call: x and y (z is void); second: x, y and z.
+        assert_eq!(r.calls, 5);
+        assert_eq!(r.unresolved.len(), 1, "{:?}", r.unresolved);
+        assert_eq!(r.unresolved[0].1, 12);
+        assert_eq!(r.unresolved[0].2, "z_oneshot_<tc_<3>,ck_tile::gfx9_t>");
+    }
+}
