@@ -1,30 +1,32 @@
-//! CK/aiter support: the fused-attention (FMHA) preset, the dispatcher
-//! rewrite for C++ consumers, and the interception of foreign builds.
+//! CK/aiter support: the fused-attention (FMHA) preset, lazy dispatchers
+//! for C++ consumers, and the interception of foreign builds.
 //!
-//! - [`CkFmha`] runs CK's FMHA code generator (or takes its output),
-//!   classifies every generated file ([`classify`]), parses the traits each
-//!   blob's name encodes ([`BlobTraits`]) and records one manifest group per
-//!   blob [`Kind`] with CK's compile command and the entry symbol prefix.
-//! - [`rewrite_dispatcher`] turns CK's `*_api.cpp` dispatchers into ones
-//!   that resolve each blob through ck-jit's C ABI (`ck_jit.h`) on first
-//!   call, for C++ consumers that keep calling `fmha_fwd(...)`.
+//! What a CK version is made of is read from the version itself, never
+//! from a grammar kept here:
+//!
+//! - [`decl`] reads the template declarations of the version's headers
+//!   (each traits struct's parameter names), the explicit specialisations
+//!   each blob defines, and the generator's symbol tables
+//!   (`codegen/cpp_symbol_map.py`); [`vocab`] describes each blob from them
+//!   (kind, entry, architecture, traits by parameter name);
+//! - [`CkFmha`] runs CK's generator for the directions it offers (its
+//!   `codegen/ops` modules), with `--targets` where it takes it, reads every
+//!   generated file, and records one manifest group per kind and
+//!   architecture family with the compile options of the version's CMake
+//!   (`cmake`);
+//! - [`write_stubs`] makes CK's own dispatchers lazy: it defines every
+//!   specialisation the blobs define, each resolving its blob through
+//!   `ck_jit.h` on first call, after [`calls`] has checked that every
+//!   dispatcher call has a blob;
 //! - [`intercept`] runs a build whose compile commands only it knows (aiter's
 //!   `compile.py`, CK's CMake) with a fake `hipcc` that records blob
 //!   compiles instead of running them, and turns the records into a
 //!   manifest.
 //!
-//! # CK facts this module relies on
-//!
-//! - The generator is `example/ck_tile/01_fmha/generate.py`, taking
-//!   `--direction` (`fwd`, `fwd_splitkv`, `fwd_appendkv`, `bwd`),
-//!   `--receipt`, `--filter` (fnmatch on kernel names) and `--output_dir`.
-//! - A blob specialises one entry template per kind ([`Kind::entry_function`])
-//!   for the type its `using trait_0 = <kind>_traits_<...>;` names; the
-//!   dispatcher's `using trait_ = ...;` before each call names the same type.
-//! - CK's CMake compiles the FMHA sources with
-//!   `-Wno-undefined-func-template -fgpu-flush-denormals-to-zero`, plus
-//!   `-DCK_TILE_FMHA_FWD_FAST_EXP2=1` for the forward ones, and
-//!   `-Wno-float-equal`.
+//! The older, name-based pieces ([`BlobTraits`] parses CK 2024's file
+//! names, [`rewrite_dispatcher`] rewrites dispatchers whose calls take one
+//! traits argument) remain for the interceptor and the `ck-fmha` example;
+//! the preset and the stubs do not use them.
 //!
 //! Nothing here compiles a blob. The only programs started are CK's
 //! generator (by [`CkFmha`]) and, in [`intercept`], the foreign build and,
