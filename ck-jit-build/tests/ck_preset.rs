@@ -355,6 +355,12 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
             bwd.args
         );
         assert!(!files.manifest.to_json().contains("visibility"));
+        // Options of CK's other example targets (fwd_v3) are not the blobs'.
+        assert!(
+            !fwd.args.iter().any(|a| a == "--save-temps"),
+            "{version}: {:?}",
+            fwd.args
+        );
         assert!(fwd.depfile);
     }
 }

@@ -97,6 +97,28 @@ fn condition(args: &[String], vars: &HashMap<String, String>) -> bool {
     }
 }
 
+enum Direction {
+    Fwd,
+    Bwd,
+}
+
+/// Whether `var` holds the options of the FMHA blobs themselves:
+/// `FMHA_FWD_PRIVATE_COMPILE_OPTIONS` (CK 2025) or
+/// `EXAMPLE_FMHA_FWD_COMPILE_OPTIONS` (CK 2024), and the BWD ones; not the
+/// `INTERFACE` options for CK's example programs, nor the options of other
+/// targets such as `EXAMPLE_FMHA_FWD_V3_COMPILE_OPTIONS` (`--save-temps`).
+fn options_of(var: &str) -> Option<Direction> {
+    let rest = var.strip_prefix("EXAMPLE_").unwrap_or(var);
+    let (direction, rest) = if let Some(r) = rest.strip_prefix("FMHA_FWD_") {
+        (Direction::Fwd, r)
+    } else if let Some(r) = rest.strip_prefix("FMHA_BWD_") {
+        (Direction::Bwd, r)
+    } else {
+        return None;
+    };
+    matches!(rest, "COMPILE_OPTIONS" | "PRIVATE_COMPILE_OPTIONS").then_some(direction)
+}
+
 /// The options `text` appends, as CMake would evaluate it with nothing set.
 pub fn parse(text: &str) -> FmhaOptions {
     let mut vars: HashMap<String, String> = HashMap::new();
@@ -134,18 +156,13 @@ pub fn parse(text: &str) -> FmhaOptions {
             }
             "list" if active => {
                 if let [op, var, items @ ..] = args.as_slice() {
-                    if op != "APPEND"
-                        || !var.contains("COMPILE_OPTIONS")
-                        || var.contains("INTERFACE")
-                    {
+                    if op != "APPEND" {
                         continue;
                     }
-                    let target = if var.contains("FMHA_FWD") {
-                        &mut out.fwd
-                    } else if var.contains("FMHA_BWD") {
-                        &mut out.bwd
-                    } else {
-                        continue;
+                    let target = match options_of(var) {
+                        Some(Direction::Fwd) => &mut out.fwd,
+                        Some(Direction::Bwd) => &mut out.bwd,
+                        None => continue,
                     };
                     for item in items {
                         let item = item.trim_matches('"').to_string();
@@ -188,6 +205,11 @@ if(CK_USE_OCP_FP8)
   list(APPEND FMHA_FWD_PRIVATE_COMPILE_OPTIONS -DCK_TILE_USE_OCP_FP8)
 endif()
 list(APPEND FMHA_BWD_PRIVATE_COMPILE_OPTIONS -DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3)
+list(APPEND EXAMPLE_FMHA_FWD_V3_COMPILE_OPTIONS
+  -fgpu-flush-denormals-to-zero
+  --save-temps
+)
+list(APPEND EXAMPLE_FMHA_BWD_COMPILE_OPTIONS -Wno-undefined-func-template)
 "#;
         let o = parse(text);
         assert_eq!(
@@ -198,9 +220,14 @@ list(APPEND FMHA_BWD_PRIVATE_COMPILE_OPTIONS -DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT
                 "-fgpu-flush-denormals-to-zero"
             ]
         );
+        // Another target's options (fwd_v3's --save-temps) stay out.
         assert_eq!(
             o.bwd,
-            ["-Wno-float-equal", "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3"]
+            [
+                "-Wno-float-equal",
+                "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3",
+                "-Wno-undefined-func-template"
+            ]
         );
     }
 
