@@ -16,6 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::cpp::{self, is_punct, matching_angle, matching_paren, split_commas, Tok, Token};
+use super::decl::using_decl;
 use super::error::{io_err, Error};
 use super::kind::Kind;
 
@@ -87,32 +88,6 @@ fn parse_err(line: usize, why: impl Into<String>) -> Error {
         line,
         why: why.into(),
     }
-}
-
-/// `using NAME = TYPE ;` at token `i` (the `using`): the name and the type's
-/// token range, and the index after the `;`.
-fn using_decl(src: &str, toks: &[Token], i: usize) -> Option<(usize, (usize, usize), usize)> {
-    toks.get(i + 1).filter(|t| t.kind == Tok::Ident)?;
-    if !is_punct(src, toks.get(i + 2), "=") {
-        return None;
-    }
-    let mut depth = 0i64;
-    let mut j = i + 3;
-    while let Some(t) = toks.get(j).filter(|_| j - i < cpp::MAX_SPAN_TOKENS) {
-        if t.kind == Tok::Punct {
-            match t.text(src) {
-                "(" | "[" | "{" => depth += 1,
-                ")" | "]" | "}" => depth -= 1,
-                ";" if depth == 0 => return Some((i + 1, (i + 3, j), j + 1)),
-                _ => {}
-            }
-        }
-        if depth < 0 {
-            return None;
-        }
-        j += 1;
-    }
-    None
 }
 
 impl BlobIndex {
