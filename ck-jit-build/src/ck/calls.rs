@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::cpp::{self, is_punct, matching_angle, split_commas, Tok, Token};
-use super::decl::{self, using_decl};
+use super::decl::{self, lex, parse_err, using_decl};
 use super::error::Error;
 
 /// What [`check_calls`] found.
@@ -109,14 +109,6 @@ pub fn defined_specialisations(paths: &[&Path]) -> Result<BTreeSet<String>, Erro
     Ok(out)
 }
 
-fn parse_err(line: usize, why: impl Into<String>) -> Error {
-    Error::Parse {
-        file: None,
-        line,
-        why: why.into(),
-    }
-}
-
 fn check_file(
     path: &Path,
     src: &str,
@@ -124,7 +116,7 @@ fn check_file(
     defined: &BTreeSet<String>,
     out: &mut CallCheck,
 ) -> Result<(), Error> {
-    let toks = cpp::tokenize(src).map_err(|e| parse_err(e.line, e.why))?;
+    let toks = lex(src)?;
     // The dispatcher's own function templates: parameters and body span.
     let mut locals: HashMap<String, LocalTemplate> = HashMap::new();
     let mut bodies: Vec<(usize, usize, Vec<String>)> = Vec::new();

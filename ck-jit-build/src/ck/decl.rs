@@ -63,7 +63,8 @@ pub struct Specialisation {
     pub params: Vec<String>,
 }
 
-fn lex(src: &str) -> Result<Vec<Token>, Error> {
+/// `src`'s tokens, a lexing error as [`Error::Parse`].
+pub(crate) fn lex(src: &str) -> Result<Vec<Token>, Error> {
     cpp::tokenize(src).map_err(|e| Error::Parse {
         file: None,
         line: e.line,
@@ -71,7 +72,8 @@ fn lex(src: &str) -> Result<Vec<Token>, Error> {
     })
 }
 
-fn parse_err(line: usize, why: impl Into<String>) -> Error {
+/// An [`Error::Parse`] at `line` of a file not yet named.
+pub(crate) fn parse_err(line: usize, why: impl Into<String>) -> Error {
     Error::Parse {
         file: None,
         line,

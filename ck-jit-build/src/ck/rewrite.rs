@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::cpp::{self, is_punct, matching_angle, matching_paren, split_commas, Tok, Token};
-use super::decl::using_decl;
+use super::decl::{lex, parse_err, using_decl};
 use super::error::{io_err, Error};
 use super::kind::Kind;
 
@@ -71,22 +71,6 @@ fn dispatch_call(name: &str) -> Option<&'static [Kind]> {
         "fmha_fwd_splitkv_" => Some(&[Kind::FwdSplitkv, Kind::FwdSplitkvCombine]),
         "fmha_bwd_" => Some(&[Kind::BwdDotDoO, Kind::BwdDqDkDv, Kind::BwdConvertDq]),
         _ => None,
-    }
-}
-
-fn lex(src: &str) -> Result<Vec<Token>, Error> {
-    cpp::tokenize(src).map_err(|e| Error::Parse {
-        file: None,
-        line: e.line,
-        why: e.why,
-    })
-}
-
-fn parse_err(line: usize, why: impl Into<String>) -> Error {
-    Error::Parse {
-        file: None,
-        line,
-        why: why.into(),
     }
 }
 
