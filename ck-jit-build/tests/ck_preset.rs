@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ck_jit_build::ck::{CkFmha, Direction, Error, Role, Vocabulary};
+use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
 use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
@@ -110,6 +111,39 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         check.unresolved.len(),
         &check.unresolved[..check.unresolved.len().min(3)]
     );
+    // Every dispatcher function reads as rules: every condition parsed,
+    // every statement followed, every call a recorded blob.
+    let t0 = Instant::now();
+    let rules = files.dispatch_rules().unwrap();
+    let mut leaves = 0;
+    for r in &rules {
+        let opaque: Vec<&Expr> = r
+            .exprs
+            .iter()
+            .filter(|e| matches!(e, Expr::Opaque(_)))
+            .collect();
+        assert!(opaque.is_empty(), "{}: {opaque:?}", r.file);
+        assert!(
+            !r.functions.is_empty(),
+            "{}: no function calls a blob",
+            r.file
+        );
+        for f in &r.functions {
+            leaves += count_leaves(&f.body, &r.file);
+        }
+        for b in &r.blobs {
+            assert!(m.blob(b).is_some(), "{}: {b}", r.file);
+        }
+        assert_eq!(RulesFile::parse(&r.to_json()).as_ref(), Ok(r));
+    }
+    eprintln!(
+        "{version}: dispatch rules of {} dispatchers ({} functions, {leaves} calls, {} bytes) in {:.2?}",
+        rules.len(),
+        rules.iter().map(|r| r.functions.len()).sum::<usize>(),
+        rules.iter().map(|r| r.to_json().len()).sum::<usize>(),
+        t0.elapsed()
+    );
+    assert!(leaves > m.blobs.len() / 4, "{version}: {leaves} calls");
     for f in &files.files {
         if matches!(f.role, Role::Host) {
             panic!("{} was not classified", f.rel);
@@ -127,6 +161,23 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
                 .count(),
         },
     ))
+}
+
+/// Blob calls in `body`; panics at a statement the build could not follow.
+fn count_leaves(body: &[Stmt], file: &str) -> usize {
+    body.iter()
+        .map(|s| match s {
+            Stmt::If { arms, otherwise } => {
+                arms.iter()
+                    .map(|a| count_leaves(&a.body, file))
+                    .sum::<usize>()
+                    + count_leaves(otherwise, file)
+            }
+            Stmt::Call { .. } => 1,
+            Stmt::Unsupported { line, what } => panic!("{file}:{line}: {what}"),
+            Stmt::Let { .. } | Stmt::Return { .. } => 0,
+        })
+        .sum()
 }
 
 struct CkFmhaSummary {

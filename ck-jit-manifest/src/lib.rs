@@ -37,6 +37,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod rules;
+
 /// The manifest format this crate writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 

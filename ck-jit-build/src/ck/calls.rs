@@ -32,7 +32,7 @@ pub struct CallCheck {
 }
 
 /// A function template a dispatcher defines, and the blob calls in it.
-struct LocalTemplate {
+pub(crate) struct LocalTemplate {
     params: Vec<String>,
     /// (blob template, its argument token ranges, line).
     calls: Vec<(String, Vec<(usize, usize)>)>,
@@ -109,17 +109,18 @@ pub fn defined_specialisations(paths: &[&Path]) -> Result<BTreeSet<String>, Erro
     Ok(out)
 }
 
-fn check_file(
-    path: &Path,
+/// A dispatcher's own function templates (by name) and their bodies'
+/// token spans `(open brace, close brace)`.
+pub(crate) type Locals = (HashMap<String, LocalTemplate>, Vec<(usize, usize)>);
+
+/// Finds the dispatcher's function templates and the blob calls in each.
+pub(crate) fn local_templates(
     src: &str,
+    toks: &[Token],
     blob_templates: &BTreeSet<&str>,
-    defined: &BTreeSet<String>,
-    out: &mut CallCheck,
-) -> Result<(), Error> {
-    let toks = lex(src)?;
-    // The dispatcher's own function templates: parameters and body span.
+) -> Result<Locals, Error> {
     let mut locals: HashMap<String, LocalTemplate> = HashMap::new();
-    let mut bodies: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    let mut bodies: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
@@ -128,8 +129,8 @@ fn check_file(
             && is_punct(src, toks.get(i + 1), "<")
             && !is_punct(src, toks.get(i + 2), ">")
         {
-            if let Some(close) = matching_angle(src, &toks, i + 1) {
-                let params: Vec<String> = split_commas(src, &toks, i + 2, close)
+            if let Some(close) = matching_angle(src, toks, i + 1) {
+                let params: Vec<String> = split_commas(src, toks, i + 2, close)
                     .into_iter()
                     .filter_map(|(a, b)| {
                         toks[a..b]
@@ -159,13 +160,13 @@ fn check_file(
                     j += 1;
                 }
                 if let (Some(name), true) = (name, is_punct(src, toks.get(j), "{")) {
-                    if let Some(end) = matching_brace(src, &toks, j) {
-                        bodies.push((j, end, params.clone()));
+                    if let Some(end) = matching_brace(src, toks, j) {
+                        bodies.push((j, end));
                         let mut calls = Vec::new();
-                        for (at, blob) in blob_calls(src, &toks, j, end, blob_templates) {
-                            let close = matching_angle(src, &toks, at + 1)
+                        for (at, blob) in blob_calls(src, toks, j, end, blob_templates) {
+                            let close = matching_angle(src, toks, at + 1)
                                 .ok_or_else(|| parse_err(toks[at].line, "unbalanced '<'"))?;
-                            calls.push((blob.to_string(), split_commas(src, &toks, at + 2, close)));
+                            calls.push((blob.to_string(), split_commas(src, toks, at + 2, close)));
                         }
                         locals.insert(name, LocalTemplate { params, calls });
                         i = end + 1;
@@ -178,6 +179,80 @@ fn check_file(
         }
         i += 1;
     }
+    Ok((locals, bodies))
+}
+
+/// The blob specialisations (template, arguments in normal form) the call
+/// `NAME<...>(` at `at` (its `>` at `close`) makes: itself when NAME is a
+/// blob template, or the calls in the body of the dispatcher's template
+/// NAME with its parameters replaced (a call whose arguments come out
+/// `void` is one it does not make).
+pub(crate) fn call_specialisations<'a, F>(
+    src: &'a str,
+    toks: &[Token],
+    at: usize,
+    close: usize,
+    lookup: &F,
+    locals: &HashMap<String, LocalTemplate>,
+) -> Result<Vec<(String, Vec<String>)>, Error>
+where
+    F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
+{
+    let name = toks[at].text(src);
+    let line = toks[at].line;
+    let mut args = Vec::new();
+    for (a, b) in split_commas(src, toks, at + 2, close) {
+        args.push(cpp::normalize(src, &toks[a..b], lookup).map_err(|why| parse_err(line, why))?);
+    }
+    let Some(lt) = locals.get(name) else {
+        return Ok(vec![(name.to_string(), args)]);
+    };
+    let mut out = Vec::new();
+    for (inner, ranges) in &lt.calls {
+        let mut inner_args = Vec::new();
+        for &(a, b) in ranges {
+            let arg = substitute(src, &toks[a..b], &lt.params, &args)
+                .map_err(|why| parse_err(line, why))?;
+            inner_args.push(decide_conditional(&fold_comparisons(&arg)));
+        }
+        if inner_args.iter().any(|a| a == "void") {
+            continue;
+        }
+        out.push((inner.clone(), inner_args));
+    }
+    Ok(out)
+}
+
+/// Whether `toks[i]` starts a call `NAME<...>(` of a blob template or of
+/// one of `locals`; the index of its `>` if so.
+pub(crate) fn call_at(
+    src: &str,
+    toks: &[Token],
+    i: usize,
+    blob_templates: &BTreeSet<&str>,
+    locals: &HashMap<String, LocalTemplate>,
+) -> Option<usize> {
+    let t = &toks[i];
+    if t.kind != Tok::Ident || !is_punct(src, toks.get(i + 1), "<") {
+        return None;
+    }
+    let name = t.text(src);
+    if !(blob_templates.contains(name) || locals.contains_key(name)) {
+        return None;
+    }
+    let close = matching_angle(src, toks, i + 1)?;
+    is_punct(src, toks.get(close + 1), "(").then_some(close)
+}
+
+fn check_file(
+    path: &Path,
+    src: &str,
+    blob_templates: &BTreeSet<&str>,
+    defined: &BTreeSet<String>,
+    out: &mut CallCheck,
+) -> Result<(), Error> {
+    let toks = lex(src)?;
+    let (locals, bodies) = local_templates(src, &toks, blob_templates)?;
 
     // Every call outside those bodies, aliases as seen so far; the branch
     // an `if constexpr` discards is skipped (CK writes
@@ -187,7 +262,7 @@ fn check_file(
     let mut discarded: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
-        if let Some(&(_, end, _)) = bodies.iter().find(|(start, _, _)| *start == i) {
+        if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
             i = end + 1;
             continue;
         }
@@ -238,50 +313,18 @@ fn check_file(
                 continue;
             }
         }
-        let name = t.text(src);
-        let is_call = t.kind == Tok::Ident && is_punct(src, toks.get(i + 1), "<");
-        let blob = is_call && blob_templates.contains(name);
-        let local = is_call && locals.contains_key(name);
-        if !(blob || local) {
-            i += 1;
-            continue;
-        }
-        let Some(close) = matching_angle(src, &toks, i + 1) else {
+        let Some(close) = call_at(src, &toks, i, blob_templates, &locals) else {
             i += 1;
             continue;
         };
-        if !is_punct(src, toks.get(close + 1), "(") {
-            i = close + 1;
-            continue;
-        }
         let lookup = |n: &str| {
             aliases
                 .get(n)
                 .and_then(|&(a, b)| toks.get(a..b))
                 .map(|s| (s, src))
         };
-        let mut args = Vec::new();
-        for (a, b) in split_commas(src, &toks, i + 2, close) {
-            args.push(
-                cpp::normalize(src, &toks[a..b], &lookup).map_err(|why| parse_err(t.line, why))?,
-            );
-        }
-        let line = t.line;
-        if blob {
-            record(path, line, name, &args, defined, out);
-        } else if let Some(lt) = locals.get(name) {
-            for (inner, ranges) in &lt.calls {
-                let mut inner_args = Vec::new();
-                for &(a, b) in ranges {
-                    let arg = substitute(src, &toks[a..b], &lt.params, &args)
-                        .map_err(|why| parse_err(line, why))?;
-                    inner_args.push(decide_conditional(&fold_comparisons(&arg)));
-                }
-                if inner_args.iter().any(|a| a == "void") {
-                    continue;
-                }
-                record(path, line, inner, &inner_args, defined, out);
-            }
+        for (template, args) in call_specialisations(src, &toks, i, close, &lookup, &locals)? {
+            record(path, t.line, &template, &args, defined, out);
         }
         i = close + 1;
     }
@@ -332,7 +375,7 @@ fn substitute(
 
 /// The value of `std::is_same_v<X,Y>` or `!std::is_same_v<X,Y>` of two
 /// types in normal form; `None` for any other condition.
-fn decide_is_same(cond: &str) -> Option<bool> {
+pub(crate) fn decide_is_same(cond: &str) -> Option<bool> {
     let (negated, rest) = match cond.strip_prefix('!') {
         Some(r) => (true, r),
         None => (false, cond),
@@ -376,7 +419,7 @@ fn blob_calls<'s>(
 }
 
 /// The index of the `}` closing the `{` at `open`.
-fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+pub(crate) fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (k, t) in toks.iter().enumerate().skip(open) {
         if t.kind != Tok::Punct {

@@ -44,6 +44,7 @@ mod lazy;
 mod name;
 mod preset;
 mod rewrite;
+pub mod rules;
 pub mod vocab;
 
 pub use error::Error;

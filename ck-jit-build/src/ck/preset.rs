@@ -22,6 +22,7 @@ use super::vocab::{BlobDecl, Vocabulary};
 use crate::cargo::CargoOutput;
 use crate::env;
 use crate::group::BlobGroup;
+use crate::manifest::rules::RulesFile;
 use crate::manifest::{escape, Blob, Manifest, SymbolSpec};
 use crate::record::{self, write_if_changed, Recorder, Refused};
 
@@ -249,6 +250,55 @@ impl CkFmhaFiles {
             let name = api.file_name().unwrap_or_default();
             let path = dir.join(name);
             write_if_changed(&path, &out.text).map_err(io_err(&path))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// The dispatch rules of every dispatcher (see [`super::rules`]): what
+    /// each of CK's dispatcher functions decides, for a Rust caller to
+    /// decide the same. Calls no blob answers are one error listing each
+    /// with its file and line.
+    pub fn dispatch_rules(&self) -> Result<Vec<RulesFile>, Error> {
+        let mut blobs = Vec::new();
+        for (_, p) in self.blobs() {
+            let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let text = fs::read_to_string(p).map_err(io_err(p))?;
+            blobs.push((name.to_string(), text));
+        }
+        let blob_of = super::rules::blobs_by_specialisation(&blobs)?;
+        let mut out = Vec::new();
+        let mut unresolved = Vec::new();
+        for api in self.dispatchers() {
+            let text = fs::read_to_string(api).map_err(io_err(api))?;
+            let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let r = super::rules::dispatcher_rules(name, &text, &blob_of)
+                .map_err(|e| e.in_file(api))?;
+            unresolved.extend(
+                r.unresolved
+                    .into_iter()
+                    .map(|(line, call)| (api.to_path_buf(), line, call)),
+            );
+            out.push(r.rules);
+        }
+        if !unresolved.is_empty() {
+            return Err(Error::UnresolvedCalls { calls: unresolved });
+        }
+        Ok(out)
+    }
+
+    /// Writes [`dispatch_rules`](Self::dispatch_rules) into `dir` (created
+    /// if needed), one `<dispatcher>.rules.json` per dispatcher (CK's
+    /// `fmha_fwd_api.cpp` gives `fmha_fwd_api.rules.json`); an unchanged
+    /// file is not rewritten. Returns the paths written.
+    pub fn write_rules<P: AsRef<Path>>(&self, dir: P) -> Result<Vec<PathBuf>, Error> {
+        let dir = dir.as_ref();
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let mut written = Vec::new();
+        for rules in self.dispatch_rules()? {
+            let stem = rules.file.strip_suffix(".cpp").unwrap_or(&rules.file);
+            let path = dir.join(format!("{stem}.rules.json"));
+            write_if_changed(&path, &rules.to_json()).map_err(io_err(&path))?;
             written.push(path);
         }
         Ok(written)
