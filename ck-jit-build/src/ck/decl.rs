@@ -63,6 +63,123 @@ pub struct Specialisation {
     pub params: Vec<String>,
 }
 
+/// A data member of a struct (`ck_tile::index_t seqlen_q;`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Its type in normal form (`ck_tile::index_t`, `const void*`,
+    /// `std::variant<std::pair<uint64_t,uint64_t>,...>`).
+    pub ty: String,
+    /// Its name.
+    pub name: String,
+    /// Its default member initializer as written, if any (`nullptr`).
+    pub default: Option<String>,
+    /// The line of its name.
+    pub line: usize,
+}
+
+/// The data members of `struct NAME { ... };` in a header, in declaration
+/// order (member functions, `static` members, nested types and aliases
+/// left out): what a binding of CK's argument and traits structs
+/// (`fmha_fwd_args`, `fmha_fwd_traits`) must mirror, read from the
+/// version at hand.
+pub fn struct_fields(src: &str, name: &str) -> Result<Vec<Field>, Error> {
+    let toks = lex(src)?;
+    let open = (0..toks.len())
+        .find(|&i| {
+            toks[i].kind == Tok::Ident
+                && matches!(toks[i].text(src), "struct" | "class")
+                && toks.get(i + 1).is_some_and(|n| n.text(src) == name)
+                && is_punct(src, toks.get(i + 2), "{")
+        })
+        .map(|i| i + 2)
+        .ok_or_else(|| parse_err(0, format!("no definition of struct {name}")))?;
+    let mut out = Vec::new();
+    let mut depth = 0i64;
+    let mut start = open + 1;
+    for k in open..toks.len() {
+        let t = &toks[k];
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "(" | "[" | "{" | "<" => depth += 1,
+            ")" | "]" | ">" => depth -= 1,
+            "}" => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(out);
+                }
+                if depth == 1 && !is_punct(src, toks.get(k + 1), ";") {
+                    // The end of a member function's body.
+                    start = k + 1;
+                }
+            }
+            ";" if depth == 1 => {
+                if let Some(f) = member(src, &toks[start..k])? {
+                    out.push(f);
+                }
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    Err(parse_err(toks[open].line, format!("struct {name} is not closed")))
+}
+
+/// One member declaration (without its `;`) as a data member, if it is one.
+fn member(src: &str, toks: &[Token]) -> Result<Option<Field>, Error> {
+    let Some(first) = toks.first() else {
+        return Ok(None);
+    };
+    if first.kind == Tok::Preproc
+        || matches!(
+            first.text(src),
+            "static" | "using" | "typedef" | "struct" | "class" | "enum" | "friend" | "template"
+        )
+    {
+        return Ok(None);
+    }
+    // The declarator ends at a top-level `=` or `{` (a default).
+    let mut depth = 0i64;
+    let mut end = toks.len();
+    for (k, t) in toks.iter().enumerate() {
+        match t.text(src) {
+            "<" | "[" => depth += 1,
+            ">" | "]" => depth -= 1,
+            "(" if depth == 0 => return Ok(None), // a member function
+            "=" | "{" if depth == 0 => {
+                end = k;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let decl = &toks[..end];
+    let Some((name_tok, ty)) = decl.split_last() else {
+        return Ok(None);
+    };
+    if name_tok.kind != Tok::Ident || ty.is_empty() {
+        return Ok(None);
+    }
+    let ty = plain(src, ty).map_err(|why| parse_err(name_tok.line, why))?;
+    let default = (end < toks.len()).then(|| {
+        let rest = &toks[end + usize::from(toks[end].text(src) == "=")..];
+        let text: Vec<&str> = rest.iter().map(|t| t.text(src)).collect();
+        let text = text.join(" ");
+        let text = text.trim();
+        match text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            Some(braced) => braced.trim().to_string(),
+            None => text.to_string(),
+        }
+    });
+    Ok(Some(Field {
+        ty,
+        name: name_tok.text(src).to_string(),
+        default,
+        line: name_tok.line,
+    }))
+}
+
 /// `src`'s tokens, a lexing error as [`Error::Parse`].
 pub(crate) fn lex(src: &str) -> Result<Vec<Token>, Error> {
     cpp::tokenize(src).map_err(|e| Error::Parse {
@@ -427,6 +544,40 @@ fn string_pairs(body: &str) -> Option<Vec<(String, String)>> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn struct_fields_are_the_data_members_in_order() {
+        let src = "struct other { int x; };\n\
+            struct fmha_args\n{\n    const void* q_ptr; // q\n\
+            const void* seqstart_q_ptr =\n        nullptr;\n\
+            ck_tile::index_t seqlen_q;\n    static constexpr int k = 1;\n\
+            using T = int;\n    float f() const { return 1; }\n\
+            std::variant<std::pair<uint64_t, uint64_t>, std::pair<const void*, const void*>>\n        drop_seed_offset;\n\
+            bool skip{false};\n};\n";
+        let f = struct_fields(src, "fmha_args").unwrap();
+        let got: Vec<(&str, &str, Option<&str>)> = f
+            .iter()
+            .map(|f| (f.ty.as_str(), f.name.as_str(), f.default.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("const void*", "q_ptr", None),
+                ("const void*", "seqstart_q_ptr", Some("nullptr")),
+                ("ck_tile::index_t", "seqlen_q", None),
+                (
+                    "std::variant<std::pair<uint64_t,uint64_t>,std::pair<const void*,const void*>>",
+                    "drop_seed_offset",
+                    None
+                ),
+                ("bool", "skip", Some("false")),
+            ]
+        );
+        assert_eq!(f[2].line, 7);
+        assert!(struct_fields(src, "missing").is_err());
+        assert!(struct_fields("struct a { int x;", "a").is_err());
+    }
     use super::*;
 
     #[test]
