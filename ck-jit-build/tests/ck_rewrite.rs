@@ -18,10 +18,7 @@ use ck_jit_build::ck::{
 
 /// The stand-in CK tree whose headers declare the traits of the
 /// CK-shaped test trees.
-const STANDIN: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../examples/ck-fmha/ck-standin"
-);
+const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ck-standin");
 
 fn preset(generated: &Path, out: &Path) -> ck_jit_build::ck::CkFmhaFiles {
     CkFmha::new()

@@ -1,39 +1,89 @@
-//! Records how to compile every CK FMHA blob and compiles none of them:
-//! that happens on each blob's first call.
+//! Records how to compile every FMHA blob CK's own code generator writes
+//! for the four classic directions (`fwd`, `fwd_splitkv`, `fwd_appendkv`,
+//! `bwd`, receipt 1) for `gfx942`, and compiles none of them: that happens
+//! on each blob's first call. From the same CK tree it writes:
 //!
-//! 1. Writes a CK-shaped generated tree (10,554 blobs and four dispatchers)
-//!    from the blob list of a CK code generator run into `OUT_DIR/ck_fmha`,
-//!    only when the list or the writer changed (a stamp records both). The
-//!    writer, `ck-jit-build/tests/ck_common/tree.rs`, is the one the CK
-//!    tests of ck-jit-build use, kept there because ck-jit-build is
-//!    published with its tests and this example is not. A crate wrapping
-//!    real CK gives the preset its checkout instead
-//!    (`CkFmha::new().source(ck)`), and the preset runs CK's generator.
-//! 2. Runs the CK preset over it: one manifest group per blob kind, CK's
-//!    compile command (`hipcc`, `--offload-arch=gfx90a`, CK's flags) and
-//!    the entry symbol prefix of each kind, each blob's traits as metadata.
-//! 3. Rewrites the four `*_api.cpp` dispatchers into `OUT_DIR/dispatchers`
-//!    for C++ consumers: every call resolves its blob through `ck_jit.h`,
-//!    and a call that matches no blob fails the build.
+//! - `OUT_DIR/ck_jit_manifest.json`: one group per kind (and architecture
+//!   family), CK's compile command, each blob's traits as metadata;
+//! - `OUT_DIR/rules/*.rules.json`: the decision each of CK's four
+//!   dispatchers makes (`fmha_fwd`, ...), read from the dispatcher, for the
+//!   Rust side to decide the same;
+//! - `OUT_DIR/stubs/*.cpp`: for C++ consumers, a lazy definition of every
+//!   specialisation the blobs define, to link with CK's own dispatchers;
+//! - `OUT_DIR/bindings.rs`: CK's argument and traits structs as Rust
+//!   structs, field for field, read from that CK's `fmha_fwd.hpp` and
+//!   `fmha_bwd.hpp`.
 //!
-//! The stand-in CK tree `ck-standin/` provides the headers the blobs
-//! include.
+//! The CK tree is `CK_FMHA_CK` (a CK checkout, or aiter's
+//! `3rdparty/composable_kernel`; `none` for none), else the CK of 2025-11
+//! that the tests of this workspace use, beside it. Without one the crate still builds, with
+//! no blobs, no rules and the bindings of CK 2025-11 kept in
+//! `src/bindings_ck.rs`; the build says so.
 
-#[path = "../../ck-jit-build/tests/ck_common/tree.rs"]
-mod tree;
-
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ck_jit_build::ck::{CkFmha, GENERATED_SUBDIR};
+use ck_jit_build::ck::decl::{struct_fields, Field};
+use ck_jit_build::ck::{write_stubs, CkFmha, FMHA_EXAMPLE_DIR};
+use ck_jit_build::manifest::rules::{RulesFile, RULES_FORMAT};
+use ck_jit_build::manifest::{Group, Manifest, SymbolSpec, FORMAT_VERSION, MANIFEST_FILE};
 
-/// The list of file names one CK codegen run (receipt 1, all four
-/// directions) wrote.
-const BLOB_LIST: &str = "../../ck-jit-build/tests/data/ck-fmha-blobs.txt";
-const TREE_WRITER: &str = "../../ck-jit-build/tests/ck_common/tree.rs";
-const CK_TREE: &str = "ck-standin";
+const DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
+const ARCH: &str = "gfx942";
 const CACHE_NAME: &str = "ck_jit_ck_fmha";
+/// The CK the workspace's tests use, relative to this crate.
+const DEFAULT_CK: &str = "../../../shared/data/ck/ck-2025-11";
+/// The kernel families this crate declares (`src/kernels.rs`).
+const FAMILIES: &[(&str, &str)] = &[
+    ("fwd", "fmha_fwd_"),
+    ("fwd_splitkv", "fmha_fwd_splitkv_oneshot_"),
+    ("fwd_splitkv_combine", "fmha_fwd_splitkv_combine_oneshot_"),
+    ("fwd_appendkv", "fmha_fwd_appendkv_"),
+    ("bwd_dot_do_o", "fmha_bwd_dot_do_o_"),
+    ("bwd_dq_dk_dv", "fmha_bwd_dq_dk_dv_"),
+    ("bwd_convert_dq", "fmha_bwd_convert_dq_"),
+];
+/// The dispatchers whose rules the crate embeds.
+const DISPATCHERS: &[&str] = &[
+    "fmha_fwd_api",
+    "fmha_fwd_splitkv_api",
+    "fmha_fwd_appendkv_api",
+    "fmha_bwd_api",
+];
+/// CK's structs mirrored in Rust: header, C++ name, Rust name, whether it
+/// is passed to a blob (`#[repr(C)]`) or only read by the dispatch rules.
+const STRUCTS: &[(&str, &str, &str, bool)] = &[
+    ("fmha_fwd.hpp", "fmha_fwd_args", "FmhaFwdArgs", true),
+    (
+        "fmha_fwd.hpp",
+        "fmha_fwd_splitkv_args",
+        "FmhaFwdSplitkvArgs",
+        true,
+    ),
+    (
+        "fmha_fwd.hpp",
+        "fmha_fwd_appendkv_args",
+        "FmhaFwdAppendkvArgs",
+        true,
+    ),
+    ("fmha_bwd.hpp", "fmha_bwd_args", "FmhaBwdArgs", true),
+    ("fmha_fwd.hpp", "fmha_fwd_traits", "FmhaFwdTraits", false),
+    (
+        "fmha_fwd.hpp",
+        "fmha_fwd_splitkv_traits",
+        "FmhaFwdSplitkvTraits",
+        false,
+    ),
+    (
+        "fmha_fwd.hpp",
+        "fmha_fwd_appendkv_traits",
+        "FmhaFwdAppendkvTraits",
+        false,
+    ),
+    ("fmha_bwd.hpp", "fmha_bwd_traits", "FmhaBwdTraits", false),
+];
 
 fn main() {
     if let Err(e) = run() {
@@ -44,91 +94,267 @@ fn main() {
 
 fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed={TREE_WRITER}");
-    println!("cargo:rerun-if-changed={BLOB_LIST}");
+    println!("cargo:rerun-if-env-changed=CK_FMHA_CK");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
-    let list = fs::read_to_string(BLOB_LIST).map_err(|e| format!("{BLOB_LIST}: {e}"))?;
+    let Some(ck) = ck_tree()? else {
+        println!(
+            "cargo:warning=ck-fmha: no CK tree (set CK_FMHA_CK to a CK checkout or aiter's \
+             3rdparty/composable_kernel): built with no blobs and CK 2025-11's bindings"
+        );
+        println!("cargo:rustc-env=CK_FMHA_CK_TREE=");
+        return without_ck(&out_dir);
+    };
+    println!("cargo:rustc-env=CK_FMHA_CK_TREE={}", ck.display());
 
     let t0 = Instant::now();
-    let generated = out_dir.join(GENERATED_SUBDIR);
-    let written = ensure_tree(&out_dir, &generated, &list)?;
-    let tree_time = t0.elapsed();
-
-    let t0 = Instant::now();
-    let files = CkFmha::new()
-        .source(CK_TREE)
-        .generated_dir(&generated)
-        .name(CACHE_NAME)
-        .try_write()
-        .map_err(|e| e.to_string())?;
+    let mut preset = CkFmha::new();
+    preset.source(&ck).arch(ARCH).name(CACHE_NAME);
+    for d in DIRECTIONS {
+        preset.direction(d);
+    }
+    let files = preset.try_write().map_err(|e| e.to_string())?;
     let manifest_time = t0.elapsed();
 
     let t0 = Instant::now();
-    let rewritten = files
-        .rewrite_dispatchers(out_dir.join("dispatchers"))
+    let rules = files
+        .write_rules(out_dir.join("rules"))
         .map_err(|e| e.to_string())?;
-    let rewrite_time = t0.elapsed();
+    let rules_time = t0.elapsed();
+
+    let t0 = Instant::now();
+    let stubs = write_stubs(&files, &out_dir.join("stubs")).map_err(|e| e.to_string())?;
+    let stubs_time = t0.elapsed();
+
+    let example = ck.join(FMHA_EXAMPLE_DIR);
+    let bindings = bindings(&example)?;
+    write_if_changed(&out_dir.join("bindings.rs"), &bindings)?;
 
     // Not `cargo:` lines: kept in the build script's output file only.
     println!(
-        "ck-fmha: tree {} in {tree_time:.2?}; manifest of {} blobs in {manifest_time:.2?}; \
-         {} dispatchers rewritten in {rewrite_time:.2?}",
-        match written {
-            Some(n) => format!("of {n} blobs written"),
-            None => "up to date".to_string(),
-        },
+        "ck-fmha: manifest of {} blobs in {manifest_time:.2?}; {} rules files in \
+         {rules_time:.2?}; {} stub files ({} specialisations) in {stubs_time:.2?}",
         files.manifest.blobs.len(),
-        rewritten.len(),
+        rules.len(),
+        stubs.files.len(),
+        stubs.specialisations,
     );
     Ok(())
 }
 
-/// Writes the generated tree unless the stamp says it was written from this
-/// list by this writer; returns how many blobs were written, if any.
-///
-/// The tree is written beside its final place and renamed there, and the
-/// stamp written last, so an interrupted build leaves no tree that looks
-/// complete.
-fn ensure_tree(out_dir: &Path, generated: &Path, list: &str) -> Result<Option<usize>, String> {
-    let stamp_path = out_dir.join(format!("{GENERATED_SUBDIR}.stamp"));
-    let stamp = format!(
-        "{:016x}\n",
-        fnv1a64(&[
-            list.as_bytes(),
-            include_str!("../../ck-jit-build/tests/ck_common/tree.rs").as_bytes()
-        ])
-    );
-    if generated.is_dir() && fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) {
+/// The CK tree to read, if there is one.
+fn ck_tree() -> Result<Option<PathBuf>, String> {
+    let generator = |p: &Path| p.join(FMHA_EXAMPLE_DIR).join("generate.py").is_file();
+    let asked = std::env::var_os("CK_FMHA_CK").filter(|v| !v.is_empty());
+    if asked.as_deref() == Some(std::ffi::OsStr::new("none")) {
         return Ok(None);
     }
-    let _ = fs::remove_file(&stamp_path);
-    let fresh = out_dir.join(format!("{GENERATED_SUBDIR}.new"));
-    remove_dir(&fresh)?;
-    let names = tree::blob_names(list);
-    let n = tree::write_tree(&fresh, &names).map_err(|e| e.to_string())?;
-    remove_dir(generated)?;
-    fs::rename(&fresh, generated).map_err(|e| format!("{}: {e}", generated.display()))?;
-    fs::write(&stamp_path, stamp).map_err(|e| format!("{}: {e}", stamp_path.display()))?;
-    Ok(Some(n))
-}
-
-fn remove_dir(dir: &Path) -> Result<(), String> {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("{}: {e}", dir.display())),
-    }
-}
-
-/// FNV-1a over the parts, each followed by a separator byte: stable across
-/// Rust versions, unlike `DefaultHasher`.
-fn fnv1a64(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &byte in part.iter().chain(&[0xff]) {
-            h ^= u64::from(byte);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    if let Some(dir) = asked {
+        let dir = PathBuf::from(dir);
+        if !generator(&dir) {
+            return Err(format!(
+                "CK_FMHA_CK={}: no {FMHA_EXAMPLE_DIR}/generate.py there",
+                dir.display()
+            ));
         }
+        return Ok(Some(dir));
     }
-    h
+    let dir = Path::new(DEFAULT_CK);
+    println!("cargo:rerun-if-changed={DEFAULT_CK}");
+    Ok(generator(dir).then(|| fs::canonicalize(dir).ok()).flatten())
+}
+
+/// No CK: a manifest with the crate's families and no blob, rules with no
+/// function, and the kept bindings.
+fn without_ck(out_dir: &Path) -> Result<(), String> {
+    let groups = FAMILIES
+        .iter()
+        .map(|(name, entry)| Group {
+            name: name.to_string(),
+            compiler: "hipcc".into(),
+            args: vec![
+                "-fPIC".into(),
+                "-shared".into(),
+                "{src}".into(),
+                "-o".into(),
+                "{out}".into(),
+            ],
+            cwd: None,
+            symbol: SymbolSpec::Prefix(format!("_Z{}{entry}I", entry.len())),
+            depfile: true,
+            family: None,
+            neutral: Default::default(),
+        })
+        .collect();
+    let m = Manifest {
+        format: FORMAT_VERSION,
+        name: CACHE_NAME.into(),
+        root: out_dir.display().to_string(),
+        groups,
+        blobs: Vec::new(),
+    };
+    write_if_changed(&out_dir.join(MANIFEST_FILE), &m.to_json())?;
+    fs::create_dir_all(out_dir.join("rules")).map_err(|e| e.to_string())?;
+    for d in DISPATCHERS {
+        let empty = RulesFile {
+            format: RULES_FORMAT,
+            file: format!("{d}.cpp"),
+            blobs: Vec::new(),
+            exprs: Vec::new(),
+            functions: Vec::new(),
+        };
+        write_if_changed(
+            &out_dir.join(format!("rules/{d}.rules.json")),
+            &empty.to_json(),
+        )?;
+    }
+    let kept = fs::read_to_string("src/bindings_ck.rs").map_err(|e| e.to_string())?;
+    write_if_changed(&out_dir.join("bindings.rs"), &kept)
+}
+
+/// Rust mirrors of [`STRUCTS`] as the headers in `example` declare them.
+fn bindings(example: &Path) -> Result<String, String> {
+    let mut out = String::from(
+        "// Generated by the ck-fmha build from CK's FMHA headers: every data member\n\
+         // of CK's argument and traits structs, in CK's order.\n\n",
+    );
+    for (header, cpp, rust, repr_c) in STRUCTS {
+        let path = example.join(header);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let fields =
+            struct_fields(&text, cpp).map_err(|e| format!("{}: {cpp}: {e}", path.display()))?;
+        let mut mapped = Vec::new();
+        for f in &fields {
+            let ty = rust_type(&f.ty, *repr_c).ok_or_else(|| {
+                format!(
+                    "{}:{}: {cpp}::{} has type `{}`, which this crate does not mirror",
+                    path.display(),
+                    f.line,
+                    f.name,
+                    f.ty
+                )
+            })?;
+            mapped.push((f, ty));
+        }
+        write_struct(&mut out, header, cpp, rust, *repr_c, &mapped);
+    }
+    Ok(out)
+}
+
+/// How a member type is mirrored: `(Rust type, Value constructor)`.
+struct Mirror {
+    ty: &'static str,
+    default: &'static str,
+    value: &'static str,
+}
+
+fn rust_type(cpp: &str, repr_c: bool) -> Option<Mirror> {
+    let m = |ty, default, value| Some(Mirror { ty, default, value });
+    match cpp {
+        "const void*" => m("*const c_void", "ptr::null()", "ptr"),
+        "void*" => m("*mut c_void", "ptr::null_mut()", "ptr"),
+        "ck_tile::index_t" | "int" | "int32_t" | "std::int32_t" => m("i32", "0", "int"),
+        "ck_tile::long_index_t" | "int64_t" | "std::int64_t" => m("i64", "0", "int"),
+        "uint32_t" | "std::uint32_t" | "unsigned" | "unsigned int" => m("u32", "0", "int"),
+        "uint64_t" | "std::uint64_t" => m("u64", "0", "int_u64"),
+        "float" => m("f32", "0.0", "float"),
+        "bool" => m("bool", "false", "bool"),
+        "std::variant<std::pair<uint64_t,uint64_t>,std::pair<const void*,const void*>>" => {
+            m("DropSeedOffset", "DropSeedOffset::values(0, 0)", "none")
+        }
+        "std::string" if !repr_c => m("String", "String::new()", "string"),
+        // An enum of CK's (`mask_enum`): its enumerator's qualified name.
+        t if !repr_c && t.ends_with("_enum") && !t.contains(['<', ' ', '*']) => {
+            m("String", "String::new()", "enumerator")
+        }
+        _ => None,
+    }
+}
+
+fn write_struct(
+    out: &mut String,
+    header: &str,
+    cpp: &str,
+    rust: &str,
+    repr_c: bool,
+    fields: &[(&Field, Mirror)],
+) {
+    let _ = writeln!(
+        out,
+        "/// CK's `{cpp}` (`{header}`), every data member in CK's order{}.",
+        if repr_c {
+            ", laid out as C++ lays it out"
+        } else {
+            ": what its dispatcher's conditions read"
+        }
+    );
+    if repr_c {
+        out.push_str("#[repr(C)]\n#[derive(Debug, Clone, Copy, PartialEq)]\n");
+    } else {
+        out.push_str("#[derive(Debug, Clone, PartialEq)]\n");
+    }
+    let _ = writeln!(out, "pub struct {rust} {{");
+    for (f, m) in fields {
+        let _ = writeln!(out, "    /// `{} {}`", f.ty, f.name);
+        let _ = writeln!(out, "    pub {}: {},", f.name, m.ty);
+    }
+    out.push_str("}\n\n");
+    // Generated for every struct alike, whether or not a derive would do.
+    out.push_str("#[allow(clippy::derivable_impls)]\n");
+    let _ = writeln!(
+        out,
+        "impl Default for {rust} {{\n    fn default() -> {rust} {{\n        {rust} {{"
+    );
+    for (f, m) in fields {
+        let default = match (f.default.as_deref(), m.ty) {
+            (Some("true"), "bool") => "true",
+            (Some("false"), "bool") => "false",
+            (Some(d), "i32" | "i64" | "u32" | "u64") if d.parse::<i64>().is_ok() => d,
+            _ => m.default,
+        };
+        let _ = writeln!(out, "            {}: {default},", f.name);
+    }
+    out.push_str("        }\n    }\n}\n\n");
+    let _ = writeln!(out, "impl CkStruct for {rust} {{");
+    let _ = writeln!(out, "    const CK_NAME: &'static str = \"{cpp}\";");
+    out.push_str("    const FIELDS: &'static [&'static str] = &[");
+    for (f, _) in fields {
+        let _ = write!(out, "\"{}\", ", f.name);
+    }
+    out.push_str("];\n");
+    if repr_c {
+        out.push_str("    const LAYOUT: &'static [(&'static str, usize, usize)] = &[");
+        for (f, m) in fields {
+            let _ = write!(
+                out,
+                "(\"{0}\", std::mem::offset_of!({rust}, {0}), std::mem::size_of::<{1}>()), ",
+                f.name, m.ty
+            );
+        }
+        out.push_str("];\n");
+    }
+    out.push_str("    fn field(&self, name: &str) -> Option<Value> {\n        match name {\n");
+    for (f, m) in fields {
+        let value = match m.value {
+            "ptr" => format!(
+                "Some(if self.{0}.is_null() {{ Value::Null }} else {{ Value::Ptr }})",
+                f.name
+            ),
+            "int" => format!("Some(Value::Int(i64::from(self.{})))", f.name),
+            "int_u64" => format!("i64::try_from(self.{}).ok().map(Value::Int)", f.name),
+            "float" => format!("Some(Value::Float(f64::from(self.{})))", f.name),
+            "bool" => format!("Some(Value::Bool(self.{}))", f.name),
+            "string" => format!("Some(Value::Str(self.{}.clone()))", f.name),
+            "enumerator" => format!("Some(Value::Enum(self.{}.clone()))", f.name),
+            _ => "None".to_string(),
+        };
+        let _ = writeln!(out, "            \"{}\" => {value},", f.name);
+    }
+    out.push_str("            _ => None,\n        }\n    }\n}\n\n");
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
+    if fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -123,7 +123,10 @@ pub fn struct_fields(src: &str, name: &str) -> Result<Vec<Field>, Error> {
             _ => {}
         }
     }
-    Err(parse_err(toks[open].line, format!("struct {name} is not closed")))
+    Err(parse_err(
+        toks[open].line,
+        format!("struct {name} is not closed"),
+    ))
 }
 
 /// One member declaration (without its `;`) as a data member, if it is one.

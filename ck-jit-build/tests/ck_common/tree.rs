@@ -7,7 +7,7 @@
 //! `using trait_0 = fmha_fwd_traits_<...>;` declaration spelled as CK's
 //! templates spell it, the entry template specialisations) with the kernel
 //! replaced by a host function, `fmha_standin::run`, that records which
-//! kernel ran (`examples/ck-fmha/ck-standin/.../fmha_standin.hpp`); the
+//! kernel ran (`ck-jit-build/tests/fixtures/ck-standin/.../fmha_standin.hpp`); the
 //! dispatchers are CK's if-chains over the public traits. The traits of
 //! each blob come from its name.
 //!

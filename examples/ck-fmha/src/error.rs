@@ -8,24 +8,20 @@ use ck_jit_rt::SelectError;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
-    /// No blob of the family supports what the operation needs: the
-    /// runtime's explanation of which constraint let how many blobs
-    /// through, and the values it saw instead.
+    /// A blob the dispatch rules name is not one of the family's (the
+    /// manifest and the rules were not written from the same tree).
     NoBlob(SelectError),
-    /// Blobs support the operation's traits, but none of the smallest head
-    /// dimension that covers it handles its shape: each needs an aligned
-    /// length or head dimension this call does not have, and no padded
-    /// variant exists.
-    Shape {
-        /// The family searched.
-        family: &'static str,
-        /// What was asked for.
-        query: String,
-        /// How many blobs of that head dimension support the traits.
-        matched: usize,
-        /// Why the best of them does not handle the shape.
-        why: String,
+    /// CK's dispatcher calls no blob for this operation (the C++ returns
+    /// -1): no kernel of this build supports it.
+    NoKernel {
+        /// The dispatcher function.
+        dispatcher: String,
+        /// The operation's traits.
+        operation: String,
     },
+    /// The dispatch rules could not be read or evaluated (a condition
+    /// needing a value this crate does not give, a malformed rules file).
+    Rules(String),
     /// The runtime could not compile, load or resolve the chosen blob (or
     /// read the manifest).
     Runtime(ck_jit_rt::Error),
@@ -35,16 +31,15 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NoBlob(e) => e.fmt(f),
-            Error::Shape {
-                family,
-                query,
-                matched,
-                why,
+            Error::NoKernel {
+                dispatcher,
+                operation,
             } => write!(
                 f,
-                "ck-fmha: {matched} {family} blobs of the smallest head dimension match {query}, \
-                 but none handles this shape: {why}"
+                "ck-fmha: CK's {dispatcher} calls no kernel for {operation} (this build's blobs \
+                 do not support it)"
             ),
+            Error::Rules(why) => write!(f, "ck-fmha: dispatch rules: {why}"),
             Error::Runtime(e) => e.fmt(f),
         }
     }
@@ -54,7 +49,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::NoBlob(e) => Some(e),
-            Error::Shape { .. } => None,
+            Error::NoKernel { .. } | Error::Rules(_) => None,
             Error::Runtime(e) => Some(e),
         }
     }
