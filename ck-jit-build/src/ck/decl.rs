@@ -581,7 +581,6 @@ mod tests {
         assert!(struct_fields(src, "missing").is_err());
         assert!(struct_fields("struct a { int x;", "a").is_err());
     }
-    use super::*;
 
     #[test]
     fn declarations_give_parameter_names_and_defaults() {

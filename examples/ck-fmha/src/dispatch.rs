@@ -111,7 +111,11 @@ impl<T: CkStruct, A: CkStruct> Env for Operation<'_, T, A> {
 
     fn call(&self, function: &str, args: &[Value]) -> Option<Value> {
         match (function, args) {
-            ("ck_tile::get_device_name", []) => Some(Value::Str(self.device.name.clone())),
+            // CK's `get_device_name()` cuts the name at its first `:`.
+            ("ck_tile::get_device_name", []) => {
+                let name = self.device.name.split(':').next().unwrap_or_default();
+                Some(Value::Str(name.to_string()))
+            }
             ("get_num_cus", [_]) => Some(Value::Bool(true)),
             ("get_num_blocks", [Value::Int(m0)]) if *m0 > 0 => {
                 let int = |f: &str| match self.a.field(f) {
