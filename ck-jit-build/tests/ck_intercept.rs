@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use ck_common::TempDir;
-use ck_jit_build::ck::{Error, Kind};
+use ck_jit_build::ck::Error;
 use ck_jit_build::intercept::{self, Intercept};
 use ck_jit_build::manifest::{Manifest, SymbolSpec};
 
@@ -48,11 +48,29 @@ fn project(dir: &Path) {
         "#pragma once\nint api_answer();\n",
     )
     .unwrap();
-    for name in [FWD_A, FWD_B] {
+    // The header that declares the traits, as CK's fmha_fwd.hpp does: the
+    // blobs are described by what they declare, not by their names.
+    fs::write(
+        dir.join("include/fmha_fwd.hpp"),
+        "#pragma once\n\
+         template <int HDim_, typename DataType_, bool kIsGroupMode_, bool kStoreLse_>\n\
+         struct fmha_fwd_traits_;\n\
+         template <typename Traits_>\nfloat fmha_fwd_(const ck_tile::stream_config&, fmha_fwd_args);\n",
+    )
+    .unwrap();
+    for (name, traits) in [
+        (FWD_A, "64, FmhaFwdFp16, false, false"),
+        (FWD_B, "128, FmhaFwdBf16, true, true"),
+    ] {
         // Not valid host C++: a compile that was not intercepted would fail.
         fs::write(
             dir.join(format!("kernels/{name}.cpp")),
-            "__global__ void kernel() { this is device code }\n",
+            format!(
+                "#include \"fmha_fwd.hpp\"\n\
+                 using trait_0 = fmha_fwd_traits_<{traits}>;\n\
+                 template <>\nfloat fmha_fwd_<trait_0>(const ck_tile::stream_config& s, fmha_fwd_args a)\n\
+                 {{ this is device code }}\n"
+            ),
         )
         .unwrap();
     }
@@ -235,12 +253,16 @@ fn a_make_build_records_blob_compiles_and_builds_the_rest() {
         "{log}"
     );
 
-    // The manifest: one group per command shape, CK blobs by kind.
+    // The manifest: one group per command shape, CK blobs by the kind
+    // their declarations give.
     let m = &done.manifest;
     assert_eq!(m.root, proj.to_str().unwrap());
     assert_eq!(m.blobs.len(), 3);
     let names: Vec<&str> = m.groups.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names, ["blob", "fwd"]);
+    // C++ spellings: this tree has no generator symbol tables.
+    assert_eq!(m.blob(FWD_B).unwrap().meta["dtype"], "FmhaFwdBf16");
+    assert_eq!(m.blob(FWD_B).unwrap().meta["mode"], "true");
     let fwd = &m.groups[1];
     assert_eq!(fwd.compiler, "hipcc");
     assert_eq!(
@@ -260,7 +282,7 @@ fn a_make_build_records_blob_compiles_and_builds_the_rest() {
         ]
     );
     assert_eq!(fwd.cwd.as_deref(), Some("{root}"));
-    assert_eq!(fwd.symbol, SymbolSpec::Prefix(Kind::Fwd.symbol_prefix()));
+    assert_eq!(fwd.symbol, SymbolSpec::Prefix("_Z9fmha_fwd_I".into()));
     let saxpy = &m.groups[0];
     assert_eq!(
         saxpy.args,
@@ -349,5 +371,79 @@ fn a_blob_outside_the_root_is_an_error_naming_it() {
     assert_eq!(
         done.manifest.groups[0].args,
         ["{src}", "-fPIC", "-shared", "-o", "{out}"]
+    );
+}
+
+/// A build that finds its compiler through `ROCM_HOME` (as aiter does,
+/// before `ROCM_PATH`) and, in record-only mode, asks the fake ROCm for its
+/// version and probes a flag first; run twice, the second run compiles
+/// nothing (make finds every object up to date) and keeps the first run's
+/// records. A build that compiles no blob at all is an error, never an
+/// empty manifest.
+#[test]
+fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
+    let tmp = TempDir::new("intercept-rerun");
+    let proj = tmp.path().join("proj");
+    project(&proj);
+    // The same project, its compiler found through ROCM_HOME, after the
+    // checks a build such as aiter's makes.
+    let makefile = fs::read_to_string(proj.join("Makefile"))
+        .unwrap()
+        .replace("$(ROCM_PATH)/bin/hipcc", "$(ROCM_HOME)/bin/hipcc")
+        .replace(
+            "all: libfmha.so\n",
+            "all: check libfmha.so\n\
+             check:\n\
+             \t$(ROCM_HOME)/bin/hipconfig --version > obj-version.txt\n\
+             \ttest -f $(ROCM_HOME)/.info/version && test -f $(ROCM_HOME)/lib/libamdhip64.so\n\
+             \t$(ROCM_HOME)/bin/hipcc -mllvm --lsr-drop-solution=1 -x hip -E -P /dev/null -o /dev/null\n\
+             .PHONY: check\n",
+        );
+    fs::write(proj.join("Makefile"), makefile).unwrap();
+    let mock = mock_hipcc(tmp.path());
+    let work = tmp.path().join("work");
+    let out = tmp.path().join("out");
+    let intercept = |work: &Path| {
+        let mut i = Intercept::new(["make", "-j2"]);
+        i.current_dir(&proj)
+            .blobs("fmha_*.cpp")
+            .blobs("kernel_*.cpp")
+            .hip_version("6.4.43482-0")
+            .real_compiler(&mock)
+            .env("MOCK_HIPCC_LOG", tmp.path().join("mock.log"))
+            .work_dir(work)
+            .out_dir(&out)
+            .name("t")
+            .cargo_metadata(false);
+        i.try_write()
+    };
+    let first = intercept(&work).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(first.records.len(), 3, "the blobs went through ROCM_HOME");
+    assert_eq!(first.kept, 0);
+    assert_eq!(
+        fs::read_to_string(proj.join("obj-version.txt")).unwrap(),
+        "6.4.43482-0"
+    );
+    let written = fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap();
+
+    // Nothing to do the second time: the records are kept.
+    let second = intercept(&work).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(second.kept, 3);
+    assert_eq!(second.manifest, first.manifest);
+    assert_eq!(
+        fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap(),
+        written
+    );
+
+    // A build that compiles no blob, with no earlier interception: an
+    // error, and the manifest already written is left alone.
+    let e = intercept(&tmp.path().join("work-2")).unwrap_err();
+    match &e {
+        Error::Intercept { why } => assert!(why.contains("compiled no blob"), "{why}"),
+        other => panic!("{other}"),
+    }
+    assert_eq!(
+        fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap(),
+        written
     );
 }

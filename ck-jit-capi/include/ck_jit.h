@@ -61,6 +61,16 @@ ck_jit_fn ck_jit_resolve(const char* blob);
 ck_jit_fn ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);
 
 /*
+ * As ck_jit_resolve_prefix ("" for the blob's own entry), with `blob`
+ * looked up in the manifest at the path `manifest` rather than the
+ * process-wide one: for a library that carries its own manifest (an FMHA
+ * library whose dispatchers were made lazy at its link step). Each
+ * manifest gets its own runtime, kept for the life of the process; a
+ * failure to read it is not remembered, the next call tries again.
+ */
+ck_jit_fn ck_jit_resolve_with(const char* manifest, const char* blob, const char* symbol_prefix);
+
+/*
  * Sets the cache directory, overriding CK_JIT_CACHE_DIR. Must come before
  * the first ck_jit_resolve or ck_jit_warmup of the process. The directory
  * is created (mode 0700) and checked now: one that is a symlink, owned by

@@ -21,6 +21,8 @@
 //! typedef void (*ck_jit_fn)(void);
 //! ck_jit_fn   ck_jit_resolve(const char* blob);
 //! ck_jit_fn   ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);
+//! ck_jit_fn   ck_jit_resolve_with(const char* manifest, const char* blob,
+//!                                 const char* symbol_prefix);
 //! int         ck_jit_set_cache_dir(const char* dir);
 //! const char* ck_jit_last_error(void);
 //! int         ck_jit_warmup(const char* const* blobs, size_t n);
@@ -295,6 +297,82 @@ pub unsafe extern "C" fn ck_jit_resolve_prefix(
             return Err("ck-jit: the symbol prefix is empty".to_string());
         }
         Ok(entry(resolve(name, Some(prefix))?))
+    })
+}
+
+/// Runtimes of [`ck_jit_resolve_with`], by manifest path: each library
+/// that names its own manifest gets its own runtime, kept for the process.
+static BY_MANIFEST: Lazy<Mutex<HashMap<PathBuf, &'static Runtime>>> = Lazy::new(Default::default);
+/// Entry points resolved through [`ck_jit_resolve_with`], by manifest,
+/// blob and prefix.
+static RESOLVED_WITH: Lazy<RwLock<HashMap<String, usize>>> = Lazy::new(Default::default);
+
+/// The runtime of the manifest at `path`, made on first use. A failure is
+/// not remembered: the next call tries again.
+fn runtime_of(path: &std::path::Path) -> Result<&'static Runtime, String> {
+    let mut map = BY_MANIFEST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rt) = map.get(path) {
+        return Ok(rt);
+    }
+    let mut rt = Runtime::from_file(path).map_err(|e| e.to_string())?;
+    if let Some(dir) = &setup().cache_dir {
+        rt = rt.with_cache_dir(dir);
+    }
+    let rt: &'static Runtime = Box::leak(Box::new(rt));
+    map.insert(path.to_path_buf(), rt);
+    Ok(rt)
+}
+
+/// As [`ck_jit_resolve_prefix`], with the blob looked up in the manifest
+/// at `manifest` (a path) instead of the process-wide one: for a library
+/// that carries its own manifest, such as an FMHA library whose
+/// dispatchers were made lazy at its link step. Each manifest gets its own
+/// runtime, kept for the process; `CK_JIT_*` variables apply to it as to
+/// any other. NULL on failure, with the reason in [`ck_jit_last_error`].
+///
+/// # Safety
+///
+/// `manifest`, `blob` and `symbol_prefix` are NULL or NUL-terminated
+/// strings. Calling the returned pointer requires casting it to the
+/// function's real type.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_resolve_with(
+    manifest: *const c_char,
+    blob: *const c_char,
+    symbol_prefix: *const c_char,
+) -> CkJitFn {
+    boundary(None, || {
+        // SAFETY: the caller's contract.
+        let path = unsafe { c_str(manifest, "the manifest path") }?;
+        if path.is_empty() {
+            return Err("ck-jit: the manifest path is an empty string".to_string());
+        }
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        // SAFETY: the caller's contract.
+        let prefix = unsafe { c_str(symbol_prefix, "the symbol prefix") }?;
+        let prefix = prefix
+            .to_str()
+            .map_err(|_| "ck-jit: the symbol prefix is not UTF-8".to_string())?;
+        let path = PathBuf::from(OsStr::from_bytes(path.to_bytes()));
+        let key = format!("{}\0{name}\0{prefix}", path.display());
+        let known = RESOLVED_WITH
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .copied();
+        if let Some(p) = known {
+            return Ok(entry(p));
+        }
+        let spec = (!prefix.is_empty()).then(|| SymbolSpec::Prefix(prefix.to_string()));
+        let p = runtime_of(&path)?
+            .resolve(name, spec.as_ref())
+            .map_err(|e| e.to_string())? as usize;
+        RESOLVED_WITH
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, p);
+        Ok(entry(p))
     })
 }
 

@@ -8,7 +8,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use ck_jit_capi::{
-    ck_jit_last_error, ck_jit_resolve, ck_jit_set_cache_dir, ck_jit_warmup, register, CkJitFn,
+    ck_jit_last_error, ck_jit_resolve, ck_jit_resolve_with, ck_jit_set_cache_dir, ck_jit_warmup,
+    register, CkJitFn,
 };
 use ck_jit_rt::config::Config;
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
@@ -224,4 +225,42 @@ fn the_header_compiles_as_strict_c_and_cpp() {
     }
     let _ = std::fs::remove_file(c);
     let _ = std::fs::remove_file(cpp);
+}
+
+/// A library that carries its own manifest resolves through it, beside the
+/// process-wide runtime; a missing manifest is an error naming it, and is
+/// not remembered.
+#[test]
+fn a_blob_resolves_through_the_manifest_a_library_names() {
+    let dir = tree();
+    let own = dir.join("own");
+    std::fs::create_dir_all(own.join("kernels")).unwrap();
+    std::fs::write(
+        own.join("kernels/times_three.c"),
+        "int times_three(int x) { return 3 * x; }\n",
+    )
+    .unwrap();
+    let manifest_path = own.join("ck_jit_manifest.json");
+    let path = std::ffi::CString::new(manifest_path.to_str().unwrap()).unwrap();
+    // SAFETY: NUL-terminated strings.
+    let missing =
+        unsafe { ck_jit_resolve_with(path.as_ptr(), c"times_three".as_ptr(), c"".as_ptr()) };
+    assert!(missing.is_none());
+    let why = last_error().unwrap();
+    assert!(why.contains("ck_jit_manifest.json"), "{why}");
+
+    let mut m = Manifest::new("ck_jit_capi_own", own.to_string_lossy());
+    m.groups.push(group("c", "cc", &[]));
+    m.blobs
+        .push(blob("times_three", "kernels/times_three.c", 0));
+    m.finish().unwrap();
+    std::fs::write(&manifest_path, m.to_json()).unwrap();
+    // SAFETY: NUL-terminated strings.
+    let f = unsafe { ck_jit_resolve_with(path.as_ptr(), c"times_three".as_ptr(), c"".as_ptr()) }
+        .unwrap_or_else(|| panic!("{:?}", last_error()));
+    // SAFETY: times_three is `int times_three(int)`.
+    let f: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(f) };
+    assert_eq!(f(14), 42);
+    // Not in the process-wide manifest.
+    assert!(resolve(c"times_three").is_none());
 }

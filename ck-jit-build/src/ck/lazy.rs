@@ -2,8 +2,10 @@
 //! own dispatchers (`fmha_*_api.cpp`) are compiled unchanged, and linked
 //! with generated *stubs*: one definition of every explicit specialisation
 //! the recorded blobs define, each resolving its blob through ck-jit's C
-//! ABI (`ck_jit_resolve_prefix` of `ck_jit.h`) on its first call and
-//! forwarding every call to it.
+//! ABI (`ck_jit_resolve_prefix` of `ck_jit.h`, or `ck_jit_resolve_with`
+//! and the manifest path the macro `CK_JIT_STUB_MANIFEST` gives, when the
+//! stubs are compiled with it) on its first call and forwarding every call
+//! to it.
 //!
 //! A stub has the declaration of the specialisation it stands for (its
 //! return type, template arguments with the blob's aliases expanded, and
@@ -129,7 +131,17 @@ pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error>
          // through ck-jit on first call (ck_jit.h) and forwards to it. Compile\n\
          // with CK's own dispatchers, unchanged, and link with ck-jit-capi.\n\n",
     );
-    out.push_str("#include \"ck_jit.h\"\n#include <cstdio>\n#include <cstdlib>\n");
+    // The functions of ck_jit.h the stubs call, declared here so that
+    // a stub file compiles without the header on its include path.
+    out.push_str(
+        "#include <cstdio>\n#include <cstdlib>\n\n\
+         extern \"C\" {\n\
+         typedef void (*ck_jit_fn)(void);\n\
+         ck_jit_fn ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);\n\
+         ck_jit_fn ck_jit_resolve_with(const char* manifest, const char* blob, const char* symbol_prefix);\n\
+         const char* ck_jit_last_error(void);\n\
+         }\n",
+    );
     for i in &includes {
         out.push_str(i);
         out.push('\n');
@@ -141,7 +153,11 @@ pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error>
          std::fprintf(stderr, \"ck-jit: blob %s: %s\\n\", blob, why != nullptr ? why : \"cannot be loaded\");\n    \
          std::abort();\n}\n\n\
          template <class F>\nF ck_jit_stub_resolve(const char* blob, const char* prefix)\n{\n    \
-         ck_jit_fn fn = ck_jit_resolve_prefix(blob, prefix);\n    \
+         #ifdef CK_JIT_STUB_MANIFEST\n    \
+         ck_jit_fn fn = ck_jit_resolve_with(CK_JIT_STUB_MANIFEST, blob, prefix);\n\
+         #else\n    \
+         ck_jit_fn fn = ck_jit_resolve_prefix(blob, prefix);\n\
+         #endif\n    \
          if(fn == nullptr)\n        ck_jit_stub_fail(blob);\n    \
          return reinterpret_cast<F>(fn);\n}\n\n} // namespace\n\n",
     );

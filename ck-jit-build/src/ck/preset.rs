@@ -989,12 +989,19 @@ fn neutral_values(
     kind: &str,
     arch: Option<&str>,
 ) -> BTreeMap<String, String> {
+    neutral_of(files.iter().filter_map(|f| match &f.role {
+        Role::Blob(d) if d.kind == kind && d.arch.as_deref() == arch => Some(&**d),
+        _ => None,
+    }))
+}
+
+/// The neutral values of a set of blobs: for each [`NEUTRAL`] trait they
+/// vary in, its "without" value.
+pub(crate) fn neutral_of<'a>(
+    decls: impl Iterator<Item = &'a BlobDecl>,
+) -> BTreeMap<String, String> {
     let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for f in files {
-        let Role::Blob(d) = &f.role else { continue };
-        if d.kind != kind || d.arch.as_deref() != arch {
-            continue;
-        }
+    for d in decls {
         for (key, _) in NEUTRAL {
             if let Some(v) = d.meta.get(*key) {
                 seen.entry(key).or_default().insert(v.as_str());
@@ -1050,20 +1057,7 @@ fn classify_files(
     let mut templates: BTreeSet<String> = BTreeSet::new();
     for f in files.iter_mut() {
         let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
-        let source = decl::blob_source(&text).map_err(|e| e.in_file(&f.path))?;
-        let specs = &source.specialisations;
-        let is_blob = specs.iter().any(|s| {
-            s.args
-                .first()
-                .and_then(|a| decl::split_instantiation(a))
-                .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
-        });
-        if is_blob {
-            let d = vocab.describe_source(&source).map_err(|why| Error::Parse {
-                file: Some(f.path.clone()),
-                line: specs.first().map_or(1, |s| s.line),
-                why,
-            })?;
+        if let Some(d) = describe_blob(vocab, &text, &f.path)? {
             let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
             let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
             if let Some(why) = name_disagreement(stem, &d) {
@@ -1083,6 +1077,34 @@ fn classify_files(
         }
     }
     Ok(())
+}
+
+/// The description of the file `path` holding `text` when it is a blob:
+/// it specialises a template for a traits type the headers declare.
+pub(crate) fn describe_blob(
+    vocab: &Vocabulary,
+    text: &str,
+    path: &Path,
+) -> Result<Option<BlobDecl>, Error> {
+    let source = decl::blob_source(text).map_err(|e| e.in_file(path))?;
+    let specs = &source.specialisations;
+    let is_blob = specs.iter().any(|s| {
+        s.args
+            .first()
+            .and_then(|a| decl::split_instantiation(a))
+            .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
+    });
+    if !is_blob {
+        return Ok(None);
+    }
+    vocab
+        .describe_source(&source)
+        .map(Some)
+        .map_err(|why| Error::Parse {
+            file: Some(path.to_path_buf()),
+            line: specs.first().map_or(1, |s| s.line),
+            why,
+        })
 }
 
 /// What a blob's file name states that its declarations contradict: the

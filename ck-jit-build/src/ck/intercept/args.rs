@@ -125,6 +125,25 @@ pub(crate) fn analyse(args: &[String]) -> Analysed {
     a
 }
 
+/// The indices of the arguments that are inputs (neither options nor the
+/// values of options), as a link command takes its objects.
+pub(crate) fn inputs(args: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if TAKES_VALUE.contains(&arg) {
+            i += 2;
+            continue;
+        }
+        if !arg.starts_with('-') && !arg.is_empty() {
+            out.push(i);
+        }
+        i += 1;
+    }
+    out
+}
+
 /// The arguments as a manifest template: the source becomes `{src}`, the
 /// output `{out}` (a shared object: `-c` dropped, `-fPIC -shared` added),
 /// dependency-file options dropped (the runtime adds its own).

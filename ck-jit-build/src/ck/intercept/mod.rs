@@ -15,29 +15,53 @@
 //!
 //! A compile is a blob compile when it has exactly one source whose file
 //! name matches a pattern given with [`Intercept::blobs`] (default: CK's
-//! FMHA blob prefixes, `fmha_fwd_d[0-9]*` and so on) and none given with
+//! FMHA blobs, `fmha_*_d[0-9]*`) and none given with
 //! [`Intercept::exclude`] (default `*_api.cpp`), and it produces an object
-//! (not `-E`, `-fsyntax-only`, ...). Its stub is made by the host C
-//! compiler (`cc -c -x c /dev/null`, or `-shared` for a shared object), and
+//! (not `-E`, `-fsyntax-only`, ...). It is answered with a copy of an
+//! empty object made once per interception by the host C compiler (`cc -c
+//! -x c /dev/null`, or `-shared` for a shared object: about 2 ms a blob), and
 //! a depfile naming the source is written when the command asks for one.
 //!
 //! In the manifest, the command keeps its arguments and working directory
 //! (`{root}/...` when under the root); the source becomes `{src}`, the
 //! output `-o {out}`, `-c` and dependency-file options (`-MD`, `-MF x`,
-//! ...) are dropped and `-fPIC -shared` added. Blobs with equal commands
-//! share a group: CK blobs are grouped under their [`Kind`](super::Kind)
-//! name with its entry symbol prefix and traits as metadata, other blobs
-//! under [`Intercept::group_name`] (numbered `_2`, `_3`, ... when shapes
-//! differ).
+//! ...) are dropped and `-fPIC -shared` added; every path under the root,
+//! include directories too, is written `{root}/...`, so the manifest moves
+//! with its tree. Blobs with equal commands share a group. A CK blob — one
+//! whose command includes a directory with CK's `fmha_fwd.hpp` or
+//! `fmha_bwd.hpp` and which specialises a template for a traits type those
+//! headers declare — is described by its declarations, as the CK preset
+//! does: its group is its kind and architecture family (`fwd_gfx9`,
+//! `batch_prefill`), with the entry's symbol prefix, one family per kind,
+//! CK's neutral values, and the traits as metadata. Other blobs go to
+//! [`Intercept::group_name`] (numbered `_2`, `_3`, ... when shapes differ).
+//!
+//! A build that compiles no blob is an error, unless an earlier
+//! interception in the same work directory recorded some: blobs this build
+//! did not compile again (their objects were up to date, as on a rerun in
+//! which CK's generator leaves unchanged files alone) keep their earlier
+//! records while their sources exist ([`Intercepted::kept`]).
+//!
+//! # Lazy libraries
+//!
+//! With [`Intercept::lazy_libraries`], a link that takes blob objects is
+//! made lazy instead of linking the empty ones (see [`Link`]): the blobs'
+//! specialisations are stood in for by stubs that compile and load each
+//! blob on its first call, through the manifest this interception writes.
+//! aiter's `libmha_fwd.so` and `libmha_bwd.so` come out exporting aiter's
+//! API, with CK's dispatchers compiled unchanged.
 //!
 //! # The fake ROCm home
 //!
 //! `<work_dir>/rocm` mirrors the real ROCm home (`ROCM_PATH`, else
 //! `/opt/rocm`) with symlinks, except `bin/hipcc` (and any other name given
 //! with [`Intercept::compiler_name`]), a hard link to (or copy of) the
-//! build script binary. The build runs with `ROCM_PATH` and `HIP_PATH` set
-//! to the fake home and its `bin` first in `PATH`; the shim undoes these
-//! changes before running the real compiler. A CMake build needs
+//! build script binary. The build runs with `ROCM_PATH`, `ROCM_HOME` and
+//! `HIP_PATH` set to the fake home and its `bin` first in `PATH` (with lazy
+//! libraries also `CXX` and `c++`, the driver aiter links with); the shim
+//! undoes these changes before running the real compiler. With
+//! [`Intercept::hip_version`] (record-only mode, for machines without ROCm)
+//! the home is made from nothing instead, for that HIP version. A CMake build needs
 //! `-DCMAKE_CXX_COMPILER=` [`Intercept::fake_compiler`] (or
 //! `-DCMAKE_HIP_COMPILER=`) in its command, as CMake does not look up `PATH`
 //! for a configured compiler.
@@ -53,12 +77,15 @@
 //!
 //! # Environment
 //!
-//! The interceptor reads `PATH`, `ROCM_PATH`, `HIP_PATH` and
-//! `CK_JIT_REAL_HIPCC` (each announced with `cargo:rerun-if-env-changed`);
+//! The interceptor reads `PATH`, `ROCM_PATH`, `ROCM_HOME`, `HIP_PATH`,
+//! `CXX` and `CK_JIT_REAL_HIPCC` (each announced with
+//! `cargo:rerun-if-env-changed`);
 //! the shim reads the `CK_JIT_SHIM_*` variables the interceptor sets for
 //! it, and `CK_JIT_REAL_HIPCC`.
 
 mod args;
+mod link;
+mod probe;
 mod shim;
 
 use std::collections::BTreeMap;
@@ -68,15 +95,23 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub use link::Link;
 pub use shim::{is_shim, shim_main, Record};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::name::BlobTraits;
+use super::kind::mangled_template_prefix;
+use super::preset::{describe_blob, neutral_of};
+use super::vocab::{BlobDecl, Vocabulary};
 use crate::cargo::CargoOutput;
 use crate::env;
 use crate::group::BlobGroup;
 use crate::manifest::{self, escape, Blob, Manifest, SymbolSpec};
 use crate::record::{self, Recorder, Refused};
+
+/// The default blob file-name patterns: CK's FMHA blobs, which all name
+/// their head dimension (`fmha_fwd_d128_...`, `fmha_batch_prefill_d64_...`,
+/// `fmha_bwd_convert_dq_d256_...`).
+const DEFAULT_BLOBS: &[&str] = &["fmha_*_d[0-9]*"];
 
 /// Runs a foreign build with a fake `hipcc` and records its blob compiles.
 ///
@@ -111,6 +146,9 @@ pub struct Intercept {
     symbol: SymbolSpec,
     cargo_metadata: bool,
     watch: Vec<PathBuf>,
+    hip_version: Option<String>,
+    drops: Vec<String>,
+    runtime_lib: Option<PathBuf>,
 }
 
 /// What an interception produced.
@@ -128,6 +166,12 @@ pub struct Intercepted {
     pub build_log: PathBuf,
     /// The build's working directory.
     pub cwd: PathBuf,
+    /// The links made lazy ([`Intercept::lazy_libraries`]), in the order
+    /// the build ran them.
+    pub links: Vec<Link>,
+    /// Blobs of an earlier interception kept because this build did not
+    /// compile them again (its objects were up to date).
+    pub kept: usize,
 }
 
 impl Intercept {
@@ -165,7 +209,75 @@ impl Intercept {
             symbol: SymbolSpec::Exact("{name}".into()),
             cargo_metadata: true,
             watch: Vec::new(),
+            hip_version: None,
+            drops: Vec::new(),
+            runtime_lib: None,
         }
+    }
+
+    /// Record-only mode, for machines without ROCm: the fake ROCm home is
+    /// made from nothing rather than mirrored from an installed one, and
+    /// states HIP `version` (`6.4.43482`): `.info/version`,
+    /// `bin/hipconfig` and `share/hip/version` give it, `lib/libamdhip64.so`
+    /// is a stand-in, `bin/rocminfo` says there is no GPU (set the build's
+    /// architecture, e.g. `.env("GPU_ARCHS", "gfx942")` for aiter), and the
+    /// fake `hipcc` answers the build's flag probes and `--version` itself,
+    /// as that version's compiler (see the module docs). The recorded
+    /// commands are those a ROCm of that version would run.
+    ///
+    /// Host sources still need a compiler: [`real_compiler`](Intercept::real_compiler)
+    /// or `CK_JIT_REAL_HIPCC`, else `c++` without HIP flags.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::intercept::Intercept::new(["python3", "compile.py"])
+    ///     .hip_version("6.4.43482")
+    ///     .env("GPU_ARCHS", "gfx942");
+    /// ```
+    pub fn hip_version(&mut self, version: &str) -> &mut Intercept {
+        self.hip_version = Some(version.to_string());
+        self
+    }
+
+    /// Drops an argument (or a sequence, `"-mllvm -some-option=1"`) from
+    /// the commands given to the real compiler: for a flag the recorded
+    /// ROCm version has and the compiler at hand lacks. The recorded blob
+    /// commands keep it.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::intercept::Intercept::new(["make"])
+    ///     .real_compiler_drops("-mllvm -amdgpu-coerce-illegal-types=1");
+    /// ```
+    pub fn real_compiler_drops(&mut self, args: &str) -> &mut Intercept {
+        self.drops
+            .push(args.split_whitespace().collect::<Vec<_>>().join(" "));
+        self
+    }
+
+    /// Lazy libraries: every link of the build that takes blob objects
+    /// (a shared library, a program) is made lazy instead, see [`Link`]:
+    /// the blobs are left out, stubs standing in for their specialisations
+    /// are compiled with the real HIP compiler and linked, with `runtime`,
+    /// the ck-jit C ABI library (`libck_jit_capi.a` from
+    /// `cargo build --release -p ck-jit-capi`; a `.a` has its symbols kept
+    /// inside the library). The stubs find their blobs in the manifest this
+    /// interception writes (`OUT_DIR/ck_jit_manifest.json`), so each blob
+    /// is compiled on its first call. The build's C++ driver is
+    /// intercepted too (`CXX` and `c++` in `PATH`), as builds such as
+    /// aiter's link with it.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// ck_jit_build::intercept::Intercept::new(["make"])
+    ///     .lazy_libraries("target/release/libck_jit_capi.a");
+    /// ```
+    pub fn lazy_libraries<P: AsRef<Path>>(&mut self, runtime: P) -> &mut Intercept {
+        self.runtime_lib = Some(runtime.as_ref().to_path_buf());
+        self
     }
 
     /// The build's working directory (default: the current one).
@@ -435,10 +547,7 @@ impl Intercept {
 
     fn blob_patterns(&self) -> Vec<String> {
         if self.blobs.is_empty() {
-            super::Kind::ALL
-                .iter()
-                .map(|k| format!("{}[0-9]*", k.file_prefix()))
-                .collect()
+            DEFAULT_BLOBS.iter().map(|p| p.to_string()).collect()
         } else {
             self.blobs.clone()
         }
@@ -560,6 +669,8 @@ impl Intercept {
         let orig_path = env::var("PATH", cargo);
         let orig_rocm = env::var("ROCM_PATH", cargo);
         let orig_hip = env::var("HIP_PATH", cargo);
+        let orig_rocm_home = env::var("ROCM_HOME", cargo);
+        let orig_cxx = env::var("CXX", cargo);
         let real = match &self.real {
             Some(r) => Some(r.clone()),
             None => env::var(shim::REAL_HIPCC, cargo)
@@ -571,17 +682,43 @@ impl Intercept {
         let fake_bin = fake_home.join("bin");
         let names = self.names();
         let real = real.or_else(|| {
-            find_real(
-                &names[0],
-                orig_path.as_deref(),
-                orig_rocm.as_deref(),
-                &fake_bin,
-            )
+            // In record-only mode no ROCm home is looked at.
+            let rocm = if self.hip_version.is_some() {
+                None
+            } else {
+                orig_rocm.as_deref().or(orig_rocm_home.as_deref())
+            };
+            find_real(&names[0], orig_path.as_deref(), rocm, &fake_bin)
         });
-        self.make_fake_home(&fake_home, orig_rocm.as_deref(), &names)?;
+        let mut shim_names = names.clone();
+        if self.runtime_lib.is_some() {
+            shim_names.push("c++".into());
+        }
+        let real_home = match &self.hip_version {
+            Some(_) => None,
+            None => orig_rocm
+                .as_deref()
+                .or(orig_rocm_home.as_deref())
+                .map(PathBuf::from)
+                .or_else(|| Some(PathBuf::from("/opt/rocm")))
+                .filter(|p| p.is_dir()),
+        };
+        self.make_fake_home(&fake_home, real_home.as_deref(), &shim_names)?;
+        let stubs_dir = work.join("stub-objects");
+        fs::create_dir_all(&stubs_dir).map_err(io_err(&stubs_dir))?;
+        for (file, relocatable) in [(shim::STUB_OBJECT, true), (shim::STUB_SHARED, false)] {
+            let path = stubs_dir.join(file);
+            if !path.is_file() {
+                shim::make_stub_object(&path, relocatable)
+                    .map_err(|why| Error::Intercept { why })?;
+            }
+        }
 
         let log = work.join("compile_log.jsonl");
         File::create(&log).map_err(io_err(&log))?;
+        let links_log = work.join("links.jsonl");
+        File::create(&links_log).map_err(io_err(&links_log))?;
+        let previous = work.join("records.jsonl");
         let build_log = work.join("build.log");
         let out = File::create(&build_log).map_err(io_err(&build_log))?;
         let err = out.try_clone().map_err(io_err(&build_log))?;
@@ -608,17 +745,48 @@ impl Intercept {
             .env("PATH", &path)
             .env("ROCM_PATH", &fake_home)
             .env("HIP_PATH", &fake_home)
+            .env("ROCM_HOME", &fake_home)
             .env(shim::SHIM_LOG, &log)
-            .env(shim::SHIM_NAMES, names.join(":"))
+            .env(shim::SHIM_NAMES, shim_names.join(":"))
             .env(shim::SHIM_BLOBS, self.blob_patterns().join("\n"))
             .env(shim::SHIM_EXCLUDE, self.exclude.join("\n"))
+            .env(shim::SHIM_STUBS, &stubs_dir)
+            .env(shim::SHIM_DROP, self.drops.join("\n"))
+            .env(shim::SHIM_LINKS, &links_log)
+            .env(shim::SHIM_PREVIOUS, &previous)
             .env(shim::SAVED[0].1, saved(&orig_path))
             .env(shim::SAVED[1].1, saved(&orig_rocm))
-            .env(shim::SAVED[2].1, saved(&orig_hip));
+            .env(shim::SAVED[2].1, saved(&orig_hip))
+            .env(shim::SAVED[3].1, saved(&orig_rocm_home))
+            .env(shim::SAVED[4].1, saved(&orig_cxx));
         match &real {
             Some(r) => cmd.env(shim::REAL_HIPCC, r),
             None => cmd.env_remove(shim::REAL_HIPCC),
         };
+        match &self.hip_version {
+            Some(v) => cmd.env(shim::SHIM_HIP_VERSION, v),
+            None => cmd.env_remove(shim::SHIM_HIP_VERSION),
+        };
+        match &self.runtime_lib {
+            Some(lib) => {
+                let lib = fs::canonicalize(lib).map_err(|e| Error::Intercept {
+                    why: format!(
+                        "the ck-jit runtime library '{}' for lazy libraries: {e} (build it \
+                         with `cargo build --release -p ck-jit-capi`)",
+                        shown(lib)
+                    ),
+                })?;
+                let manifest = self.resolve_out_dir(cargo)?.join(manifest::MANIFEST_FILE);
+                let manifest = std::path::absolute(&manifest).map_err(io_err(&manifest))?;
+                cmd.env(shim::SHIM_RUNTIME_LIB, lib)
+                    .env(shim::SHIM_LAZY_MANIFEST, manifest)
+                    .env("CXX", fake_bin.join("c++"));
+            }
+            None => {
+                cmd.env_remove(shim::SHIM_RUNTIME_LIB)
+                    .env_remove(shim::SHIM_LAZY_MANIFEST);
+            }
+        }
         for (k, v) in &self.envs {
             cmd.env(k, v);
         }
@@ -645,7 +813,58 @@ impl Intercept {
             });
         }
 
-        let records = read_log(&log)?;
+        let fresh = read_log(&log)?;
+        // Blobs this build did not compile again (their objects were up to
+        // date) keep their earlier records, while their sources exist.
+        let mut by_stem: BTreeMap<String, Record> = BTreeMap::new();
+        let earlier = if previous.is_file() {
+            read_log(&previous)?
+        } else {
+            Vec::new()
+        };
+        for r in earlier {
+            if Path::new(&r.cwd).join(&r.source).is_file() {
+                by_stem.insert(stem_of(&r), r);
+            }
+        }
+        let kept_before = by_stem.len();
+        let fresh_stems: std::collections::BTreeSet<String> = fresh.iter().map(stem_of).collect();
+        let kept = by_stem.keys().filter(|k| !fresh_stems.contains(*k)).count();
+        let _ = kept_before;
+        for r in fresh {
+            by_stem.insert(stem_of(&r), r);
+        }
+        let records: Vec<Record> = by_stem.into_values().collect();
+        if records.is_empty() {
+            return Err(Error::Intercept {
+                why: format!(
+                    "the build `{}` compiled no blob: nothing was recorded, and no earlier \
+                     interception is kept in '{}'. Did it use a compiler other than the fake \
+                     one (a hard-coded path, a CMake cache from another run), or find every \
+                     object up to date? Its output is in '{}'",
+                    quoted(&self.command),
+                    shown(&work),
+                    shown(&build_log)
+                ),
+            });
+        }
+        if kept > 0 {
+            cargo.warning(&format!(
+                "the intercepted build compiled {} blob(s) again; {kept} more are kept from the \
+                 earlier interception in '{}'",
+                records.len() - kept,
+                shown(&work)
+            ));
+        }
+        let mut text = String::new();
+        for r in &records {
+            text.push_str(
+                &serde_json::to_string(r).map_err(|e| Error::Intercept { why: e.to_string() })?,
+            );
+            text.push('\n');
+        }
+        record::write_if_changed(&previous, &text).map_err(io_err(&previous))?;
+        let links = read_links(&links_log)?;
         let root = match &self.root {
             Some(r) => fs::canonicalize(r).map_err(|source| crate::Error::Root {
                 path: r.clone(),
@@ -662,6 +881,8 @@ impl Intercept {
             fake_home,
             build_log,
             cwd,
+            links,
+            kept,
         })
     }
 
@@ -670,7 +891,7 @@ impl Intercept {
     fn make_fake_home(
         &self,
         fake_home: &Path,
-        orig_rocm: Option<&OsStr>,
+        real_home: Option<&Path>,
         names: &[String],
     ) -> Result<(), Error> {
         if fake_home.exists() {
@@ -678,14 +899,13 @@ impl Intercept {
         }
         let bin = fake_home.join("bin");
         fs::create_dir_all(&bin).map_err(io_err(&bin))?;
-        let real_home = orig_rocm
-            .map(PathBuf::from)
-            .or_else(|| Some(PathBuf::from("/opt/rocm")))
-            .filter(|p| p.is_dir());
-        if let Some(home) = &real_home {
+        if let Some(home) = real_home {
             mirror(home, fake_home, &["bin"])?;
             let names_os: Vec<&str> = names.iter().map(String::as_str).collect();
             mirror(&home.join("bin"), &bin, &names_os)?;
+        }
+        if let Some(version) = &self.hip_version {
+            synthetic_home(fake_home, version)?;
         }
         let shim = match &self.shim_program {
             Some(p) => p.clone(),
@@ -712,7 +932,10 @@ impl Intercept {
         struct Entry {
             blob: Blob,
             key: GroupKey,
+            decl: Option<BlobDecl>,
         }
+        // The vocabulary of each CK example directory the blobs include.
+        let mut vocabs: BTreeMap<PathBuf, Option<Vocabulary>> = BTreeMap::new();
         // (base name, compiler, args, cwd, symbol as (is prefix, text)).
         type GroupKey = (String, String, Vec<String>, String, (bool, String));
         let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
@@ -759,13 +982,33 @@ impl Intercept {
                 Ok(p) => format!("{{root}}/{}", p.to_string_lossy().replace('\\', "/")),
                 Err(_) => r.cwd.clone(),
             };
-            let (base, symbol, meta) = match BlobTraits::parse(&stem) {
-                Ok(t) => (
-                    t.kind.as_str().to_string(),
-                    SymbolSpec::Prefix(t.kind.symbol_prefix()),
-                    t.meta(),
+            // What the blob declares, read with the vocabulary of the CK
+            // headers its command includes.
+            let decl = match ck_example_dir(args, &cwd) {
+                Some(dir) => {
+                    if !vocabs.contains_key(&dir) {
+                        vocabs.insert(dir.clone(), Vocabulary::read(&dir).ok());
+                    }
+                    match vocabs.get(&dir).and_then(Option::as_ref) {
+                        Some(vocab) => {
+                            let text = fs::read_to_string(&src).map_err(io_err(&src))?;
+                            describe_blob(vocab, &text, &src)?
+                        }
+                        None => None,
+                    }
+                }
+                None => None,
+            };
+            let (base, symbol, meta) = match &decl {
+                Some(d) => (
+                    match &d.arch {
+                        Some(a) => format!("{}_{a}", d.kind),
+                        None => d.kind.clone(),
+                    },
+                    SymbolSpec::Prefix(mangled_template_prefix(&d.entry)),
+                    d.meta.clone(),
                 ),
-                Err(_) => (
+                None => (
                     self.group_name.clone(),
                     self.symbol.clone(),
                     BTreeMap::new(),
@@ -775,13 +1018,11 @@ impl Intercept {
                 SymbolSpec::Prefix(p) => (true, p),
                 SymbolSpec::Exact(e) => (false, e),
             };
-            let key = (
-                base,
-                compiler,
-                args::template(args, source_at),
-                cwd_template,
-                symbol,
-            );
+            let template: Vec<String> = args::template(args, source_at)
+                .iter()
+                .map(|a| relocate(a, root_text))
+                .collect();
+            let key = (base, compiler, template, cwd_template, symbol);
             if let Some(old) = entries.get(&stem) {
                 if old.key != key || old.blob.source != rel {
                     return Err(bad(format!(
@@ -804,6 +1045,7 @@ impl Intercept {
                         meta,
                     },
                     key,
+                    decl,
                 },
             );
         }
@@ -831,8 +1073,22 @@ impl Intercept {
             let rendered = g.render()?;
             // The working directory is already a template (`{root}/...` or
             // absolute).
+            let decls: Vec<&BlobDecl> = entries
+                .values()
+                .filter(|e| &e.key == key)
+                .filter_map(|e| e.decl.as_ref())
+                .collect();
+            // A CK kind is one family whatever the architecture, and a
+            // query that leaves out a trait the blobs vary in gets its
+            // neutral value, as with the CK preset.
+            let family = decls
+                .first()
+                .filter(|d| d.arch.is_some())
+                .map(|d| d.kind.clone());
             let rendered = manifest::Group {
                 cwd: Some(key.3.clone()),
+                family,
+                neutral: neutral_of(decls.into_iter()),
                 ..rendered
             };
             groups.insert(key, recorder.group(rendered));
@@ -847,6 +1103,163 @@ impl Intercept {
         }
         Ok(recorder.finish()?)
     }
+}
+
+/// `arg` with the root's absolute path, where it starts the argument or
+/// the value of an option (`-I/root/x`, `--flag=/root/x`), written as
+/// `{root}`: a manifest that moves with its tree.
+fn relocate(arg: &str, root: &str) -> String {
+    let root = root.trim_end_matches('/');
+    if root.is_empty() {
+        return arg.to_string();
+    }
+    let at = |i: usize| {
+        let rest = &arg[i..];
+        rest.starts_with(root) && (rest.len() == root.len() || rest.as_bytes()[root.len()] == b'/')
+    };
+    if at(0) {
+        return format!("{{root}}{}", &arg[root.len()..]);
+    }
+    if arg.starts_with('-') {
+        let prefix_end = arg.find('=').map(|i| i + 1).or_else(|| {
+            [
+                "-isystem",
+                "-iquote",
+                "-idirafter",
+                "-I",
+                "-L",
+                "-include",
+                "-imacros",
+            ]
+            .iter()
+            .find(|p| arg.starts_with(*p) && at(p.len()))
+            .map(|p| p.len())
+        });
+        if let Some(i) = prefix_end.filter(|&i| at(i)) {
+            return format!("{}{{root}}{}", &arg[..i], &arg[i + root.len()..]);
+        }
+    }
+    arg.to_string()
+}
+
+/// The CK example directory (with `fmha_fwd.hpp` or `fmha_bwd.hpp`) among
+/// the include directories of a compile run in `cwd`.
+fn ck_example_dir(args: &[String], cwd: &Path) -> Option<PathBuf> {
+    let mut i = 0;
+    while i < args.len() {
+        let dir = match args[i].as_str() {
+            "-I" | "-isystem" | "-iquote" => {
+                i += 1;
+                args.get(i).map(String::as_str)
+            }
+            a => a.strip_prefix("-I").filter(|d| !d.is_empty()),
+        };
+        i += 1;
+        if let Some(d) = dir {
+            let d = cwd.join(d);
+            if d.join("fmha_fwd.hpp").is_file() || d.join("fmha_bwd.hpp").is_file() {
+                return Some(d);
+            }
+        }
+    }
+    None
+}
+
+/// The blob name of a record: its source's file stem.
+fn stem_of(r: &Record) -> String {
+    Path::new(&r.source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The links made lazy, from the link log.
+fn read_links(log: &Path) -> Result<Vec<Link>, Error> {
+    let text = fs::read_to_string(log).map_err(io_err(log))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(serde_json::from_str(line).map_err(|e| Error::Record {
+            log: log.to_path_buf(),
+            line: i + 1,
+            why: e.to_string(),
+        })?);
+    }
+    Ok(out)
+}
+
+/// Writes what a ROCm home of HIP `version` has that builds read, without
+/// ROCm: version files, `hipconfig`, `rocminfo` and a stand-in
+/// `libamdhip64.so`.
+fn synthetic_home(home: &Path, version: &str) -> Result<(), Error> {
+    if version.is_empty()
+        || !version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+'))
+    {
+        return Err(Error::Intercept {
+            why: format!(
+                "HIP version '{}' is not a version (digits, letters, '.', '-', '_', '+')",
+                escape(version)
+            ),
+        });
+    }
+    let mut parts = version.split(['.', '-']);
+    let major = parts.next().unwrap_or("0");
+    let minor = parts.next().unwrap_or("0");
+    let patch = parts.next().unwrap_or("0");
+    let write = |rel: &str, text: String, exec: bool| -> Result<(), Error> {
+        let path = home.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+        fs::write(&path, text).map_err(io_err(&path))?;
+        #[cfg(unix)]
+        if exec {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(io_err(&path))?;
+        }
+        #[cfg(not(unix))]
+        let _ = exec;
+        Ok(())
+    };
+    let home_text = home.to_string_lossy();
+    write(".info/version", format!("{version}\n"), false)?;
+    write(
+        "share/hip/version",
+        format!(
+            "HIP_VERSION_MAJOR={major}\nHIP_VERSION_MINOR={minor}\nHIP_VERSION_PATCH={patch}\n"
+        ),
+        false,
+    )?;
+    write(
+        "bin/hipconfig",
+        format!(
+            "#!/bin/sh\n# ck-jit record-only mode: a ROCm home of HIP {version}, without ROCm.\n\
+             case \"$1\" in\n\
+             --version|-v) printf '%s' '{version}' ;;\n\
+             --path|-p|--rocmpath|-R) printf '%s' '{home_text}' ;;\n\
+             --platform|-P) printf amd ;;\n\
+             --compiler|-c) printf clang ;;\n\
+             --runtime|-r) printf rocclr ;;\n\
+             *) echo 'HIP version: {version}' ;;\n\
+             esac\n"
+        ),
+        true,
+    )?;
+    write(
+        "bin/rocminfo",
+        "#!/bin/sh\necho 'ck-jit record-only mode: no GPU and no ROCm here; name the target \
+         architecture to the build (aiter: GPU_ARCHS=gfx942)' >&2\nexit 1\n"
+            .to_string(),
+        true,
+    )?;
+    let lib = home.join("lib").join("libamdhip64.so");
+    fs::create_dir_all(home.join("lib")).map_err(io_err(&home.join("lib")))?;
+    shim::make_stub_object(&lib, false).map_err(|why| Error::Intercept { why })?;
+    Ok(())
 }
 
 /// Symlinks every entry of `from` into `to`, except the names in `skip`.
@@ -968,7 +1381,6 @@ mod tests {
     fn default_blob_patterns_are_ck_prefixes() {
         let i = Intercept::new(["make"]);
         let p = i.blob_patterns();
-        assert!(p.contains(&"fmha_fwd_d[0-9]*".to_string()));
-        assert!(p.contains(&"fmha_bwd_dot_do_o_d[0-9]*".to_string()));
+        assert_eq!(p, ["fmha_*_d[0-9]*"]);
     }
 }

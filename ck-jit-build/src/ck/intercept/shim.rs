@@ -19,6 +19,7 @@ use glob::{MatchOptions, Pattern};
 use serde::{Deserialize, Serialize};
 
 use super::args::{analyse, strip_hip_flags, Analysed};
+use super::{link, probe};
 use crate::cargo::CargoOutput;
 use crate::env;
 
@@ -39,7 +40,27 @@ pub(crate) const SAVED: &[(&str, &str)] = &[
     ("PATH", "CK_JIT_SHIM_SAVED_PATH"),
     ("ROCM_PATH", "CK_JIT_SHIM_SAVED_ROCM_PATH"),
     ("HIP_PATH", "CK_JIT_SHIM_SAVED_HIP_PATH"),
+    ("ROCM_HOME", "CK_JIT_SHIM_SAVED_ROCM_HOME"),
+    ("CXX", "CK_JIT_SHIM_SAVED_CXX"),
 ];
+/// A directory holding `stub.o` and `stub.so`, the empty objects blob
+/// compiles are answered with (made once per interception).
+pub(crate) const SHIM_STUBS: &str = "CK_JIT_SHIM_STUBS";
+/// Record-only mode: the HIP version the fake ROCm home states; the shim
+/// answers the build's flag probes itself, as that version's `hipcc`.
+pub(crate) const SHIM_HIP_VERSION: &str = "CK_JIT_SHIM_HIP_VERSION";
+/// Arguments dropped from commands given to the real compiler, one per
+/// line (`-mllvm X` as one line).
+pub(crate) const SHIM_DROP: &str = "CK_JIT_SHIM_DROP";
+/// Lazy libraries: the manifest path the linked stubs resolve blobs with.
+pub(crate) const SHIM_LAZY_MANIFEST: &str = "CK_JIT_SHIM_LAZY_MANIFEST";
+/// Lazy libraries: the ck-jit C ABI library linked into them.
+pub(crate) const SHIM_RUNTIME_LIB: &str = "CK_JIT_SHIM_RUNTIME_LIB";
+/// Lazy libraries: records of an earlier interception, for objects this
+/// build links without compiling them again.
+pub(crate) const SHIM_PREVIOUS: &str = "CK_JIT_SHIM_PREVIOUS";
+/// Lazy libraries: the log of links made lazy, one JSON line each.
+pub(crate) const SHIM_LINKS: &str = "CK_JIT_SHIM_LINKS";
 
 /// The default intercepted compiler name.
 pub(crate) const DEFAULT_NAME: &str = "hipcc";
@@ -145,6 +166,11 @@ fn run() -> Result<i32, String> {
     }
     let args = argv.get(1..).unwrap_or(&[]);
     let analysed = analyse(args);
+    if let Some(version) = var(SHIM_HIP_VERSION).and_then(|v| v.into_string().ok()) {
+        if let Some(code) = probe::answer(&argv, &analysed, &version) {
+            return Ok(code);
+        }
+    }
     let blobs = patterns(SHIM_BLOBS)?;
     let exclude = patterns(SHIM_EXCLUDE)?;
     let blob_source = match analysed.sources.as_slice() {
@@ -153,10 +179,15 @@ fn run() -> Result<i32, String> {
         }
         _ => None,
     };
-    match blob_source {
-        Some(source) => record_blob(&argv, &analysed, source),
-        None => real_compiler(args),
+    if let Some(source) = blob_source {
+        return record_blob(&argv, &analysed, source);
     }
+    if var(SHIM_LAZY_MANIFEST).is_some() && !analysed.compile_only {
+        if let Some(code) = link::lazy_link(&argv)? {
+            return Ok(code);
+        }
+    }
+    real_compiler(&argv)
 }
 
 fn record_blob(argv: &[String], a: &Analysed, source: String) -> Result<i32, String> {
@@ -222,11 +253,38 @@ fn append_line(log: &Path, record: &Record) -> Result<(), String> {
     Ok(())
 }
 
+/// The names of the empty objects in a [`SHIM_STUBS`] directory.
+pub(crate) const STUB_OBJECT: &str = "stub.o";
+pub(crate) const STUB_SHARED: &str = "stub.so";
+
 /// An empty object at `out`: relocatable for `-c`, else a shared object.
+/// A copy of the one made for the whole interception ([`SHIM_STUBS`]),
+/// else made by the host C compiler.
 fn stub_object(out: &Path, relocatable: bool) -> Result<(), String> {
     if let Some(dir) = out.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
     }
+    if let Some(dir) = var(SHIM_STUBS) {
+        let template = Path::new(&dir).join(if relocatable {
+            STUB_OBJECT
+        } else {
+            STUB_SHARED
+        });
+        // A copy, not a link: the build may write to its objects.
+        let _ = fs::remove_file(out);
+        return fs::copy(&template, out).map(|_| ()).map_err(|e| {
+            format!(
+                "cannot copy the stub object '{}' to '{}': {e}",
+                template.display(),
+                out.display()
+            )
+        });
+    }
+    make_stub_object(out, relocatable)
+}
+
+/// An empty object at `out`, made by the host C compiler (`cc`).
+pub(crate) fn make_stub_object(out: &Path, relocatable: bool) -> Result<(), String> {
     let mut cmd = Command::new("cc");
     cmd.arg(if relocatable { "-c" } else { "-shared" })
         .args(["-fPIC", "-x", "c", "/dev/null", "-o"])
@@ -244,16 +302,69 @@ fn stub_object(out: &Path, relocatable: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the real compiler with `args` (replacing this process on Unix):
-/// `CK_JIT_REAL_HIPCC` if set, else `c++` without the HIP-only flags, with
-/// the interceptor's changes to `PATH`, `ROCM_PATH` and `HIP_PATH` undone.
-fn real_compiler(args: &[String]) -> Result<i32, String> {
-    let (program, args): (OsString, Vec<String>) = match var(REAL_HIPCC) {
-        Some(real) => (real, args.to_vec()),
-        None => ("c++".into(), strip_hip_flags(args)),
+/// Whether the shim was started as a C++ compiler driver (`c++`, `g++`,
+/// `clang++`, the build's `CXX`) rather than as a HIP compiler.
+fn is_host_driver(arg0: &str) -> bool {
+    let name = Path::new(arg0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(arg0);
+    matches!(name, "c++" | "g++" | "clang++" | "cc" | "gcc" | "clang")
+}
+
+/// The real program for `argv` and its arguments: for a C++ driver name,
+/// the build's original `CXX`, else `c++`; for a HIP compiler name,
+/// `CK_JIT_REAL_HIPCC` if set, else `c++` without the HIP-only flags.
+/// Arguments given with [`SHIM_DROP`] are removed.
+pub(crate) fn real_command(argv: &[String]) -> (OsString, Vec<String>) {
+    let args = argv.get(1..).unwrap_or(&[]);
+    let (program, args): (OsString, Vec<String>) = if is_host_driver(&argv[0]) {
+        let saved_cxx = var(SAVED[4].1)
+            .and_then(|v| v.into_string().ok())
+            .and_then(|v| v.strip_prefix('+').map(String::from))
+            .filter(|v| !v.is_empty());
+        match saved_cxx {
+            Some(cxx) => (cxx.into(), args.to_vec()),
+            None => ("c++".into(), args.to_vec()),
+        }
+    } else {
+        match var(REAL_HIPCC) {
+            Some(real) => (real, args.to_vec()),
+            None => ("c++".into(), strip_hip_flags(args)),
+        }
     };
-    let mut cmd = Command::new(&program);
-    cmd.args(&args);
+    (program, drop_args(&args))
+}
+
+/// `args` without the [`SHIM_DROP`] arguments.
+fn drop_args(args: &[String]) -> Vec<String> {
+    let dropped: Vec<Vec<String>> = var(SHIM_DROP)
+        .and_then(|v| v.into_string().ok())
+        .map(|v| {
+            v.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.split_whitespace().map(String::from).collect())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(args.len());
+    let mut i = 0;
+    'next: while i < args.len() {
+        for d in &dropped {
+            if !d.is_empty() && args[i..].starts_with(d) {
+                i += d.len();
+                continue 'next;
+            }
+        }
+        out.push(args[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// `program` with the interceptor's changes to the environment undone.
+pub(crate) fn restored(program: &OsString) -> Command {
+    let mut cmd = Command::new(program);
     for (name, saved) in SAVED {
         // A variable not saved is left as it is.
         if let Some(v) = var(saved) {
@@ -268,6 +379,16 @@ fn real_compiler(args: &[String]) -> Result<i32, String> {
         cmd.env_remove(saved);
     }
     cmd.env_remove(SHIM_LOG);
+    cmd
+}
+
+/// Runs the real compiler for `argv` (replacing this process on Unix; see
+/// [`real_command`]), with the interceptor's changes to the environment
+/// undone.
+fn real_compiler(argv: &[String]) -> Result<i32, String> {
+    let (program, args) = real_command(argv);
+    let mut cmd = restored(&program);
+    cmd.args(&args);
     exec(cmd, &program)
 }
 

@@ -1,0 +1,423 @@
+//! Lazy libraries: the link step of a foreign build, made lazy. When a
+//! link (a shared library or a program) takes objects that were blob
+//! compiles, the shim links instead:
+//!
+//! - everything the build links but those blob objects (the stub objects
+//!   the shim answered them with), so the build's own host code — CK's
+//!   dispatchers, aiter's API — is linked as it was compiled;
+//! - generated *stubs* ([`stub_source`](super::super::lazy::stub_source)):
+//!   a definition of every explicit specialisation those blobs define,
+//!   which resolves its blob through the ck-jit C ABI on first call and
+//!   forwards to it, compiled by the real HIP compiler with the first
+//!   blob's own flags and `-DCK_JIT_STUB_MANIFEST="<manifest>"`, so the
+//!   library finds its blobs in the manifest the interception writes;
+//! - the ck-jit C ABI library ([`Intercept::lazy_libraries`](super::Intercept::lazy_libraries)),
+//!   its symbols kept inside the library when it is static.
+//!
+//! Each lazy link appends a [`Link`] line to the interception's link log.
+
+use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::args::{analyse, inputs};
+use super::shim::{
+    real_command, restored, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
+    SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
+};
+use crate::cargo::CargoOutput;
+use crate::env;
+
+/// One link made lazy: a line of the link log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// The library or program written (absolute).
+    pub output: String,
+    /// The blobs whose objects were left out, sorted.
+    pub blobs: Vec<String>,
+    /// How many specialisations the stubs define.
+    pub specialisations: usize,
+    /// The stub source compiled into it.
+    pub stubs: String,
+}
+
+fn var(name: &str) -> Option<String> {
+    env::var(name, &mut CargoOutput::silent())
+        .and_then(|v| v.into_string().ok())
+        .filter(|v| !v.is_empty())
+}
+
+/// Splits a response file's text into arguments: whitespace separates,
+/// single and double quotes group, a backslash escapes the next character.
+pub(crate) fn split_response(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+                has = true;
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                has = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                has = false;
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// One argument as a response file holds it.
+fn quote_response(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '\\'))
+    {
+        return arg.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in arg.chars() {
+        if matches!(c, '"' | '\\') {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('"');
+    s
+}
+
+/// The blob records of the interception so far (this build's log, then
+/// an earlier interception's), by the absolute path of the object each
+/// was answered with.
+fn blob_objects() -> Result<HashMap<PathBuf, Record>, String> {
+    let mut map = HashMap::new();
+    for name in [SHIM_PREVIOUS, SHIM_LOG] {
+        let Some(path) = var(name) else { continue };
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("cannot read '{path}': {e}")),
+        };
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let r: Record =
+                serde_json::from_str(line).map_err(|e| format!("'{path}': bad record: {e}"))?;
+            if let Some(out) = &r.output {
+                let abs = Path::new(&r.cwd).join(out);
+                let abs = fs::canonicalize(&abs).unwrap_or(abs);
+                map.insert(abs, r);
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// Links `argv` lazily when it links blob objects, returning the link's
+/// exit code; `None` when it links none (the caller runs it unchanged).
+pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("working directory: {e}"))?;
+    let args = argv.get(1..).unwrap_or(&[]);
+    // The arguments with response files read: (argument, index of the
+    // response file argument it came from, if any).
+    let mut expanded: Vec<(String, Option<usize>)> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a.strip_prefix('@') {
+            Some(file) => {
+                let text = fs::read_to_string(cwd.join(file))
+                    .map_err(|e| format!("cannot read response file '{file}': {e}"))?;
+                expanded.extend(split_response(&text).into_iter().map(|t| (t, Some(i))));
+            }
+            None => expanded.push((a.clone(), None)),
+        }
+    }
+    let flat: Vec<String> = expanded.iter().map(|(a, _)| a.clone()).collect();
+    let a = analyse(&flat);
+    if a.compile_only || a.no_object || a.output.is_none() {
+        return Ok(None);
+    }
+    let objects = blob_objects()?;
+    let mut linked: Vec<(usize, &Record)> = Vec::new();
+    for i in inputs(&flat) {
+        let p = cwd.join(&flat[i]);
+        let p = fs::canonicalize(&p).unwrap_or(p);
+        if let Some(r) = objects.get(&p) {
+            linked.push((i, r));
+        }
+    }
+    if linked.is_empty() {
+        return Ok(None);
+    }
+    let output = a
+        .output
+        .as_ref()
+        .map(|(_, o)| o.clone())
+        .unwrap_or_default();
+    let output_abs = cwd.join(&output);
+    let out_name = output_abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "a.out".into());
+
+    let manifest = var(SHIM_LAZY_MANIFEST).ok_or("no manifest path for the lazy link")?;
+    let links_log = var(SHIM_LINKS).ok_or("no link log for the lazy link")?;
+    let runtime = var(SHIM_RUNTIME_LIB).ok_or("no ck-jit runtime library for the lazy link")?;
+    let lazy_dir = Path::new(&links_log)
+        .parent()
+        .map(|p| p.join("lazy"))
+        .unwrap_or_else(|| PathBuf::from("lazy"));
+    fs::create_dir_all(&lazy_dir)
+        .map_err(|e| format!("cannot create '{}': {e}", lazy_dir.display()))?;
+
+    // The stubs of every linked blob.
+    let mut blobs = Vec::with_capacity(linked.len());
+    let mut names = Vec::with_capacity(linked.len());
+    for (_, r) in &linked {
+        let src = Path::new(&r.cwd).join(&r.source);
+        let text =
+            fs::read_to_string(&src).map_err(|e| format!("blob '{}': {e}", src.display()))?;
+        let name = src
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        names.push(name.clone());
+        blobs.push((name, text));
+    }
+    let plain: Vec<&str> = blobs
+        .iter()
+        .filter(|(_, text)| {
+            super::super::decl::specialisations(text).map_or(true, |s| s.is_empty())
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !plain.is_empty() {
+        return Err(format!(
+            "cannot link '{output}' lazily: blob(s) {} define no explicit template \
+             specialisation to stand in for (lazy libraries need CK-style blobs); intercept \
+             without lazy_libraries() to record only",
+            plain.join(", ")
+        ));
+    }
+    let (stubs_text, specialisations) =
+        super::super::lazy::stub_source(&blobs).map_err(|e| e.to_string())?;
+    let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
+    let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
+    crate::record::write_if_changed(&stubs, &stubs_text)
+        .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
+
+    // Compiled with the first blob's own command: its includes and
+    // defines are what the specialisations' declarations need.
+    let real = var(REAL_HIPCC).ok_or(
+        "linking lazily needs a real HIP compiler for the stubs; set CK_JIT_REAL_HIPCC or \
+         Intercept::real_compiler()",
+    )?;
+    let first = linked[0].1;
+    let mut cargv = vec![real.clone()];
+    cargv.extend(stub_compile_args(
+        first.argv.get(1..).unwrap_or(&[]),
+        &stubs,
+        &stubs_obj,
+        &manifest,
+    ));
+    let (program, cargs) = real_command(&cargv);
+    let out = restored(&program)
+        .args(&cargs)
+        .current_dir(&first.cwd)
+        .output()
+        .map_err(|e| format!("cannot run the real HIP compiler {program:?}: {e}"))?;
+    if !out.status.success() {
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        return Err(format!(
+            "compiling the lazy stubs '{}' failed ({}): {}",
+            stubs.display(),
+            out.status,
+            super::super::error::tail(&text, 3000)
+        ));
+    }
+
+    // The link without the blob objects, with the stubs and the runtime.
+    let drop: std::collections::HashSet<usize> = linked.iter().map(|(i, _)| *i).collect();
+    let mut new_args: Vec<String> = Vec::with_capacity(args.len() + 8);
+    let mut done_rsp: std::collections::HashSet<usize> = Default::default();
+    for (k, (arg, from)) in expanded.iter().enumerate() {
+        match from {
+            None if drop.contains(&k) => {}
+            None => new_args.push(arg.clone()),
+            Some(i) => {
+                if !done_rsp.insert(*i) {
+                    continue;
+                }
+                let kept: Vec<String> = expanded
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, (_, f))| *f == Some(*i) && !drop.contains(j))
+                    .map(|(_, (a, _))| quote_response(a))
+                    .collect();
+                let rsp = lazy_dir.join(format!("{out_name}.{i}.rsp"));
+                fs::write(&rsp, kept.join("\n"))
+                    .map_err(|e| format!("cannot write '{}': {e}", rsp.display()))?;
+                new_args.push(format!("@{}", rsp.display()));
+            }
+        }
+    }
+    new_args.push(stubs_obj.display().to_string());
+    let runtime_path = Path::new(&runtime);
+    if runtime.ends_with(".a") {
+        let base = runtime_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        new_args.push(format!("-Wl,--exclude-libs,{base}"));
+    }
+    new_args.push(runtime.clone());
+    new_args.extend(
+        ["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    let mut largv = vec![argv[0].clone()];
+    largv.extend(new_args);
+    let (program, largs) = real_command(&largv);
+
+    let mut names_sorted = names;
+    names_sorted.sort();
+    let record = Link {
+        output: output_abs.display().to_string(),
+        blobs: names_sorted,
+        specialisations,
+        stubs: stubs.display().to_string(),
+    };
+    append(Path::new(&links_log), &record)?;
+    let status = restored(&program)
+        .args(&largs)
+        .status()
+        .map_err(|e| format!("cannot run the linker {program:?}: {e}"))?;
+    Ok(Some(status.code().unwrap_or(1)))
+}
+
+/// The arguments of a blob compile turned into the stubs' compile: the
+/// source and output replaced, dependency files dropped, the manifest
+/// path defined.
+fn stub_compile_args(args: &[String], stubs: &Path, obj: &Path, manifest: &str) -> Vec<String> {
+    let a = analyse(args);
+    let source_at = a.sources.first().map(|(i, _)| *i);
+    let mut out = Vec::with_capacity(args.len() + 4);
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if Some(i) == source_at {
+            i += 1;
+            continue;
+        }
+        match arg {
+            "-o" | "-MF" | "-MT" | "-MQ" => {
+                i += 2;
+                continue;
+            }
+            "-c" | "-MD" | "-MMD" | "-MP" => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let joined = ["-o", "-MF", "-MT", "-MQ"]
+            .iter()
+            .any(|p| arg.len() > p.len() && arg.starts_with(p));
+        if !joined && !arg.starts_with("-Wp,-M") {
+            out.push(arg.to_string());
+        }
+        i += 1;
+    }
+    let literal = manifest.replace('\\', "\\\\").replace('"', "\\\"");
+    out.push(format!("-DCK_JIT_STUB_MANIFEST=\"{literal}\""));
+    out.push("-c".into());
+    out.push(stubs.display().to_string());
+    out.push("-o".into());
+    out.push(obj.display().to_string());
+    out
+}
+
+fn append(log: &Path, record: &Link) -> Result<(), String> {
+    let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open '{}': {e}", log.display()))?;
+    f.write_all(&line)
+        .map_err(|e| format!("cannot append to '{}': {e}", log.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_files_split_and_quote_back() {
+        let t = "a.o  \"b c.o\"\n'd.o' e\\ f.o\n";
+        let v = split_response(t);
+        assert_eq!(v, ["a.o", "b c.o", "d.o", "e f.o"]);
+        let back: Vec<String> = v.iter().map(|a| quote_response(a)).collect();
+        assert_eq!(split_response(&back.join(" ")), v);
+    }
+
+    #[test]
+    fn the_stub_compile_keeps_flags_and_replaces_source_and_output() {
+        let args: Vec<String> = [
+            "-DX=1",
+            "-Iinc",
+            "-c",
+            "blob.cpp",
+            "-o",
+            "blob.o",
+            "-MD",
+            "-MF",
+            "blob.d",
+            "--offload-arch=gfx942",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = stub_compile_args(
+            &args,
+            Path::new("/l/s.cpp"),
+            Path::new("/l/s.o"),
+            "/m \"x\".json",
+        );
+        assert_eq!(
+            out,
+            [
+                "-DX=1",
+                "-Iinc",
+                "--offload-arch=gfx942",
+                "-DCK_JIT_STUB_MANIFEST=\"/m \\\"x\\\".json\"",
+                "-c",
+                "/l/s.cpp",
+                "-o",
+                "/l/s.o"
+            ]
+        );
+    }
+}

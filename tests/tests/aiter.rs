@@ -1,0 +1,403 @@
+//! aiter's own build of `libmha_fwd`, intercepted end to end, in
+//! record-only mode: no ROCm is installed.
+//!
+//! The test unpacks the `amd-aiter` wheel (0.1.7.post2.dev18, the aiter and
+//! CK that users install today; `.ci/aiter.sh` downloads it) and runs
+//! aiter's build of `libmha_fwd` — `aiter.jit.core.compile_ops` with the
+//! recipe of `optCompilerConfig.json`, as aiter's
+//! `op_tests/cpp/mha/compile.py` does (`tests/fixtures/aiter/build_mha.py`)
+//! — under [`Intercept`] with:
+//!
+//! - a synthetic ROCm home of HIP 6.4 ([`Intercept::hip_version`]): aiter
+//!   reads its version, probes its flags and links its `libamdhip64`;
+//! - the real HIP compiler of `.ci/hip-toolchain.sh` for aiter's host
+//!   sources (CK's dispatchers, aiter's API, the asm launcher) and the
+//!   stubs, without the two flags that upstream clang lacks;
+//! - lazy libraries ([`Intercept::lazy_libraries`]) with this workspace's
+//!   `libck_jit_capi.a`.
+//!
+//! It checks that every blob file aiter's generators wrote was recorded
+//! (none compiled), per kind, with metadata from its declarations; that the
+//! manifest is relocatable (no absolute path under the tree); that
+//! aiter's link step was made lazy and the library aiter installs exports
+//! its API and not the runtime's symbols; and that a program calling
+//! `aiter::mha_fwd` through it, with a HIP stand-in showing one gfx942,
+//! gets CK's dispatcher to compile exactly one blob, on its first call,
+//! with the recorded command (a mocked `hipcc`: `tests/fixtures/aiter/
+//! mock_hipcc.py`), and not again on the second call.
+//!
+//! ```text
+//! .ci/hip-toolchain.sh && .ci/aiter.sh     # once: target/hip-toolchain, target/aiter
+//! cargo test -p ck-jit-tests --test aiter -- --nocapture
+//! ```
+//!
+//! Without the wheel, its Python packages or the toolchain the test prints
+//! a skip line and passes, unless `CK_JIT_REQUIRE_AITER=1` (set by
+//! `.ci/run`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use ck_jit_build::intercept::{self, Intercept};
+use ck_jit_build::manifest::Manifest;
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static SHIM_HOOK: extern "C" fn() = shim_hook;
+
+#[cfg(target_os = "linux")]
+extern "C" fn shim_hook() {
+    if intercept::is_shim() {
+        intercept::shim_main()
+    }
+}
+
+/// The HIP version the synthetic ROCm home states (ROCm 6.4.1).
+const HIP_VERSION: &str = "6.4.43482-0";
+
+/// Flags aiter passes for that version that upstream clang 20 lacks
+/// (`.ci/hip-toolchain.sh`): dropped from the host compiles, kept in the
+/// recorded blob commands.
+const NOT_IN_CLANG: &[&str] = &[
+    "-mllvm -amdgpu-coerce-illegal-types=1",
+    "-mllvm -amdgpu-function-calls=false",
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn skip_or_fail(why: &str) {
+    if std::env::var("CK_JIT_REQUIRE_AITER").is_ok_and(|v| v == "1") {
+        panic!("CK_JIT_REQUIRE_AITER=1 but {why}");
+    }
+    eprintln!("SKIPPED aiter: {why}");
+}
+
+/// `KEY="value"` lines of the toolchain's `env.sh`.
+fn toolchain_env(ws: &Path) -> Option<BTreeMap<String, String>> {
+    let path = std::env::var_os("CK_JIT_REAL_HIP_ENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("target/hip-toolchain/env.sh"));
+    let text = fs::read_to_string(path).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+            .collect(),
+    )
+}
+
+fn find_wheel(ws: &Path) -> Option<PathBuf> {
+    if let Some(w) = std::env::var_os("CK_JIT_AITER_WHEEL") {
+        return Some(PathBuf::from(w));
+    }
+    let dir = ws.join("target/aiter");
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("amd_aiter-") && n.ends_with(".whl"))
+        })
+}
+
+/// The static C ABI library cargo built for this test (a dependency's
+/// `staticlib` lands in `target/<profile>/deps`).
+fn capi_staticlib() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let deps = exe.parent()?;
+    let mut found: Vec<PathBuf> = fs::read_dir(deps)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libck_jit_capi") && n.ends_with(".a"))
+        })
+        .collect();
+    found.sort_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok());
+    found.pop()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed: {text}");
+    text
+}
+
+/// Defined dynamic symbols of a shared object (`nm -D --defined-only`).
+fn exports(lib: &Path) -> Vec<String> {
+    run(Command::new("nm")
+        .args(["-D", "--defined-only", "-C"])
+        .arg(lib))
+    .lines()
+    .filter_map(|l| l.splitn(3, ' ').nth(2).map(String::from))
+    .collect()
+}
+
+#[test]
+fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_call() {
+    let ws = workspace();
+    let Some(wheel) = find_wheel(&ws) else {
+        return skip_or_fail("no amd-aiter wheel (run .ci/aiter.sh, or set CK_JIT_AITER_WHEEL)");
+    };
+    let Some(tc) = toolchain_env(&ws) else {
+        return skip_or_fail("no HIP toolchain (run .ci/hip-toolchain.sh)");
+    };
+    let probe = Command::new("python3")
+        .args(["-c", "import packaging, psutil, pandas"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) || Command::new("ninja").arg("--version").output().is_err()
+    {
+        return skip_or_fail("aiter's build needs python3 with packaging, psutil, pandas and ninja (.ci/aiter.sh installs them)");
+    }
+    let Some(capi) = capi_staticlib() else {
+        return skip_or_fail("no libck_jit_capi.a beside the test binary");
+    };
+    let real_hipcc = PathBuf::from(&tc["CK_JIT_REAL_HIPCC"]);
+
+    let tmp = ck_jit_tests::Tree::new("aiter");
+    let root = tmp.dir.join("aiter");
+    fs::create_dir_all(&root).unwrap();
+    run(Command::new("unzip")
+        .arg("-q")
+        .arg(&wheel)
+        .arg("-d")
+        .arg(&root));
+    // aiter's build installs the library into op_tests/cpp/mha, where
+    // its compile.py lives in a checkout; the wheel has no such directory.
+    fs::create_dir_all(root.join("op_tests/cpp/mha")).unwrap();
+    let listing_before = listing(&root);
+    let jit = root.join("jit");
+    let work = tmp.dir.join("work");
+    let out = tmp.dir.join("out");
+    fs::create_dir_all(&out).unwrap();
+
+    let started = Instant::now();
+    let mut i = Intercept::new([
+        "python3".into(),
+        ws.join("tests/fixtures/aiter/build_mha.py")
+            .into_os_string(),
+        root.clone().into_os_string(),
+        "fwd".into(),
+    ]);
+    i.current_dir(&root)
+        .root(&root)
+        .hip_version(HIP_VERSION)
+        .env("GPU_ARCHS", "gfx942")
+        .env("AITER_JIT_DIR", &jit)
+        .env("MAX_JOBS", "2")
+        .real_compiler(&real_hipcc)
+        .lazy_libraries(&capi)
+        .work_dir(&work)
+        .out_dir(&out)
+        .name("aiter_mha_fwd")
+        .cargo_metadata(false)
+        .shim_program(std::env::current_exe().unwrap());
+    for f in NOT_IN_CLANG {
+        i.real_compiler_drops(f);
+    }
+    let done = match i.try_write() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let took = started.elapsed();
+
+    // Every blob file the generators wrote was recorded, none compiled.
+    let blob_dir = jit.join("build/libmha_fwd/blob");
+    let blob_files: Vec<String> = fs::read_dir(&blob_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("fmha_") && n.contains("_d") && !n.ends_with("_api.cpp"))
+        .collect();
+    let m: &Manifest = &done.manifest;
+    assert_eq!(
+        m.blobs.len(),
+        blob_files.len(),
+        "every blob file is recorded"
+    );
+    let mut per_group: BTreeMap<String, usize> = BTreeMap::new();
+    for b in &m.blobs {
+        *per_group.entry(m.group_of(b).name.clone()).or_default() += 1;
+    }
+    eprintln!(
+        "aiter libmha_fwd: {} blobs recorded in {:.1} s ({} links made lazy): {per_group:?}",
+        m.blobs.len(),
+        took.as_secs_f64(),
+        done.links.len()
+    );
+    for kind in [
+        "fwd_gfx9",
+        "fwd_splitkv_gfx9",
+        "fwd_splitkv_combine_gfx9",
+        "batch_prefill",
+    ] {
+        assert!(
+            per_group
+                .keys()
+                .any(|g| g == kind || g.starts_with(&format!("{kind}_"))),
+            "kind {kind} recorded: {per_group:?}"
+        );
+    }
+    // Metadata from the blobs' declarations.
+    let fwd = m
+        .blobs
+        .iter()
+        .find(|b| m.group_of(b).name == "fwd_gfx9")
+        .unwrap();
+    for key in ["dtype", "hdim", "mode", "mask", "bias", "lse", "arch"] {
+        assert!(fwd.meta.contains_key(key), "{key} in {:?}", fwd.meta);
+    }
+    // Relocatable: nothing under the tree is recorded by its absolute path.
+    let json = m.to_json();
+    let root_text = fs::canonicalize(&root).unwrap().display().to_string();
+    assert!(
+        !json.contains(&format!("{root_text}/")),
+        "an absolute path under the tree in the manifest"
+    );
+    assert!(json.contains("-I{root}/aiter_meta/3rdparty/composable_kernel/include"));
+    assert!(json.contains("--offload-arch=gfx942"));
+    assert!(
+        json.contains("-mllvm -amdgpu-coerce-illegal-types=1")
+            || json.contains("-amdgpu-coerce-illegal-types=1")
+    );
+
+    // aiter's link was made lazy; the library aiter installs exports its
+    // API and keeps the runtime inside.
+    assert_eq!(done.links.len(), 1, "{:?}", done.links);
+    assert_eq!(done.links[0].blobs.len(), m.blobs.len());
+    let installed = root.join("op_tests/cpp/mha");
+    let lib = installed.join("libmha_fwd.so");
+    assert!(lib.is_file(), "aiter installed {}", lib.display());
+    let syms = exports(&lib);
+    let api: Vec<&String> = syms.iter().filter(|s| s.starts_with("aiter::")).collect();
+    eprintln!("libmha_fwd.so exports: {api:?}");
+    for f in [
+        "aiter::mha_fwd(",
+        "aiter::mha_fwd_splitkv(",
+        "aiter::mha_batch_prefill(",
+    ] {
+        assert!(
+            api.iter().any(|s| s.starts_with(f)),
+            "{f} exported: {api:?}"
+        );
+    }
+    assert!(
+        !syms.iter().any(|s| s.starts_with("ck_jit_")),
+        "the runtime's symbols stay inside the library"
+    );
+    // The foreign tree: only aiter's own jit directory (AITER_JIT_DIR,
+    // inside it here) and the installed library were written.
+    let after: Vec<String> = listing(&root)
+        .into_iter()
+        .filter(|p| !p.starts_with("jit/") && p != "jit" && p != "op_tests/cpp/mha/libmha_fwd.so")
+        .collect();
+    assert_eq!(after, listing_before, "the wheel's files are left as found");
+
+    // A call through the library compiles exactly one blob, once.
+    let stand_in = tmp.dir.join("hip");
+    fs::create_dir_all(&stand_in).unwrap();
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(stand_in.join("libamdhip64.so"))
+        .arg(ws.join("tests/fixtures/real_ck/hip_stand_in.c")));
+    let ck = root.join("aiter_meta/3rdparty/composable_kernel");
+    let exe = tmp.dir.join("call_mha_fwd");
+    let obj = tmp.dir.join("call_mha_fwd.o");
+    run(Command::new(&real_hipcc)
+        .arg("-std=c++20")
+        .arg("--offload-host-only")
+        .arg(format!(
+            "-I{}",
+            root.join("aiter_meta/csrc/include").display()
+        ))
+        .arg(format!("-I{}", ck.join("include").display()))
+        .arg(format!(
+            "-I{}",
+            ck.join("example/ck_tile/01_fmha").display()
+        ))
+        .arg("-c")
+        .arg(ws.join("tests/fixtures/aiter/call_mha_fwd.cpp"))
+        .arg("-o")
+        .arg(&obj));
+    run(Command::new("c++")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", installed.display()))
+        .arg(format!("-L{}", stand_in.display()))
+        .args(["-lmha_fwd", "-lamdhip64"])
+        .arg(format!(
+            "-Wl,-rpath,{}:{}",
+            installed.display(),
+            stand_in.display()
+        )));
+    let mock_log = tmp.dir.join("mock-hipcc.log");
+    let calls = tmp.dir.join("calls.txt");
+    let cache = tmp.dir.join("cache");
+    let out_text = run(Command::new(&exe)
+        .env(
+            "CK_JIT_HIPCC",
+            ws.join("tests/fixtures/aiter/mock_hipcc.py"),
+        )
+        .env("CK_JIT_CACHE_DIR", &cache)
+        .env("MOCK_HIPCC_LOG", &mock_log)
+        .env("MOCK_CALLS", &calls)
+        .env("MOCK_BLOB_RESULT", "42"));
+    eprintln!("{out_text}");
+    assert!(out_text.contains("call 0: 42"), "{out_text}");
+    assert!(out_text.contains("call 1: 42"), "{out_text}");
+    let compiles = fs::read_to_string(&mock_log).unwrap();
+    let compiles: Vec<&str> = compiles.lines().collect();
+    assert_eq!(compiles.len(), 1, "exactly one blob compiled: {compiles:?}");
+    let argv: Vec<&str> = compiles[0].split('\x1f').collect();
+    assert!(argv.contains(&"--offload-arch=gfx942"), "{argv:?}");
+    let called = fs::read_to_string(&calls).unwrap();
+    let called: Vec<&str> = called.lines().collect();
+    assert_eq!(called.len(), 2, "{called:?}");
+    assert_eq!(called[0], called[1]);
+    let blob = m
+        .blob(called[0])
+        .expect("the blob called is in the manifest");
+    assert_eq!(m.group_of(blob).name, "fwd_gfx9");
+    assert_eq!(blob.meta.get("hdim").map(String::as_str), Some("128"));
+    assert_eq!(blob.meta.get("dtype").map(String::as_str), Some("fp16"));
+    assert!(argv
+        .iter()
+        .any(|a| a.ends_with(&format!("{}.cpp", called[0]))));
+}
+
+/// Every path under `dir`, relative, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(base).unwrap().display().to_string());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(base, &p, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
