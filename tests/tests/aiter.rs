@@ -149,28 +149,44 @@ fn exports(lib: &Path) -> Vec<String> {
     .collect()
 }
 
-#[test]
-fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_call() {
+/// An intercepted aiter build of `libmha_<api>` and where it ran.
+struct Built {
+    tmp: ck_jit_tests::Tree,
+    root: PathBuf,
+    jit: PathBuf,
+    real_hipcc: PathBuf,
+    done: intercept::Intercepted,
+    took: std::time::Duration,
+    listing_before: Vec<String>,
+}
+
+/// Runs aiter's build of `libmha_<api>` intercepted (see the module
+/// docs); `None` after a skip line when something it needs is missing.
+fn build(api: &str) -> Option<Built> {
     let ws = workspace();
     let Some(wheel) = find_wheel(&ws) else {
-        return skip_or_fail("no amd-aiter wheel (run .ci/aiter.sh, or set CK_JIT_AITER_WHEEL)");
+        skip_or_fail("no amd-aiter wheel (run .ci/aiter.sh, or set CK_JIT_AITER_WHEEL)");
+        return None;
     };
     let Some(tc) = toolchain_env(&ws) else {
-        return skip_or_fail("no HIP toolchain (run .ci/hip-toolchain.sh)");
+        skip_or_fail("no HIP toolchain (run .ci/hip-toolchain.sh)");
+        return None;
     };
     let probe = Command::new("python3")
         .args(["-c", "import packaging, psutil, pandas"])
         .status();
     if !probe.is_ok_and(|s| s.success()) || Command::new("ninja").arg("--version").output().is_err()
     {
-        return skip_or_fail("aiter's build needs python3 with packaging, psutil, pandas and ninja (.ci/aiter.sh installs them)");
+        skip_or_fail("aiter's build needs python3 with packaging, psutil, pandas and ninja (.ci/aiter.sh installs them)");
+        return None;
     }
     let Some(capi) = capi_staticlib() else {
-        return skip_or_fail("no libck_jit_capi.a beside the test binary");
+        skip_or_fail("no libck_jit_capi.a beside the test binary");
+        return None;
     };
     let real_hipcc = PathBuf::from(&tc["CK_JIT_REAL_HIPCC"]);
 
-    let tmp = ck_jit_tests::Tree::new("aiter");
+    let tmp = ck_jit_tests::Tree::new(&format!("aiter-{api}"));
     let root = tmp.dir.join("aiter");
     fs::create_dir_all(&root).unwrap();
     run(Command::new("unzip")
@@ -193,7 +209,7 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         ws.join("tests/fixtures/aiter/build_mha.py")
             .into_os_string(),
         root.clone().into_os_string(),
-        "fwd".into(),
+        api.into(),
     ]);
     i.current_dir(&root)
         .root(&root)
@@ -205,7 +221,7 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         .lazy_libraries(&capi)
         .work_dir(&work)
         .out_dir(&out)
-        .name("aiter_mha_fwd")
+        .name(&format!("aiter_mha_{api}"))
         .cargo_metadata(false)
         .shim_program(std::env::current_exe().unwrap());
     for f in NOT_IN_CLANG {
@@ -215,10 +231,31 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         Ok(d) => d,
         Err(e) => panic!("{e}"),
     };
-    let took = started.elapsed();
+    Some(Built {
+        tmp,
+        root,
+        jit,
+        real_hipcc,
+        done,
+        took: started.elapsed(),
+        listing_before,
+    })
+}
 
-    // Every blob file the generators wrote was recorded, none compiled.
-    let blob_dir = jit.join("build/libmha_fwd/blob");
+/// Checks what every intercepted build must give: each blob file recorded
+/// per kind, relocatable, one lazy link exporting `api_functions` and
+/// none of the runtime's symbols, the wheel's files untouched. Returns the
+/// blob count per group.
+fn check_build(b: &Built, api: &str, api_functions: &[&str]) -> BTreeMap<String, usize> {
+    let Built {
+        root,
+        jit,
+        done,
+        took,
+        listing_before,
+        ..
+    } = b;
+    let blob_dir = jit.join(format!("build/libmha_{api}/blob"));
     let blob_files: Vec<String> = fs::read_dir(&blob_dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -236,10 +273,83 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         *per_group.entry(m.group_of(b).name.clone()).or_default() += 1;
     }
     eprintln!(
-        "aiter libmha_fwd: {} blobs recorded in {:.1} s ({} links made lazy): {per_group:?}",
+        "aiter libmha_{api}: {} blobs recorded, build {:.1} s, {} link(s) made lazy: {per_group:?}",
         m.blobs.len(),
         took.as_secs_f64(),
         done.links.len()
+    );
+    // Relocatable: nothing under the tree is recorded by its absolute path.
+    let json = m.to_json();
+    let root_text = fs::canonicalize(root).unwrap().display().to_string();
+    assert!(
+        !json.contains(&format!("{root_text}/")),
+        "an absolute path under the tree in the manifest"
+    );
+    assert!(json.contains("-I{root}/aiter_meta/3rdparty/composable_kernel/include"));
+    assert!(json.contains("--offload-arch=gfx942"));
+    assert!(json.contains("-amdgpu-coerce-illegal-types=1"));
+
+    // aiter's link was made lazy; the library aiter installs exports its
+    // API and keeps the runtime inside.
+    assert_eq!(done.links.len(), 1, "{:?}", done.links);
+    assert_eq!(done.links[0].blobs.len(), m.blobs.len());
+    let lib = root.join(format!("op_tests/cpp/mha/libmha_{api}.so"));
+    assert!(lib.is_file(), "aiter installed {}", lib.display());
+    let syms = exports(&lib);
+    let exported: Vec<&String> = syms.iter().filter(|s| s.starts_with("aiter::")).collect();
+    eprintln!("libmha_{api}.so exports: {exported:?}");
+    for f in api_functions {
+        assert!(
+            exported.iter().any(|s| s.starts_with(f)),
+            "{f} exported: {exported:?}"
+        );
+    }
+    assert!(
+        !syms.iter().any(|s| s.starts_with("ck_jit_")),
+        "the runtime's symbols stay inside the library"
+    );
+    // The foreign tree: only aiter's own jit directory (AITER_JIT_DIR,
+    // inside it here) and the installed library were written.
+    let installed = format!("op_tests/cpp/mha/libmha_{api}.so");
+    let after: Vec<String> = listing(root)
+        .into_iter()
+        .filter(|p| !p.starts_with("jit/") && p != "jit" && *p != installed)
+        .collect();
+    assert_eq!(
+        &after, listing_before,
+        "the wheel's files are left as found"
+    );
+    per_group
+}
+
+/// As the fwd test, for `libmha_bwd` (about 15,000 blob files): aiter's
+/// build runs one compile at a time here and CK's bwd dispatcher alone
+/// takes several minutes and 4 GB with this compiler, so it is not run by
+/// default: `cargo test -p ck-jit-tests --test aiter -- --ignored`.
+#[test]
+#[ignore]
+fn aiters_mha_bwd_build_links_a_lazy_library() {
+    let Some(b) = build("bwd") else { return };
+    let groups = check_build(&b, "bwd", &["aiter::mha_bwd("]);
+    for kind in ["bwd_dot_do_o", "bwd_dq_dk_dv", "bwd_convert_dq"] {
+        assert!(
+            groups.keys().any(|g| g.starts_with(kind)),
+            "kind {kind} recorded: {groups:?}"
+        );
+    }
+}
+
+#[test]
+fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_call() {
+    let Some(b) = build("fwd") else { return };
+    let per_group = check_build(
+        &b,
+        "fwd",
+        &[
+            "aiter::mha_fwd(",
+            "aiter::mha_fwd_splitkv(",
+            "aiter::mha_batch_prefill(",
+        ],
     );
     for kind in [
         "fwd_gfx9",
@@ -248,12 +358,19 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         "batch_prefill",
     ] {
         assert!(
-            per_group
-                .keys()
-                .any(|g| g == kind || g.starts_with(&format!("{kind}_"))),
+            per_group.contains_key(kind),
             "kind {kind} recorded: {per_group:?}"
         );
     }
+    let Built {
+        tmp,
+        root,
+        real_hipcc,
+        done,
+        ..
+    } = &b;
+    let ws = workspace();
+    let m: &Manifest = &done.manifest;
     // Metadata from the blobs' declarations.
     let fwd = m
         .blobs
@@ -263,51 +380,7 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
     for key in ["dtype", "hdim", "mode", "mask", "bias", "lse", "arch"] {
         assert!(fwd.meta.contains_key(key), "{key} in {:?}", fwd.meta);
     }
-    // Relocatable: nothing under the tree is recorded by its absolute path.
-    let json = m.to_json();
-    let root_text = fs::canonicalize(&root).unwrap().display().to_string();
-    assert!(
-        !json.contains(&format!("{root_text}/")),
-        "an absolute path under the tree in the manifest"
-    );
-    assert!(json.contains("-I{root}/aiter_meta/3rdparty/composable_kernel/include"));
-    assert!(json.contains("--offload-arch=gfx942"));
-    assert!(
-        json.contains("-mllvm -amdgpu-coerce-illegal-types=1")
-            || json.contains("-amdgpu-coerce-illegal-types=1")
-    );
-
-    // aiter's link was made lazy; the library aiter installs exports its
-    // API and keeps the runtime inside.
-    assert_eq!(done.links.len(), 1, "{:?}", done.links);
-    assert_eq!(done.links[0].blobs.len(), m.blobs.len());
     let installed = root.join("op_tests/cpp/mha");
-    let lib = installed.join("libmha_fwd.so");
-    assert!(lib.is_file(), "aiter installed {}", lib.display());
-    let syms = exports(&lib);
-    let api: Vec<&String> = syms.iter().filter(|s| s.starts_with("aiter::")).collect();
-    eprintln!("libmha_fwd.so exports: {api:?}");
-    for f in [
-        "aiter::mha_fwd(",
-        "aiter::mha_fwd_splitkv(",
-        "aiter::mha_batch_prefill(",
-    ] {
-        assert!(
-            api.iter().any(|s| s.starts_with(f)),
-            "{f} exported: {api:?}"
-        );
-    }
-    assert!(
-        !syms.iter().any(|s| s.starts_with("ck_jit_")),
-        "the runtime's symbols stay inside the library"
-    );
-    // The foreign tree: only aiter's own jit directory (AITER_JIT_DIR,
-    // inside it here) and the installed library were written.
-    let after: Vec<String> = listing(&root)
-        .into_iter()
-        .filter(|p| !p.starts_with("jit/") && p != "jit" && p != "op_tests/cpp/mha/libmha_fwd.so")
-        .collect();
-    assert_eq!(after, listing_before, "the wheel's files are left as found");
 
     // A call through the library compiles exactly one blob, once.
     let stand_in = tmp.dir.join("hip");
@@ -319,7 +392,7 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
     let ck = root.join("aiter_meta/3rdparty/composable_kernel");
     let exe = tmp.dir.join("call_mha_fwd");
     let obj = tmp.dir.join("call_mha_fwd.o");
-    run(Command::new(&real_hipcc)
+    run(Command::new(real_hipcc)
         .arg("-std=c++20")
         .arg("--offload-host-only")
         .arg(format!(

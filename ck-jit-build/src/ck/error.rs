@@ -153,6 +153,13 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
+    /// Compiling CK's dispatchers, stubs and glue into the crate failed.
+    DispatcherBuild {
+        /// The HIP compiler.
+        compiler: PathBuf,
+        /// The compiler's message.
+        why: String,
+    },
 }
 
 /// `s` with control characters escaped, not shortened (normalised traits
@@ -288,6 +295,12 @@ impl fmt::Display for Error {
                 write!(f, "interception log '{}' line {line}: {why}", shown(log))
             }
             Error::Intercept { why } => write!(f, "interception: {why}"),
+            Error::DispatcherBuild { compiler, why } => write!(
+                f,
+                "compiling CK's dispatchers, lazy stubs and glue with '{}' failed: {}",
+                shown(compiler),
+                escape(why)
+            ),
         }
     }
 }

@@ -38,6 +38,7 @@ mod codegen;
 mod cpp;
 pub mod decl;
 mod error;
+pub mod ffi;
 pub mod intercept;
 mod kind;
 mod lazy;
