@@ -77,6 +77,8 @@
 //! | `CARGO_MANIFEST_DIR` | the tree root, unless [`Build::root`] or the config file's `root` is set (set by cargo) |
 //! | `PATH`, `ROCM_PATH`, `HIP_PATH` | [`intercept`]: where the real `hipcc` is, and what the fake ROCm home mirrors |
 //! | `CK_JIT_REAL_HIPCC` | [`intercept`]: the real compiler for host sources, unless set with [`Intercept::real_compiler`](intercept::Intercept::real_compiler) |
+//! | `LIBCLANG_PATH`, `LLVM_CONFIG_PATH`, `CLANG_PATH`, `BINDGEN_EXTRA_CLANG_ARGS` | `bindings` (feature `bindgen`): libclang, the `clang` asked for its resource directory, extra clang arguments |
+//! | `ROCM_PATH`, `HIP_PATH` | `bindings::CkTypes`: HIP's headers, unless given with `hip_include()` |
 //! | `CK_JIT_SHIM_*` | [`intercept`]: set by the interceptor for its fake compiler, read in shim mode only |
 //!
 //! The compiler is not taken from `CC`/`CXX`: blobs are not host build
@@ -112,6 +114,15 @@
 //! [`intercept`] records the blob compiles of a build only its own scripts
 //! know, by running it with a fake `hipcc`.
 //!
+//! # Bindings (feature `bindgen`)
+//!
+//! With the `bindgen` feature, the `bindings` module generates Rust types
+//! with bindgen: `bindings::CkTypes` binds CK's FMHA argument and traits
+//! structs and `ck_tile::stream_config` from the CK tree at hand, and
+//! `bindings::Launchers` turns a C header of launcher declarations into a
+//! `#[lazy_kernel] extern "C" { ... }` block. libclang is loaded at build
+//! time from `LIBCLANG_PATH` (CK needs version 17 or newer).
+//!
 //! # Checks
 //!
 //! The build fails, naming the file or group, on: a file whose stem is not a
@@ -124,6 +135,8 @@
 //! since it would hide the entry symbol.
 #![deny(missing_docs)]
 
+#[cfg(feature = "bindgen")]
+pub mod bindings;
 mod build;
 mod cargo;
 pub mod ck;

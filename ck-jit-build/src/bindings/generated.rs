@@ -1,0 +1,96 @@
+//! [`Bindings`]: what a generator produced (the Rust source, the structs
+//! and kernels in it, the files clang read) and where it is written.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::error::Error;
+use super::items::BoundStruct;
+use crate::cargo::CargoOutput;
+use crate::env;
+
+/// Generated Rust source, with what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bindings {
+    pub(crate) source: String,
+    pub(crate) structs: Vec<BoundStruct>,
+    pub(crate) kernels: Vec<String>,
+    pub(crate) inputs: Vec<PathBuf>,
+}
+
+impl Bindings {
+    /// The Rust source: items to `include!` in a module.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The structs asked for (CK's argument and traits structs and
+    /// `ck_tile::stream_config`; for a launcher header, none), each with
+    /// its fields in order. Their dependencies (enums, typedefs, opaque
+    /// standard types) are in the source but not listed.
+    pub fn structs(&self) -> &[BoundStruct] {
+        &self.structs
+    }
+
+    /// The kernels of the `#[lazy_kernel]` block, in the header's order
+    /// (for CK's types, none).
+    pub fn kernels(&self) -> &[String] {
+        &self.kernels
+    }
+
+    /// Every file clang read to make these bindings.
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.inputs
+    }
+
+    /// Writes the source to `path`, unless the file already holds exactly
+    /// it (so an unchanged build does not recompile its includer). Returns
+    /// whether it wrote.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Write`] when the file or its directory cannot be written.
+    pub fn write_to<P: AsRef<Path>>(&self, path: P) -> Result<bool, Error> {
+        let path = path.as_ref();
+        if fs::read_to_string(path).is_ok_and(|old| old == self.source) {
+            return Ok(false);
+        }
+        let err = |source| Error::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(err)?;
+        }
+        // A temporary file renamed over the old one: a reader never sees
+        // half a file.
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        fs::write(&tmp, &self.source).map_err(err)?;
+        fs::rename(&tmp, path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            err(e)
+        })?;
+        Ok(true)
+    }
+}
+
+/// `file` under `OUT_DIR` when relative, as is when absolute.
+pub(crate) fn out_path(file: &Path, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
+    if file.is_absolute() {
+        return Ok(file.to_path_buf());
+    }
+    let out = env::var(env::OUT_DIR, cargo).ok_or(Error::Env {
+        var: env::OUT_DIR,
+        why: "is not set (run from a build script, or give an absolute path)",
+    })?;
+    Ok(PathBuf::from(out).join(file))
+}
+
+/// `cargo:rerun-if-changed` for every file read.
+pub(crate) fn announce_inputs(inputs: &[PathBuf], cargo: &mut CargoOutput<'_>) {
+    for p in inputs {
+        if let Some(s) = p.to_str() {
+            cargo.rerun_if_changed(s);
+        }
+    }
+}
