@@ -62,14 +62,8 @@ impl Bindings {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(err)?;
         }
-        // A temporary file renamed over the old one: a reader never sees
-        // half a file.
-        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-        fs::write(&tmp, &self.source).map_err(err)?;
-        fs::rename(&tmp, path).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            err(e)
-        })?;
+        // Through a temporary file: a reader never sees half a file.
+        crate::record::write_if_changed(path, &self.source).map_err(err)?;
         Ok(true)
     }
 }

@@ -82,8 +82,12 @@ pub struct Field {
 /// left out): what a binding of CK's argument and traits structs
 /// (`fmha_fwd_args`, `fmha_fwd_traits`) must mirror, read from the
 /// version at hand.
+///
+/// Preprocessor conditionals inside the struct are followed as far as they
+/// can be without a preprocessor: an `#if 0` branch is left out, its
+/// `#else` kept; of any other conditional the first branch is kept.
 pub fn struct_fields(src: &str, name: &str) -> Result<Vec<Field>, Error> {
-    let toks = lex(src)?;
+    let toks = without_directives(src, &lex(src)?);
     let open = (0..toks.len())
         .find(|&i| {
             toks[i].kind == Tok::Ident
@@ -127,6 +131,45 @@ pub fn struct_fields(src: &str, name: &str) -> Result<Vec<Field>, Error> {
         toks[open].line,
         format!("struct {name} is not closed"),
     ))
+}
+
+/// `toks` without preprocessor directives and without the branches of
+/// conditionals that are left out (see [`struct_fields`]).
+fn without_directives(src: &str, toks: &[Token]) -> Vec<Token> {
+    // Per open conditional: whether its current branch is left out.
+    let mut skipped: Vec<bool> = Vec::new();
+    let mut out = Vec::with_capacity(toks.len());
+    for t in toks {
+        if t.kind != Tok::Preproc {
+            if !skipped.iter().any(|s| *s) {
+                out.push(*t);
+            }
+            continue;
+        }
+        let d = t.text(src).trim_start_matches('#').trim_start();
+        let word = d
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or("");
+        let cond = d[word.len()..].trim_start();
+        match word {
+            "if" => skipped.push(
+                cond.starts_with('0')
+                    && !cond[1..].starts_with(|c: char| c.is_ascii_alphanumeric()),
+            ),
+            "ifdef" | "ifndef" => skipped.push(false),
+            "else" | "elif" | "elifdef" | "elifndef" => {
+                if let Some(top) = skipped.last_mut() {
+                    *top = !*top;
+                }
+            }
+            "endif" => {
+                skipped.pop();
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// One member declaration (without its `;`) as a data member, if it is one.
@@ -548,6 +591,21 @@ fn string_pairs(body: &str) -> Option<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn struct_fields_follow_if_0_and_keep_members_after_a_directive() {
+        // CK 2025-11's fmha_batch_prefill_args.
+        let src = "struct fmha_batch_prefill_args\n{\n    void* kv_page_indices;\n\
+                   #if 0 // we assume page_block_size=1 for now\n    void* kv_last_page_lens;\n\
+                   \x20   ck_tile::index_t page_block_size;\n#endif\n\n    float scale_s;\n\
+                   #ifdef CK_X\n    int a;\n#else\n    int b;\n#endif\n    int c;\n};\n";
+        let names: Vec<String> = struct_fields(src, "fmha_batch_prefill_args")
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(names, ["kv_page_indices", "scale_s", "a", "c"]);
+    }
 
     #[test]
     fn struct_fields_are_the_data_members_in_order() {
