@@ -15,7 +15,7 @@ const FILTER: &str = "*d128_fp16_batch_*_nlogits_nbias_nmask_nlse_ndropout_nskip
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(ck_dispatch)");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=hip_device.cpp");
+    println!("cargo:rerun-if-changed=../fixtures/hip_device.cpp");
     println!("cargo:rerun-if-env-changed=CK_JIT_REAL_HIP_ENV");
     let here = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let ws = here.join("../..");
@@ -62,7 +62,7 @@ fn main() {
         .cpp(true)
         .compiler(&hipcc)
         .flag("-Wno-unused-command-line-argument")
-        .file(here.join("hip_device.cpp"))
+        .file(ws.join("tests/fixtures/hip_device.cpp"))
         .compile("hip_device");
     cc::Build::new()
         .file(ws.join("tests/fixtures/real_ck/hip_stand_in.c"))

@@ -408,8 +408,16 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         .arg(ws.join("tests/fixtures/aiter/call_mha_fwd.cpp"))
         .arg("-o")
         .arg(&obj));
+    let device = tmp.dir.join("hip_device.o");
+    run(Command::new(real_hipcc)
+        .arg("--offload-host-only")
+        .arg("-c")
+        .arg(ws.join("tests/fixtures/hip_device.cpp"))
+        .arg("-o")
+        .arg(&device));
     run(Command::new("c++")
         .arg(&obj)
+        .arg(&device)
         .arg("-o")
         .arg(&exe)
         .arg(format!("-L{}", installed.display()))

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::clang;
 use super::error::{shown, Error};
-use super::generated::{announce_inputs, out_path, Bindings};
+use super::generated::{announce_inputs, generate_printing, generate_to, Bindings};
 use super::items;
 use crate::cargo::CargoOutput;
 use crate::ck::{AITER_CK_DIR, FMHA_EXAMPLE_DIR};
@@ -192,17 +192,7 @@ impl CkTypes {
     /// [`Error::Clang`] when clang cannot parse the headers,
     /// [`Error::Output`] when a struct a header declares was not generated.
     pub fn try_generate(&self) -> Result<Bindings, Error> {
-        let mut stdout = io::stdout();
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(&mut stdout)
-        } else {
-            CargoOutput::silent()
-        };
-        let b = self.generate_with(&mut cargo)?;
-        cargo
-            .finish()
-            .map_err(|source| Error::CargoOutput { source })?;
-        Ok(b)
+        generate_printing(self.cargo_metadata, |cargo| self.generate_with(cargo))
     }
 
     /// [`try_generate`](CkTypes::try_generate), then writes the source to
@@ -213,10 +203,7 @@ impl CkTypes {
     /// As [`try_generate`](CkTypes::try_generate), and [`Error::Env`]
     /// without `OUT_DIR` for a relative file, [`Error::Write`].
     pub fn try_write<P: AsRef<Path>>(&self, file: P) -> Result<Bindings, Error> {
-        let path = out_path(file.as_ref(), &mut CargoOutput::silent())?;
-        let b = self.try_generate()?;
-        b.write_to(&path)?;
-        Ok(b)
+        generate_to(file.as_ref(), || self.try_generate())
     }
 
     /// [`try_generate`](CkTypes::try_generate), panicking on error.

@@ -68,6 +68,37 @@ impl Bindings {
     }
 }
 
+/// Runs `generate` with the `cargo:` lines printed to stdout when `print`,
+/// then flushes them: the body of a generator's `try_generate`.
+pub(crate) fn generate_printing(
+    print: bool,
+    generate: impl FnOnce(&mut CargoOutput<'_>) -> Result<Bindings, Error>,
+) -> Result<Bindings, Error> {
+    let mut stdout = std::io::stdout();
+    let mut cargo = if print {
+        CargoOutput::to(&mut stdout)
+    } else {
+        CargoOutput::silent()
+    };
+    let b = generate(&mut cargo)?;
+    cargo
+        .finish()
+        .map_err(|source| Error::CargoOutput { source })?;
+    Ok(b)
+}
+
+/// Generates with `generate`, then writes the source to `file` (under
+/// `OUT_DIR` when relative) unless unchanged: a generator's `try_write`.
+pub(crate) fn generate_to(
+    file: &Path,
+    generate: impl FnOnce() -> Result<Bindings, Error>,
+) -> Result<Bindings, Error> {
+    let path = out_path(file, &mut CargoOutput::silent())?;
+    let b = generate()?;
+    b.write_to(&path)?;
+    Ok(b)
+}
+
 /// `file` under `OUT_DIR` when relative, as is when absolute.
 pub(crate) fn out_path(file: &Path, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
     if file.is_absolute() {

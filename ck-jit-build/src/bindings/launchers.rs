@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use proc_macro2::Span;
@@ -16,7 +15,7 @@ use syn::{
 
 use super::clang;
 use super::error::{shown, Error};
-use super::generated::{announce_inputs, out_path, Bindings};
+use super::generated::{announce_inputs, generate_printing, generate_to, Bindings};
 use super::items;
 use crate::cargo::CargoOutput;
 
@@ -274,17 +273,7 @@ impl Launchers {
     /// cannot parse it, [`Error::Unsupported`] for a declaration that
     /// cannot be a lazy kernel, [`Error::NoFunctions`].
     pub fn try_generate(&self) -> Result<Bindings, Error> {
-        let mut stdout = io::stdout();
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(&mut stdout)
-        } else {
-            CargoOutput::silent()
-        };
-        let b = self.generate_with(&mut cargo)?;
-        cargo
-            .finish()
-            .map_err(|source| Error::CargoOutput { source })?;
-        Ok(b)
+        generate_printing(self.cargo_metadata, |cargo| self.generate_with(cargo))
     }
 
     /// [`try_generate`](Launchers::try_generate), then writes the source to
@@ -295,10 +284,7 @@ impl Launchers {
     /// As [`try_generate`](Launchers::try_generate), and [`Error::Env`]
     /// without `OUT_DIR` for a relative file, [`Error::Write`].
     pub fn try_write<P: AsRef<Path>>(&self, file: P) -> Result<Bindings, Error> {
-        let path = out_path(file.as_ref(), &mut CargoOutput::silent())?;
-        let b = self.try_generate()?;
-        b.write_to(&path)?;
-        Ok(b)
+        generate_to(file.as_ref(), || self.try_generate())
     }
 
     /// [`try_generate`](Launchers::try_generate), panicking on error.

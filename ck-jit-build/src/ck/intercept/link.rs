@@ -17,16 +17,15 @@
 //! Each lazy link appends a [`Link`] line to the interception's link log.
 
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::args::{analyse, inputs};
+use super::args::{analyse, inputs, template};
 use super::shim::{
-    real_command, restored, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
-    SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
+    append_line, real_command, restored, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS,
+    SHIM_LOG, SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
 };
 use crate::cargo::CargoOutput;
 use crate::env;
@@ -308,7 +307,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
         specialisations,
         stubs: stubs.display().to_string(),
     };
-    append(Path::new(&links_log), &record)?;
+    append_line(Path::new(&links_log), &record)?;
     let status = restored(&program)
         .args(&largs)
         .status()
@@ -321,53 +320,22 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
 /// path defined.
 fn stub_compile_args(args: &[String], stubs: &Path, obj: &Path, manifest: &str) -> Vec<String> {
     let a = analyse(args);
-    let source_at = a.sources.first().map(|(i, _)| *i);
-    let mut out = Vec::with_capacity(args.len() + 4);
-    let mut i = 0;
-    while i < args.len() {
-        let arg = args[i].as_str();
-        if Some(i) == source_at {
-            i += 1;
-            continue;
-        }
-        match arg {
-            "-o" | "-MF" | "-MT" | "-MQ" => {
-                i += 2;
-                continue;
-            }
-            "-c" | "-MD" | "-MMD" | "-MP" => {
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        let joined = ["-o", "-MF", "-MT", "-MQ"]
-            .iter()
-            .any(|p| arg.len() > p.len() && arg.starts_with(p));
-        if !joined && !arg.starts_with("-Wp,-M") {
-            out.push(arg.to_string());
-        }
-        i += 1;
-    }
+    let source_at = a.sources.first().map_or(usize::MAX, |(i, _)| *i);
+    // The manifest template of the command, without its source and its
+    // `-fPIC -shared -o {out}` tail.
+    let mut out: Vec<String> = template(args, source_at)
+        .into_iter()
+        .filter(|a| a != "{src}")
+        .collect();
+    out.truncate(out.len().saturating_sub(4));
     let literal = manifest.replace('\\', "\\\\").replace('"', "\\\"");
+    out.push("-fPIC".into());
     out.push(format!("-DCK_JIT_STUB_MANIFEST=\"{literal}\""));
     out.push("-c".into());
     out.push(stubs.display().to_string());
     out.push("-o".into());
     out.push(obj.display().to_string());
     out
-}
-
-fn append(log: &Path, record: &Link) -> Result<(), String> {
-    let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
-    line.push(b'\n');
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("cannot open '{}': {e}", log.display()))?;
-    f.write_all(&line)
-        .map_err(|e| format!("cannot append to '{}': {e}", log.display()))
 }
 
 #[cfg(test)]
@@ -412,6 +380,7 @@ mod tests {
                 "-DX=1",
                 "-Iinc",
                 "--offload-arch=gfx942",
+                "-fPIC",
                 "-DCK_JIT_STUB_MANIFEST=\"/m \\\"x\\\".json\"",
                 "-c",
                 "/l/s.cpp",

@@ -236,7 +236,7 @@ fn record_blob(argv: &[String], a: &Analysed, source: String) -> Result<i32, Str
 
 /// Appends `record` as one JSON line with a single write, so lines from
 /// parallel compiles never interleave.
-fn append_line(log: &Path, record: &Record) -> Result<(), String> {
+pub(crate) fn append_line<T: Serialize>(log: &Path, record: &T) -> Result<(), String> {
     let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
     line.push(b'\n');
     let mut f = OpenOptions::new()
