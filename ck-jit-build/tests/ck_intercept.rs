@@ -378,8 +378,9 @@ fn a_blob_outside_the_root_is_an_error_naming_it() {
 /// before `ROCM_PATH`) and, in record-only mode, asks the fake ROCm for its
 /// version and probes a flag first; run twice, the second run compiles
 /// nothing (make finds every object up to date) and keeps the first run's
-/// records. A build that compiles no blob at all is an error, never an
-/// empty manifest.
+/// records. Without ROCm and without record-only mode the build's own
+/// check fails, and the error ends with its message; a build that compiles
+/// no blob at all is an error. Neither touches the manifest written.
 #[test]
 fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
     let tmp = TempDir::new("intercept-rerun");
@@ -430,6 +431,38 @@ fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
     let second = intercept(&work).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(second.kept, 3);
     assert_eq!(second.manifest, first.manifest);
+    assert_eq!(
+        fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap(),
+        written
+    );
+
+    // Without ROCm and without record-only mode, the build's check of its
+    // ROCm fails: an error that ends with the build's own message, and
+    // the manifest already written is left alone.
+    // (On a machine with a ROCm the fake home mirrors it: not this case.)
+    let has_rocm = ["ROCM_PATH", "ROCM_HOME"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|p| Path::new(&p).is_dir()))
+        || Path::new("/opt/rocm").is_dir();
+    let mut plain = Intercept::new(if has_rocm {
+        ["false", ""]
+    } else {
+        ["make", "-j2"]
+    });
+    plain
+        .current_dir(&proj)
+        .blobs("fmha_*.cpp")
+        .real_compiler(&mock)
+        .work_dir(tmp.path().join("work-3"))
+        .out_dir(&out)
+        .name("t")
+        .cargo_metadata(false);
+    match plain.try_write().unwrap_err() {
+        Error::ForeignBuild { tail, .. } => {
+            assert!(has_rocm || tail.contains("hipconfig: not found"), "{tail}");
+        }
+        other => panic!("{other}"),
+    }
     assert_eq!(
         fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap(),
         written
