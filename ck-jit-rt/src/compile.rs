@@ -1,5 +1,6 @@
 //! Runs the compiler: finds it, identifies it (resolved path and
-//! `--version`, once per process), builds the argv of each step from the
+//! `--version`, once per process, and with the default
+//! [`CompilerCheck::Mtime`] once per compiler file and cache), builds the argv of each step from the
 //! group's template ([`jobs`]: flags in [`STRIPPED_FLAGS`] dropped,
 //! placeholders filled in, split for a launcher, `-MD -MF` added), runs them
 //! with a time limit, keeps the full output in a log file and a bounded
@@ -39,6 +40,50 @@ pub struct CompilerId {
     pub version: String,
 }
 
+/// How a compiler is identified for the cache key (`CK_JIT_COMPILER_CHECK`),
+/// the policies users of ccache know as `compiler_check`. Whatever the
+/// policy, the identity is computed at most once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompilerCheck {
+    /// `mtime` (the default): the compiler's `--version` output, run once
+    /// per compiler file (resolved path, size, modification time, inode)
+    /// and kept in the cache directory, so a later process with a cache hit
+    /// starts no compiler. A compiler replaced in place is a new file; one
+    /// whose output depends on other files (a wrapper script reading a
+    /// configuration) is identified by the script alone.
+    Mtime,
+    /// `content`: as `mtime`, with the file identified by a hash of its
+    /// contents instead of its metadata (a copy or a rebuild of the same
+    /// bytes is the same compiler; it reads the file once per process).
+    Content,
+    /// `command`: runs `--version` in every process.
+    Command,
+    /// `string:<text>`: the identity is `<text>`; the compiler is never run
+    /// to identify it.
+    String(String),
+    /// A value none of the above: identifying a compiler is an error.
+    Invalid(String),
+}
+
+impl CompilerCheck {
+    /// Reads a `CK_JIT_COMPILER_CHECK` value (`None`: the default).
+    pub fn parse(value: Option<&str>) -> CompilerCheck {
+        match value.map(str::trim) {
+            None | Some("") | Some("mtime") => CompilerCheck::Mtime,
+            Some("content") => CompilerCheck::Content,
+            Some("command") => CompilerCheck::Command,
+            Some(v) => match v.strip_prefix("string:") {
+                Some(text) => CompilerCheck::String(text.to_string()),
+                None => CompilerCheck::Invalid(v.to_string()),
+            },
+        }
+    }
+
+    fn tag(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
 type Identities = HashMap<String, Result<Arc<CompilerId>, String>>;
 static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(HashMap::new()));
 
@@ -59,14 +104,21 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 }
 
 /// Resolves and identifies a compiler (cached per process; `CK_JIT_<PROG>`
-/// overrides the program).
-pub fn identify(program: &str, blob: &str) -> Result<Arc<CompilerId>, Error> {
+/// overrides the program), by `check`; `store` is where identities are kept
+/// between processes (the cache directory's `compilers/`), when there is
+/// one.
+pub fn identify(
+    program: &str,
+    blob: &str,
+    check: &CompilerCheck,
+    store: Option<&Path>,
+) -> Result<Arc<CompilerId>, Error> {
     let overridden = compiler_override(program);
-    let cache_key = format!("{program}\0{overridden:?}");
+    let cache_key = format!("{program}\0{overridden:?}\0{}", check.tag());
     if let Some(r) = IDS.lock().ok().and_then(|m| m.get(&cache_key).cloned()) {
         return r.map_err(|detail| not_found(program, blob, detail));
     }
-    let r = identify_uncached(program, overridden);
+    let r = identify_uncached(program, overridden, check, store);
     if let Ok(mut m) = IDS.lock() {
         m.insert(cache_key, r.clone());
     }
@@ -92,6 +144,8 @@ fn not_found(program: &str, blob: &str, detail: String) -> Error {
 fn identify_uncached(
     program: &str,
     overridden: Option<PathBuf>,
+    check: &CompilerCheck,
+    store: Option<&Path>,
 ) -> Result<Arc<CompilerId>, String> {
     let path = match &overridden {
         Some(p) => find_program(&p.to_string_lossy()).ok_or_else(|| {
@@ -110,6 +164,55 @@ fn identify_uncached(
         })?,
     };
     let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let file_id = match check {
+        CompilerCheck::Command => None,
+        CompilerCheck::String(text) => {
+            return Ok(Arc::new(CompilerId {
+                path,
+                real,
+                version: format!("string:{text}"),
+            }))
+        }
+        CompilerCheck::Invalid(v) => {
+            return Err(format!(
+                "CK_JIT_COMPILER_CHECK='{v}' is not a policy: use mtime (the default), content, \
+                 command or string:<text>"
+            ))
+        }
+        CompilerCheck::Mtime => {
+            use std::os::unix::fs::MetadataExt;
+            let m = fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+            Some(format!(
+                "mtime\0{}\0{}\0{}.{}\0{}\0{}",
+                real.display(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ino(),
+                m.dev()
+            ))
+        }
+        CompilerCheck::Content => {
+            let bytes = fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+            Some(format!(
+                "content\0{}\0{}",
+                real.display(),
+                blake3::hash(&bytes).to_hex()
+            ))
+        }
+    };
+    // The version text of this very file, when an earlier process kept it.
+    let kept = match (&file_id, store) {
+        (Some(id), Some(dir)) => Some(dir.join(blake3::hash(id.as_bytes()).to_hex().as_str())),
+        _ => None,
+    };
+    if let Some(text) = kept.as_ref().and_then(|k| fs::read_to_string(k).ok()) {
+        return Ok(Arc::new(CompilerId {
+            path,
+            real,
+            version: text,
+        }));
+    }
     let out = Command::new(&path)
         .arg("--version")
         .stdin(Stdio::null())
@@ -117,11 +220,32 @@ fn identify_uncached(
         .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
     let mut version = String::from_utf8_lossy(&out.stdout).into_owned();
     version.push_str(&String::from_utf8_lossy(&out.stderr));
+    if let Some(k) = &kept {
+        keep_version(k, &version);
+    }
     Ok(Arc::new(CompilerId {
         path,
         real,
         version,
     }))
+}
+
+/// Keeps a compiler's version text at `path`, whole or not at all (a
+/// temporary file renamed into place); a failure only costs a later process
+/// a `--version` run.
+fn keep_version(path: &Path, version: &str) {
+    let Some(dir) = path.parent() else { return };
+    if fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("v"),
+        std::process::id()
+    ));
+    if fs::write(&tmp, version).is_ok() && fs::rename(&tmp, path).is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
 }
 
 /// A counting semaphore bounding concurrent compiles (`CK_JIT_JOBS`);
@@ -594,7 +718,7 @@ mod tests {
 
     #[test]
     fn missing_program_is_not_found() {
-        let e = identify("ck-jit-no-such-compiler", "b").unwrap_err();
+        let e = identify("ck-jit-no-such-compiler", "b", &CompilerCheck::Mtime, None).unwrap_err();
         assert!(matches!(e, Error::CompilerNotFound { .. }), "{e}");
         assert!(
             e.to_string().contains("CK_JIT_CK_JIT_NO_SUCH_COMPILER"),

@@ -15,6 +15,7 @@
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
 //! | `CK_JIT_CACHE_MAX_SIZE` | size limit `ck-jit gc` shrinks the cache to when given no limit, e.g. `2G` |
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
+//! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ pub struct Config {
     pub lock_timeout: Duration,
     /// `CK_JIT_CACHE_MAX_SIZE`, as written (`ck-jit gc` parses it).
     pub cache_max_size: Option<String>,
+    /// `CK_JIT_COMPILER_CHECK`: how a compiler is identified.
+    pub compiler_check: crate::compile::CompilerCheck,
 }
 
 static CONFIG: Lazy<Config> = Lazy::new(Config::from_env);
@@ -104,6 +107,11 @@ impl Config {
             compile_timeout,
             lock_timeout,
             cache_max_size: var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned()),
+            compiler_check: crate::compile::CompilerCheck::parse(
+                var("CK_JIT_COMPILER_CHECK")
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .as_deref(),
+            ),
         }
     }
 

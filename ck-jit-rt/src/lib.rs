@@ -62,6 +62,7 @@ mod stats;
 mod symbol;
 
 pub use ck_jit_manifest as manifest;
+pub use compile::CompilerCheck;
 pub use error::{shell_quote, Error};
 pub use family::{Kernel, Member, NoMatch, Query, SelectError};
 pub use load::Loaded;

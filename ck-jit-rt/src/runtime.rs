@@ -404,7 +404,14 @@ impl Runtime {
         let source = self.root.join(&b.source);
         let source_hash = blake3::hash(&read_source(blob, &source, &self.root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
-        let compiler = compile::identify(&g.compiler, blob).map(|id| {
+        let store = self.cache_dir().ok().map(|d| d.join("compilers"));
+        let compiler = compile::identify(
+            &g.compiler,
+            blob,
+            &self.config.compiler_check,
+            store.as_deref(),
+        )
+        .map(|id| {
             let prekey = inputs_key.prekey(&id);
             (id, prekey)
         });

@@ -128,32 +128,121 @@ fn source_argv_launcher_and_compiler_each_change_the_key() {
     assert_eq!(t.compiles(), 5);
 }
 
-#[test]
-fn compiler_version_output_is_part_of_the_key() {
-    let t = Tree::new("version");
-    t.c_blob("v", 1, 1);
+/// A compiler script whose `--version` prints `version.txt` and logs the
+/// call to `version-calls.txt`.
+fn versioned_compiler(t: &Tree) -> std::path::PathBuf {
     let script = t.write(
         "bin/cc-versioned",
         &format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then cat {}; exit 0; fi\nexec {MOCK} \"$@\"\n",
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo x >> {}; cat {}; exit 0; fi\n\
+             exec {MOCK} \"$@\"\n",
+            t.path("version-calls.txt").display(),
             t.path("version.txt").display()
         ),
     );
     t.write("version.txt", "cc 1.0\n");
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+fn version_calls(t: &Tree) -> usize {
+    fs::read_to_string(t.path("version-calls.txt"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn compiler_version_output_is_part_of_the_key() {
+    // With `command`, every process asks the compiler.
+    let t = Tree::new("version");
+    t.c_blob("v", 1, 1);
+    let script = versioned_compiler(&t);
+    let m = c_manifest(&t.dir, &["v"], script.to_str().unwrap(), &[]);
+    let config = || {
+        let mut c = test_config();
+        c.compiler_check = ck_jit_rt::CompilerCheck::Command;
+        c
+    };
+    assert_eq!(outcome(&t.runtime(&m, config()), "v"), Outcome::Compiled);
+    ck_jit_rt::__internals::forget_identities();
+    assert_eq!(outcome(&t.runtime(&m, config()), "v"), Outcome::Cached);
+    t.write("version.txt", "cc 1.1\n");
+    ck_jit_rt::__internals::forget_identities();
+    assert_eq!(outcome(&t.runtime(&m, config()), "v"), Outcome::Compiled);
+    assert_eq!(version_calls(&t), 3);
+}
+
+/// The default policy (`mtime`): a later process with a cache hit starts no
+/// compiler, as its identity was kept in the cache directory; the same
+/// compiler file replaced (a new modification time and size) is asked
+/// again, and its new version is a new key. `string:` never asks.
+#[test]
+fn a_cache_hit_in_a_new_process_does_not_run_the_compiler() {
+    let t = Tree::new("version-kept");
+    t.c_blob("v", 1, 1);
+    let script = versioned_compiler(&t);
     let m = c_manifest(&t.dir, &["v"], script.to_str().unwrap(), &[]);
     assert_eq!(
         outcome(&t.runtime(&m, test_config()), "v"),
         Outcome::Compiled
     );
-    ck_jit_rt::__internals::forget_identities();
-    assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
-    t.write("version.txt", "cc 1.1\n");
+    assert_eq!(version_calls(&t), 1);
+    for _ in 0..3 {
+        ck_jit_rt::__internals::forget_identities();
+        assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
+    }
+    assert_eq!(version_calls(&t), 1, "no --version for a kept identity");
+    assert!(t.cache_dir().join("compilers").read_dir().unwrap().count() >= 1);
+
+    // The compiler upgraded in place: a different file, asked again.
+    t.write("version.txt", "cc 2.0\n");
+    // Replaced as an installer does (a new file renamed over the old one;
+    // writing the executable in place can race with other tests' forks).
+    let text = fs::read_to_string(&script).unwrap();
+    let new = t.write("bin/cc-versioned.new", &format!("{text}# 2.0\n"));
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&new, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::rename(&new, &script).unwrap();
     ck_jit_rt::__internals::forget_identities();
     assert_eq!(
         outcome(&t.runtime(&m, test_config()), "v"),
         Outcome::Compiled
+    );
+    assert_eq!(version_calls(&t), 2);
+
+    // string:<text> is the identity; the compiler is not asked.
+    let string = |s: &str| {
+        let mut c = test_config();
+        c.compiler_check = ck_jit_rt::CompilerCheck::parse(Some(s));
+        c
+    };
+    ck_jit_rt::__internals::forget_identities();
+    assert_eq!(
+        outcome(&t.runtime(&m, string("string:cc-2")), "v"),
+        Outcome::Compiled
+    );
+    ck_jit_rt::__internals::forget_identities();
+    assert_eq!(
+        outcome(&t.runtime(&m, string("string:cc-2")), "v"),
+        Outcome::Cached
+    );
+    assert_eq!(version_calls(&t), 2);
+
+    // A value that is no policy: a blob not yet compiled gets an error
+    // naming the accepted ones.
+    ck_jit_rt::__internals::forget_identities();
+    let t = Tree::new("version-bad-policy");
+    t.c_blob("w", 1, 1);
+    let script = versioned_compiler(&t);
+    let m = c_manifest(&t.dir, &["w"], script.to_str().unwrap(), &[]);
+    let e = match t.runtime(&m, string("sometimes")).ensure("w", false) {
+        Ok(_) => panic!("an invalid CK_JIT_COMPILER_CHECK compiled"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("CK_JIT_COMPILER_CHECK='sometimes'") && e.contains("mtime"),
+        "{e}"
     );
 }
 

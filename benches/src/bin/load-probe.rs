@@ -103,7 +103,14 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
             .ok_or_else(|| format!("unknown blob {}", blobs[0]))?;
         let program = rt.manifest().group_of(first).compiler.clone();
         let t = Instant::now();
-        ck_jit_rt::__internals::identify(&program, &blobs[0]).map_err(|e| e.to_string())?;
+        let store = rt.cache_dir().ok().map(|d| d.join("compilers"));
+        ck_jit_rt::__internals::identify(
+            &program,
+            &blobs[0],
+            &ck_jit_rt::config::config().compiler_check,
+            store.as_deref(),
+        )
+        .map_err(|e| e.to_string())?;
         compiler_id_ms = ms(t);
     }
     let mut kernels_ms = Vec::new();

@@ -376,7 +376,12 @@ fn main() {
 
 fn header() {
     println!("cuda-bench: ck-jit with nvcc-compiled CUDA blobs");
-    match ck_jit_rt::__internals::identify("nvcc", KERNELS[0].0) {
+    match ck_jit_rt::__internals::identify(
+        "nvcc",
+        KERNELS[0].0,
+        &ck_jit_rt::CompilerCheck::Command,
+        None,
+    ) {
         Ok(id) => {
             let version = id.version.lines().last().unwrap_or("").trim();
             println!(
