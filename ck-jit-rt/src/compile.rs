@@ -48,9 +48,10 @@ pub enum CompilerCheck {
     /// `mtime` (the default): the compiler's `--version` output, run once
     /// per compiler file (resolved path, size, modification time, inode)
     /// and kept in the cache directory, so a later process with a cache hit
-    /// starts no compiler. A compiler replaced in place is a new file; one
-    /// whose output depends on other files (a wrapper script reading a
-    /// configuration) is identified by the script alone.
+    /// starts no compiler. A compiler replaced in place is a new file. A
+    /// wrapper is followed to the files behind it ([`wrapped_files`]:
+    /// `hipcc` to its clang, a shell script to the programs it names), so
+    /// upgrading the compiler behind an unchanged wrapper is a new identity.
     Mtime,
     /// `content`: as `mtime`, with the file identified by a hash of its
     /// contents instead of its metadata (a copy or a rebuild of the same
@@ -179,26 +180,13 @@ fn identify_uncached(
                  command or string:<text>"
             ))
         }
-        CompilerCheck::Mtime => {
-            use std::os::unix::fs::MetadataExt;
-            let m = fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-            Some(format!(
-                "mtime\0{}\0{}\0{}.{}\0{}\0{}",
-                real.display(),
-                m.size(),
-                m.mtime(),
-                m.mtime_nsec(),
-                m.ino(),
-                m.dev()
-            ))
-        }
-        CompilerCheck::Content => {
-            let bytes = fs::read(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-            Some(format!(
-                "content\0{}\0{}",
-                real.display(),
-                blake3::hash(&bytes).to_hex()
-            ))
+        CompilerCheck::Mtime | CompilerCheck::Content => {
+            let mut id = check.tag();
+            for file in std::iter::once(real.clone()).chain(wrapped_files(&real)) {
+                id.push('\0');
+                id.push_str(&file_identity(&file, check)?);
+            }
+            Some(id)
         }
     };
     // The version text of this very file, when an earlier process kept it.
@@ -218,8 +206,7 @@ fn identify_uncached(
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
-    let mut version = String::from_utf8_lossy(&out.stdout).into_owned();
-    version.push_str(&String::from_utf8_lossy(&out.stderr));
+    let version = version_text(&out);
     if let Some(k) = &kept {
         keep_version(k, &version);
     }
@@ -228,6 +215,140 @@ fn identify_uncached(
         real,
         version,
     }))
+}
+
+/// What identifies a compiler by its `--version` run: standard output when
+/// the run succeeded and printed something there, else both streams. Noise
+/// a wrapper prints on standard error (Debian's `hipcc` prints a Python
+/// traceback when no GPU driver is loaded) never enters the key, so the
+/// same installation has the same identity with and without a GPU.
+fn version_text(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && !stdout.trim().is_empty() {
+        return stdout.into_owned();
+    }
+    let mut text = stdout.into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+/// One file's part of a compiler identity: its resolved path with its
+/// size, modification time, inode and device (`mtime`), or a hash of its
+/// bytes (`content`).
+fn file_identity(file: &Path, check: &CompilerCheck) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    if *check == CompilerCheck::Content {
+        let bytes = fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        return Ok(format!(
+            "{}\0{}",
+            file.display(),
+            blake3::hash(&bytes).to_hex()
+        ));
+    }
+    let m = fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(format!(
+        "{}\0{}\0{}.{}\0{}\0{}",
+        file.display(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ino(),
+        m.dev()
+    ))
+}
+
+/// Program names of wrappers whose real compiler is a clang found beside
+/// them or under the ROCm tree (`hipcc` in its Perl, binary and script
+/// forms).
+const HIP_WRAPPERS: [&str; 3] = ["hipcc", "hipcc.pl", "hipcc.bin"];
+
+/// The files a wrapper's output depends on besides the wrapper itself, so
+/// that an upgrade of the compiler behind it is a new identity although
+/// the wrapper did not change (ccache follows `hipcc` the same way):
+///
+/// - `hipcc`: its sibling scripts (`hipcc.pl`, `hipvars.pm`, `hipcc.bin`)
+///   and the clang it runs: `$HIP_CLANG_PATH`, `$ROCM_PATH/llvm/bin`,
+///   `<hipcc's dir>/../llvm/bin`, then `hipcc`'s own directory, each
+///   searched for `clang++`, `clang`, then a versioned `clang++-N` (Debian);
+/// - any small script (`#!`): the executable files it names by absolute
+///   path (a shell wrapper that `exec`s a compiler).
+///
+/// Resolved to real files, without duplicates, in a fixed order.
+pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf| {
+        if let Ok(r) = fs::canonicalize(&p) {
+            if r != real && fs::metadata(&r).is_ok_and(|m| m.is_file()) && !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    };
+    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let dir = real.parent().unwrap_or(Path::new("/"));
+    if HIP_WRAPPERS.contains(&name) {
+        for sibling in ["hipcc.pl", "hipvars.pm", "hipcc.bin"] {
+            add(dir.join(sibling));
+        }
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        if let Some(d) = std::env::var_os("HIP_CLANG_PATH") {
+            dirs.push(PathBuf::from(d));
+        }
+        if let Some(d) = std::env::var_os("ROCM_PATH") {
+            dirs.push(PathBuf::from(d).join("llvm/bin"));
+        }
+        dirs.push(dir.join("../llvm/bin"));
+        dirs.push(dir.to_path_buf());
+        if let Some(clang) = dirs.iter().find_map(|d| find_clang(d)) {
+            add(clang);
+        }
+    }
+    for target in script_targets(real) {
+        add(target);
+    }
+    out
+}
+
+/// `clang++`, `clang` or the highest versioned `clang++-N` in `dir`
+/// (probed by name: listing a directory like `/usr/bin` costs more).
+fn find_clang(dir: &Path) -> Option<PathBuf> {
+    let versioned = (7..=40).rev().map(|v| format!("clang++-{v}"));
+    ["clang++".to_string(), "clang".to_string()]
+        .into_iter()
+        .chain(versioned)
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+/// Executable files a small script names by absolute path.
+fn script_targets(file: &Path) -> Vec<PathBuf> {
+    const MOST: u64 = 64 * 1024;
+    let Ok(m) = fs::metadata(file) else {
+        return Vec::new();
+    };
+    if m.len() > MOST {
+        return Vec::new();
+    }
+    let Ok(bytes) = fs::read(file) else {
+        return Vec::new();
+    };
+    if !bytes.starts_with(b"#!") {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut out = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || "\"'`;|&()=".contains(c)) {
+        if word.starts_with('/') && word.len() > 1 && !word.contains('$') {
+            let p = PathBuf::from(word);
+            let exe =
+                fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            // The interpreter line names the shell, not the compiler.
+            let first_line = text.lines().next().unwrap_or("");
+            if exe && !first_line.contains(word) && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 /// Keeps a compiler's version text at `path`, whole or not at all (a

@@ -78,7 +78,7 @@ pub mod __internals {
     pub use crate::cache::safe_component;
     pub use crate::compile::{
         expand, find_program, forget_identities, identify, normalise_args, split_for_launcher,
-        CompilerId, TAIL_BYTES,
+        wrapped_files, CompilerId, TAIL_BYTES,
     };
     pub use crate::depfile::parse as parse_depfile;
     pub use crate::symbol::{

@@ -246,6 +246,69 @@ fn a_cache_hit_in_a_new_process_does_not_run_the_compiler() {
     );
 }
 
+/// `hipcc` is a wrapper: its identity follows it to the clang beside it,
+/// so replacing that clang makes the next process ask again although
+/// `hipcc` itself did not change. What a wrapper prints on standard error
+/// when no GPU driver is loaded (Debian's `hipcc` prints a traceback) is
+/// not part of the key.
+#[test]
+fn hipcc_is_followed_to_its_clang_and_its_stderr_noise_is_not_in_the_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new("version-wrapper");
+    t.c_blob("h", 1, 1);
+    let exe = |rel: &str, text: &str| {
+        let tmp = t.write(&format!("{rel}.tmp"), text);
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::rename(&tmp, t.path(rel)).unwrap();
+        t.path(rel)
+    };
+    let hipcc = exe(
+        "bin/hipcc",
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo x >> {calls}; \
+             [ -e {noise} ] && echo \"Traceback: no /sys/class/kfd\" >&2; cat {version}; exit 0; fi\n\
+             exec {MOCK} \"$@\"\n",
+            calls = t.path("version-calls.txt").display(),
+            noise = t.path("no-gpu").display(),
+            version = t.path("version.txt").display(),
+        ),
+    );
+    exe("bin/clang++", "#!/bin/sh\n# clang 15\n");
+    t.write("version.txt", "HIP version: 5.2\nclang version 15\n");
+    let m = c_manifest(&t.dir, &["h"], hipcc.to_str().unwrap(), &[]);
+    let with = |policy: &str| {
+        let mut c = test_config();
+        c.compiler_check = ck_jit_rt::CompilerCheck::parse(Some(policy));
+        c
+    };
+    let next = |policy: &str| {
+        ck_jit_rt::__internals::forget_identities();
+        outcome(&t.runtime(&m, with(policy)), "h")
+    };
+    assert_eq!(next("mtime"), Outcome::Compiled);
+    assert_eq!(next("mtime"), Outcome::Cached);
+    assert_eq!(version_calls(&t), 1);
+
+    // No GPU driver: the same installation, the same key.
+    t.write("no-gpu", "");
+    assert_eq!(next("command"), Outcome::Cached);
+    fs::remove_file(t.path("no-gpu")).unwrap();
+    assert_eq!(next("command"), Outcome::Cached);
+    assert_eq!(version_calls(&t), 3);
+
+    // The clang behind the wrapper replaced: asked again (same text here,
+    // so the entry still fits); then a new version is a new key.
+    exe("bin/clang++", "#!/bin/sh\n# clang 15.0.7\n");
+    assert_eq!(next("mtime"), Outcome::Cached);
+    assert_eq!(version_calls(&t), 4);
+    assert_eq!(next("mtime"), Outcome::Cached);
+    assert_eq!(version_calls(&t), 4);
+    t.write("version.txt", "HIP version: 5.2\nclang version 16\n");
+    exe("bin/clang++", "#!/bin/sh\n# clang 16\n");
+    assert_eq!(next("mtime"), Outcome::Compiled);
+    assert_eq!(version_calls(&t), 5);
+}
+
 #[test]
 fn entry_file_names_carry_the_key() {
     let t = Tree::new("names");
@@ -313,4 +376,59 @@ fn header_edited_with_same_size_and_mtime_put_back_is_still_a_miss() {
     let rt = fresh(&t, &["s"], &[]);
     assert_eq!(outcome(&rt, "s"), Outcome::Compiled);
     assert_eq!(call(rt.resolve("s", None).unwrap(), 2), 8);
+}
+
+/// Without the compiler (a deployment that ships the cache), a blob is
+/// found among the entries of any compiler identity by reading that blob's
+/// entries only: a record of another blob that would block a reader (a
+/// FIFO planted under a `.json` name) is never opened, and the cost does
+/// not grow with the number of other blobs cached.
+#[test]
+fn a_lookup_without_the_compiler_reads_only_that_blobs_entries() {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let t = Tree::new("offline-o1");
+    t.c_blob("a", 2, 1);
+    t.c_blob("b", 3, 1);
+    let cc = t.write("bin/cc-here", &format!("#!/bin/sh\nexec {MOCK} \"$@\"\n"));
+    fs::set_permissions(&cc, fs::Permissions::from_mode(0o755)).unwrap();
+    let m = c_manifest(&t.dir, &["a", "b"], cc.to_str().unwrap(), &[]);
+    let rt = t.runtime(&m, test_config());
+    for b in ["a", "b"] {
+        assert_eq!(outcome(&rt, b), Outcome::Compiled);
+    }
+    drop(rt);
+    // The compiler is gone; b's entry directory holds a FIFO record.
+    fs::remove_file(&cc).unwrap();
+    ck_jit_rt::__internals::forget_identities();
+    let b_dir = t.cache_dir().join("v1/b");
+    let prekey_dir = fs::read_dir(&b_dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
+    let fifo = prekey_dir.join("zzzz.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (dir, m2) = (t.dir.clone(), m.clone());
+    let cache = t.cache_dir();
+    std::thread::spawn(move || {
+        let rt = Runtime::new(m2, "test")
+            .with_root(&dir)
+            .with_cache_dir(&cache)
+            .with_config(test_config());
+        let r = rt.resolve("a", None).map(|p| call(p, 5));
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+    // Unblock a reader, if any, so the thread can end.
+    let _ = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo);
+    let got = got.expect("the lookup read another blob's entries (blocked on its FIFO)");
+    assert_eq!(got.unwrap(), 11);
 }
