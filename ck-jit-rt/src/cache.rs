@@ -805,32 +805,47 @@ impl Cache {
             return out;
         };
         for b in blobs.flatten() {
-            let Ok(prekeys) = fs::read_dir(b.path()) else {
-                continue;
-            };
-            for p in prekeys.flatten() {
-                if !p.file_type().is_ok_and(|t| t.is_dir()) {
-                    continue;
-                }
-                let Ok(files) = fs::read_dir(p.path()) else {
-                    continue;
-                };
-                for f in files.flatten() {
-                    let path = f.path();
-                    if path.extension().is_some_and(|x| x == "json") {
-                        if let Some(record) = read_record(&path) {
-                            out.push(Entry {
-                                object: path.with_extension("so"),
-                                record_path: path,
-                                record,
-                            });
-                        }
-                    }
-                }
-            }
+            entries_under(&b.path(), &mut out);
         }
         out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
         out
+    }
+
+    /// The published entries of one blob, whatever their compiler: reads
+    /// that blob's directory only, so the cost does not grow with the
+    /// number of other blobs in the cache.
+    pub fn entries_of(&self, blob: &str) -> Vec<Entry> {
+        let mut out = Vec::new();
+        entries_under(&self.blob_dir(blob), &mut out);
+        out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
+        out
+    }
+}
+
+/// Appends the entries under one blob directory (`v1/<blob>/`).
+fn entries_under(blob_dir: &Path, out: &mut Vec<Entry>) {
+    let Ok(prekeys) = fs::read_dir(blob_dir) else {
+        return;
+    };
+    for p in prekeys.flatten() {
+        if !p.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(files) = fs::read_dir(p.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let path = f.path();
+            if path.extension().is_some_and(|x| x == "json") {
+                if let Some(record) = read_record(&path) {
+                    out.push(Entry {
+                        object: path.with_extension("so"),
+                        record_path: path,
+                        record,
+                    });
+                }
+            }
+        }
     }
 }
 

@@ -468,7 +468,7 @@ impl Runtime {
     fn lookup_any_compiler(&self, cache: &Cache, plan: &Plan) -> Result<Option<Entry>, Error> {
         let inputs = plan.inputs_key.to_string();
         let mut prekeys: Vec<(u64, String)> = cache
-            .entries()
+            .entries_of(&plan.blob)
             .into_iter()
             .filter(|e| e.record.blob == plan.blob && e.record.inputs == inputs)
             .map(|e| (e.record.created, e.record.prekey))
