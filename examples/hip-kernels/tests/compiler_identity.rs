@@ -10,6 +10,7 @@ use ck_jit_rt::CompilerCheck;
 
 #[test]
 fn hipcc_identity_follows_its_clang_and_ignores_stderr() {
+    common::fresh_cache("compiler_identity");
     if !common::hipcc_or_skip() {
         return;
     }
