@@ -70,17 +70,24 @@ pub(crate) fn out_dir(
     fs::canonicalize(&dir).map_err(write_err)
 }
 
-/// Writes `manifest` as `out_dir`'s manifest file (unless the file already
-/// holds exactly that text), then flushes the `cargo:` lines. Returns the
-/// file's path.
+/// Writes `manifest` as `out_dir`'s manifest file and its compact form
+/// beside it (each unless the file already holds exactly that), then
+/// flushes the `cargo:` lines. Returns the JSON file's path.
 pub(crate) fn write(
     manifest: &Manifest,
     out_dir: &Path,
     cargo: CargoOutput<'_>,
 ) -> Result<PathBuf, Error> {
     let path = out_dir.join(manifest::MANIFEST_FILE);
-    write_if_changed(&path, &manifest.to_json()).map_err(|source| Error::WriteManifest {
+    write_if_changed(&path, manifest.to_json()).map_err(|source| Error::WriteManifest {
         path: path.clone(),
+        source,
+    })?;
+    // The form a program embeds (`embed_manifest!`): read in place, so a
+    // lookup at run time parses nothing.
+    let compact = out_dir.join(manifest::compact::COMPACT_FILE);
+    write_if_changed(&compact, manifest.to_compact()).map_err(|source| Error::WriteManifest {
+        path: compact.clone(),
         source,
     })?;
     cargo
@@ -92,8 +99,9 @@ pub(crate) fn write(
 /// Writes `text` to `path` unless it already holds exactly that, through a
 /// temporary file in the same directory so a reader never sees half of it
 /// and an unchanged file keeps its mtime (nothing downstream rebuilds).
-pub(crate) fn write_if_changed(path: &Path, text: &str) -> io::Result<()> {
-    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+pub(crate) fn write_if_changed(path: &Path, text: impl AsRef<[u8]>) -> io::Result<()> {
+    let text = text.as_ref();
+    if fs::read(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
     let file_name = path

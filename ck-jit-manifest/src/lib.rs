@@ -37,6 +37,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod compact;
 pub mod rules;
 
 /// The manifest format this crate writes and the newest it reads.
@@ -376,25 +377,7 @@ impl Manifest {
     /// Checks every invariant the runtime relies on.
     pub fn validate(&self) -> Result<(), ManifestError> {
         for g in &self.groups {
-            if g.compiler.is_empty() || g.compiler.contains('\0') {
-                return Err(ManifestError::BadGroupSpec {
-                    group: g.name.clone(),
-                    why: "empty compiler or compiler with NUL".into(),
-                });
-            }
-            if g.args.iter().any(|a| a.contains('\0')) {
-                return Err(ManifestError::BadGroupSpec {
-                    group: g.name.clone(),
-                    why: "an argument contains NUL".into(),
-                });
-            }
-            if !g.args.iter().any(|a| a.contains("{out}")) {
-                return Err(ManifestError::BadGroupSpec {
-                    group: g.name.clone(),
-                    why: "arguments never mention {out}, so the compiler output cannot be found"
-                        .into(),
-                });
-            }
+            check_group(g)?;
         }
         for (i, b) in self.blobs.iter().enumerate() {
             check_name(&b.name)?;
@@ -451,6 +434,29 @@ impl Manifest {
     pub fn closest_names(&self, name: &str, n: usize) -> Vec<&str> {
         closest(self.blobs.iter().map(|b| b.name.as_str()), name, n)
     }
+}
+
+/// Checks the invariants of one group the runtime relies on.
+pub(crate) fn check_group(g: &Group) -> Result<(), ManifestError> {
+    if g.compiler.is_empty() || g.compiler.contains('\0') {
+        return Err(ManifestError::BadGroupSpec {
+            group: g.name.clone(),
+            why: "empty compiler or compiler with NUL".into(),
+        });
+    }
+    if g.args.iter().any(|a| a.contains('\0')) {
+        return Err(ManifestError::BadGroupSpec {
+            group: g.name.clone(),
+            why: "an argument contains NUL".into(),
+        });
+    }
+    if !g.args.iter().any(|a| a.contains("{out}")) {
+        return Err(ManifestError::BadGroupSpec {
+            group: g.name.clone(),
+            why: "arguments never mention {out}, so the compiler output cannot be found".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Up to `n` candidates closest to `name`, best first, dropping the ones so

@@ -1,44 +1,76 @@
-//! A manifest compiled into the downstream crate (`embed_manifest!()`),
-//! parsed on the first cold call, never on the warm path.
+//! A manifest compiled into the downstream crate (`embed_manifest!()`):
+//! the compact form the build wrote beside the JSON one, opened on the
+//! first cold call and read in place (one blob's record per lookup), never
+//! touched on the warm path.
 
 use ck_jit_manifest::Manifest;
 use once_cell::sync::OnceCell;
 
 use crate::error::Error;
 use crate::runtime::Runtime;
+use crate::store::Store;
 
-/// A manifest embedded as text, with the runtime built from it on first use.
+enum Form {
+    Json(&'static str),
+    Compact(&'static [u8]),
+}
+
+/// A manifest embedded in the binary, with the runtime built from it on
+/// first use.
 pub struct Embedded {
-    json: &'static str,
+    form: Form,
     runtime: OnceCell<Result<Runtime, Error>>,
 }
 
 impl std::fmt::Debug for Embedded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (form, bytes) = match self.form {
+            Form::Json(j) => ("json", j.len()),
+            Form::Compact(b) => ("compact", b.len()),
+        };
         f.debug_struct("Embedded")
-            .field("bytes", &self.json.len())
+            .field("form", &form)
+            .field("bytes", &bytes)
             .finish()
     }
 }
 
+const ORIGIN: &str = "embedded in this binary";
+
 impl Embedded {
-    /// Wraps manifest text (usually `include_str!` of the build's output).
+    /// Wraps manifest text (`include_str!` of the build's JSON output);
+    /// parsed whole on first use.
     pub const fn from_json_str(json: &'static str) -> Embedded {
         Embedded {
-            json,
+            form: Form::Json(json),
             runtime: OnceCell::new(),
         }
     }
 
-    /// The runtime over this manifest (parsed and validated once).
+    /// Wraps the compact form (`include_bytes!` of the build's
+    /// `ck_jit_manifest.ckm`, what [`embed_manifest!`](crate::embed_manifest)
+    /// embeds): opening it reads a header, and each lookup decodes one
+    /// blob's record.
+    pub const fn from_compact(bytes: &'static [u8]) -> Embedded {
+        Embedded {
+            form: Form::Compact(bytes),
+            runtime: OnceCell::new(),
+        }
+    }
+
+    /// The runtime over this manifest (opened once).
     pub fn runtime(&'static self) -> Result<&'static Runtime, Error> {
         self.runtime
             .get_or_init(|| {
-                let m = Manifest::from_json(self.json).map_err(|error| Error::Manifest {
-                    origin: "embedded in this binary".into(),
+                let store = match self.form {
+                    Form::Json(json) => Manifest::from_json(json).map(Store::Json),
+                    Form::Compact(bytes) => Store::compact(bytes),
+                }
+                .map_err(|error| Error::Manifest {
+                    origin: ORIGIN.into(),
                     error,
                 })?;
-                Ok(Runtime::new(m, "embedded"))
+                Ok(Runtime::over(store, ORIGIN.to_string()))
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 
+use ck_jit_manifest::compact::Table;
 use ck_jit_manifest::{closest, escape, Blob, Manifest};
 use once_cell::sync::OnceCell;
 
@@ -204,19 +205,6 @@ impl Query {
         q
     }
 
-    /// The keys of this query that no candidate has: a typo, or a trait
-    /// this family does not have.
-    fn unknown_keys<'q>(&'q self, candidates: &[Candidate]) -> Vec<&'q str> {
-        let mut known: BTreeSet<&str> = BTreeSet::new();
-        for (_, meta) in candidates {
-            known.extend(meta.keys().map(String::as_str));
-        }
-        self.keys()
-            .into_iter()
-            .filter(|k| *k != PRIORITY_KEY && !known.contains(k))
-            .collect()
-    }
-
     /// Whether a blob with metadata `meta` meets every constraint.
     pub fn matches(&self, meta: &BTreeMap<String, String>) -> bool {
         self.clauses.iter().all(|c| c.matches(meta))
@@ -261,13 +249,24 @@ impl Query {
 
     /// The preference order of the module docs; `Less` means `a` first.
     fn prefer(&self, a: Candidate, b: Candidate) -> std::cmp::Ordering {
+        self.prefer_by(|k| number(a.1, k), |k| number(b.1, k))
+            .then_with(|| a.0.cmp(b.0))
+    }
+
+    /// The preference order of two blobs by their numeric values (`num_a`,
+    /// `num_b`: a key's value as an integer), before the name.
+    fn prefer_by(
+        &self,
+        num_a: impl Fn(&str) -> Option<i64>,
+        num_b: impl Fn(&str) -> Option<i64>,
+    ) -> std::cmp::Ordering {
         use std::cmp::Ordering::{Equal, Greater, Less};
         for pref in &self.prefs {
             let (key, smaller_first) = match pref {
                 Preference::Min(k) => (k, true),
                 Preference::Max(k) => (k, false),
             };
-            let ord = match (number(a.1, key), number(b.1, key)) {
+            let ord = match (num_a(key), num_b(key)) {
                 (Some(x), Some(y)) if smaller_first => x.cmp(&y),
                 (Some(x), Some(y)) => y.cmp(&x),
                 (Some(_), None) => Less,
@@ -283,7 +282,7 @@ impl Query {
                 continue;
             };
             // Both values exist: the candidates matched this clause.
-            let (x, y) = (number(a.1, key), number(b.1, key));
+            let (x, y) = (num_a(key), num_b(key));
             let ord = match op {
                 Cmp::Ge | Cmp::Gt => x.cmp(&y),
                 Cmp::Le | Cmp::Lt => y.cmp(&x),
@@ -292,12 +291,79 @@ impl Query {
                 return ord;
             }
         }
-        let priority = |c: Candidate| number(c.1, PRIORITY_KEY).unwrap_or(0);
-        priority(b).cmp(&priority(a)).then_with(|| a.0.cmp(b.0))
+        let priority = |num: &dyn Fn(&str) -> Option<i64>| num(PRIORITY_KEY).unwrap_or(0);
+        priority(&num_b).cmp(&priority(&num_a))
     }
 
-    /// Why no candidate matched: each constraint alone, then, when each
-    /// lets some through, where they stop overlapping.
+    /// The members of `table` that meet every clause, best first: the
+    /// same order as over the members' metadata maps, computed on codes
+    /// (each clause is evaluated once per distinct value, then each member
+    /// costs one table read per clause).
+    fn order_table(&self, table: &Table) -> Vec<usize> {
+        let key_index = |key: &str| table.keys.binary_search_by(|k| k.as_str().cmp(key)).ok();
+        // Per clause: its key's column and which codes pass (index 0:
+        // missing).
+        let mut tests: Vec<(usize, Vec<bool>)> = Vec::with_capacity(self.clauses.len());
+        for clause in &self.clauses {
+            match key_index(clause.key()) {
+                Some(k) => {
+                    let mut pass = vec![clause.matches_value(None)];
+                    pass.extend(table.dicts[k].iter().map(|v| clause.matches_value(Some(v))));
+                    tests.push((k, pass));
+                }
+                // No member has the key: it is missing in every one.
+                None if clause.matches_value(None) => {}
+                None => return Vec::new(),
+            }
+        }
+        let mut matching: Vec<usize> = (0..table.len())
+            .filter(|&m| {
+                tests.iter().all(|(k, pass)| {
+                    let c = table.code(m, *k) as usize;
+                    pass.get(c).copied().unwrap_or(pass[0])
+                })
+            })
+            .collect();
+        if matching.len() > 1 {
+            // Integer values of the keys the order reads, per code.
+            let mut keys: Vec<&str> = self
+                .prefs
+                .iter()
+                .map(|p| match p {
+                    Preference::Min(k) | Preference::Max(k) => k.as_str(),
+                })
+                .collect();
+            keys.extend(self.clauses.iter().filter_map(|c| match c {
+                Clause::Cmp(k, _, _) => Some(k.as_str()),
+                _ => None,
+            }));
+            keys.push(PRIORITY_KEY);
+            // (key, its column, the integer of each of its values)
+            type Numbers<'k> = Vec<(&'k str, Option<usize>, Vec<Option<i64>>)>;
+            let numbers: Numbers = keys
+                .into_iter()
+                .map(|key| {
+                    let k = key_index(key);
+                    let values = k.map_or_else(Vec::new, |k| {
+                        table.dicts[k].iter().map(|v| v.parse().ok()).collect()
+                    });
+                    (key, k, values)
+                })
+                .collect();
+            let num = |m: usize, key: &str| -> Option<i64> {
+                let (_, k, values) = numbers.iter().find(|(name, _, _)| *name == key)?;
+                let c = table.code(m, (*k)?) as usize;
+                values.get(c.checked_sub(1)?).copied().flatten()
+            };
+            // Members are in name order: the index breaks ties by name.
+            matching.sort_by(|&a, &b| {
+                self.prefer_by(|k| num(a, k), |k| num(b, k))
+                    .then_with(|| a.cmp(&b))
+            });
+        }
+        matching
+    }
+
     fn explain(
         &self,
         family: &str,
@@ -377,17 +443,27 @@ impl Clause {
     }
 
     fn matches(&self, meta: &BTreeMap<String, String>) -> bool {
+        self.matches_value(meta.get(self.key()).map(String::as_str))
+    }
+
+    /// Whether a blob whose value of this clause's key is `value` (`None`:
+    /// missing) meets the clause.
+    fn matches_value(&self, value: Option<&str>) -> bool {
         match self {
-            Clause::Eq(k, v) => meta.get(k) == Some(v),
-            Clause::Ne(k, v) => meta.get(k) != Some(v),
-            Clause::Cmp(k, op, n) => number(meta, k).is_some_and(|x| match op {
-                Cmp::Ge => x >= *n,
-                Cmp::Gt => x > *n,
-                Cmp::Le => x <= *n,
-                Cmp::Lt => x < *n,
-            }),
-            Clause::Has(k) => flag(meta, k),
-            Clause::Lacks(k) => !flag(meta, k),
+            Clause::Eq(_, v) => value == Some(v.as_str()),
+            Clause::Ne(_, v) => value != Some(v.as_str()),
+            Clause::Cmp(_, op, n) => {
+                value
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|x| match op {
+                        Cmp::Ge => x >= *n,
+                        Cmp::Gt => x > *n,
+                        Cmp::Le => x <= *n,
+                        Cmp::Lt => x < *n,
+                    })
+            }
+            Clause::Has(_) => is_true(value),
+            Clause::Lacks(_) => !is_true(value),
         }
     }
 
@@ -463,9 +539,8 @@ fn number(meta: &BTreeMap<String, String>, key: &str) -> Option<i64> {
     meta.get(key)?.parse().ok()
 }
 
-fn flag(meta: &BTreeMap<String, String>, key: &str) -> bool {
-    meta.get(key)
-        .is_some_and(|v| !FALSE_VALUES.iter().any(|f| v.eq_ignore_ascii_case(f)))
+fn is_true(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !FALSE_VALUES.iter().any(|f| v.eq_ignore_ascii_case(f)))
 }
 
 fn family_blobs<'m>(manifest: &'m Manifest, family: &str) -> Vec<&'m Blob> {
@@ -715,8 +790,19 @@ pub struct FamilySlots<F = ()> {
     source: Source,
     family: &'static str,
     symbol: SymbolOverride,
+    data: OnceCell<Result<FamilyData, Error>>,
     members: OnceCell<Result<Box<[Member<F>]>, Error>>,
     _family: PhantomData<fn() -> F>,
+}
+
+/// What selection reads of a family: its metadata table (codes, read in
+/// place from an embedded manifest), its members' names and its neutral
+/// values.
+struct FamilyData {
+    table: Table<'static>,
+    names: Vec<String>,
+    neutral: BTreeMap<String, String>,
+    runtime: &'static Runtime,
 }
 
 impl<F> fmt::Debug for FamilySlots<F> {
@@ -739,13 +825,7 @@ impl<F> FamilySlots<F> {
         family: &'static str,
         symbol: SymbolOverride,
     ) -> FamilySlots<F> {
-        FamilySlots {
-            source: Source::Embedded(manifest),
-            family,
-            symbol,
-            members: OnceCell::new(),
-            _family: PhantomData,
-        }
+        FamilySlots::from_source(Source::Embedded(manifest), family, symbol)
     }
 
     /// The table of `family` over a runtime built by hand.
@@ -754,10 +834,19 @@ impl<F> FamilySlots<F> {
         family: &'static str,
         symbol: SymbolOverride,
     ) -> FamilySlots<F> {
+        FamilySlots::from_source(Source::Runtime(runtime), family, symbol)
+    }
+
+    const fn from_source(
+        source: Source,
+        family: &'static str,
+        symbol: SymbolOverride,
+    ) -> FamilySlots<F> {
         FamilySlots {
-            source: Source::Runtime(runtime),
+            source,
             family,
             symbol,
+            data: OnceCell::new(),
             members: OnceCell::new(),
             _family: PhantomData,
         }
@@ -768,27 +857,51 @@ impl<F> FamilySlots<F> {
         self.family
     }
 
+    fn data(&'static self) -> Result<&'static FamilyData, Error> {
+        self.data
+            .get_or_init(|| {
+                let runtime = self.source.runtime()?;
+                let store = runtime.store();
+                let manifest_error = |error| Error::Manifest {
+                    origin: runtime.origin().to_string(),
+                    error,
+                };
+                let (table, names) = store.family_table(self.family).map_err(manifest_error)?;
+                let neutral = store.family_neutral(self.family).map_err(manifest_error)?;
+                Ok(FamilyData {
+                    table,
+                    names,
+                    neutral,
+                    runtime,
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// Every member, in family-local index order (built on first use).
     ///
     /// # Errors
     ///
-    /// If the manifest cannot be parsed.
+    /// If the manifest cannot be read.
     pub fn members(&'static self) -> Result<&'static [Member<F>], Error> {
         self.members
             .get_or_init(|| {
-                let runtime = self.source.runtime()?;
-                let manifest: &'static Manifest = runtime.manifest();
-                Ok(family_blobs(manifest, self.family)
-                    .into_iter()
+                let data = self.data()?;
+                Ok(data
+                    .names
+                    .iter()
                     .enumerate()
-                    .map(|(index, blob)| Member {
+                    .map(|(index, name)| Member {
                         slot: Slot::from_source(
-                            Source::Runtime(runtime),
-                            blob.name.as_str(),
+                            Source::Runtime(data.runtime),
+                            name.as_str(),
                             self.symbol,
                         ),
                         index,
-                        blob,
+                        name: name.as_str(),
+                        data,
+                        meta: OnceCell::new(),
                         _family: PhantomData,
                     })
                     .collect())
@@ -800,8 +913,8 @@ impl<F> FamilySlots<F> {
 
     /// The best member for `query` (see the [module docs](crate::family)
     /// for the preference order). Do this once per configuration and keep
-    /// the handle: selection compares strings, a call through the handle
-    /// does not.
+    /// the handle: selection compares codes of the family's metadata
+    /// table, a call through the handle does not.
     ///
     /// # Errors
     ///
@@ -809,30 +922,47 @@ impl<F> FamilySlots<F> {
     /// runtime's error if the manifest cannot be used.
     pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
         let members = self.members()?;
-        let candidates = candidates(members);
-        let manifest = self.source.runtime()?.manifest();
+        let data = self.data()?;
+        let table = &data.table;
         if !members.is_empty() {
-            if let Some(key) = query.unknown_keys(&candidates).first() {
-                let mut known: BTreeSet<&str> = BTreeSet::new();
-                for (_, meta) in &candidates {
-                    known.extend(meta.keys().map(String::as_str));
-                }
+            let unknown: Vec<&str> = query
+                .keys()
+                .into_iter()
+                .filter(|k| {
+                    *k != PRIORITY_KEY
+                        && table.keys.binary_search_by(|x| x.as_str().cmp(k)).is_err()
+                })
+                .collect();
+            if let Some(key) = unknown.first() {
                 return Err(SelectError::UnknownKey {
                     family: self.family.to_string(),
                     key: key.to_string(),
-                    suggestions: closest(known.iter().copied(), key, 3)
+                    suggestions: closest(table.keys.iter().map(String::as_str), key, 3)
                         .into_iter()
                         .map(str::to_string)
                         .collect(),
                 });
             }
         }
-        let q = query.with_neutral(&family_neutral(manifest, self.family));
-        match q.order(&candidates).first() {
+        let q = query.with_neutral(&data.neutral);
+        match q.order_table(table).first() {
             Some(&i) => Ok(members[i].kernel()),
-            None => Err(q
-                .explain(self.family, &candidates, || family_names(manifest))
-                .into()),
+            None => {
+                // The error path: the members' metadata as maps.
+                let metas: Vec<BTreeMap<String, String>> =
+                    (0..table.len()).map(|m| table.meta(m)).collect();
+                let candidates: Vec<Candidate> = data
+                    .names
+                    .iter()
+                    .zip(&metas)
+                    .map(|(n, m)| (n.as_str(), m))
+                    .collect();
+                Err(q
+                    .explain(self.family, &candidates, || {
+                        data.runtime.store().family_names()
+                    })
+                    .into())
+            }
         }
     }
 
@@ -840,13 +970,13 @@ impl<F> FamilySlots<F> {
     ///
     /// # Errors
     ///
-    /// If the manifest cannot be parsed.
+    /// If the manifest cannot be read.
     pub fn candidates(&'static self, query: &Query) -> Result<Vec<Kernel<F>>, Error> {
         let members = self.members()?;
-        let manifest = self.source.runtime()?.manifest();
+        let data = self.data()?;
         Ok(query
-            .with_neutral(&family_neutral(manifest, self.family))
-            .order(&candidates(members))
+            .with_neutral(&data.neutral)
+            .order_table(&data.table)
             .into_iter()
             .map(|i| members[i].kernel())
             .collect())
@@ -863,10 +993,7 @@ impl<F> FamilySlots<F> {
         if let Ok(i) = members.binary_search_by(|m| m.name().cmp(blob)) {
             return Ok(members[i].kernel());
         }
-        let manifest = self.source.runtime()?.manifest();
-        let family_of_blob = manifest
-            .blob(blob)
-            .map(|b| manifest.group_of(b).family().to_string());
+        let family_of_blob = self.data()?.runtime.store().family_of(blob);
         let suggestions = closest(members.iter().map(Member::name), blob, 3)
             .into_iter()
             .map(str::to_string)
@@ -880,16 +1007,14 @@ impl<F> FamilySlots<F> {
     }
 }
 
-fn candidates<F>(members: &[Member<F>]) -> Vec<Candidate<'_>> {
-    members.iter().map(|m| (m.name(), m.meta())).collect()
-}
-
 /// One blob of a family and the slot caching its entry point (the same
 /// slot a `#[lazy_kernel]` function has).
 pub struct Member<F = ()> {
     slot: Slot,
     index: usize,
-    blob: &'static Blob,
+    name: &'static str,
+    data: &'static FamilyData,
+    meta: OnceCell<BTreeMap<String, String>>,
     _family: PhantomData<fn() -> F>,
 }
 
@@ -897,8 +1022,8 @@ impl<F> fmt::Debug for Member<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Member")
             .field("index", &self.index)
-            .field("blob", &self.blob.name)
-            .field("meta", &self.blob.meta)
+            .field("blob", &self.name)
+            .field("meta", &self.data.table.meta(self.index))
             .field("ready", &self.is_ready())
             .finish()
     }
@@ -907,17 +1032,20 @@ impl<F> fmt::Debug for Member<F> {
 impl<F> Member<F> {
     /// The blob name.
     pub fn name(&self) -> &'static str {
-        &self.blob.name
+        self.name
     }
 
-    /// The blob's metadata: what this kernel supports.
-    pub fn meta(&self) -> &'static BTreeMap<String, String> {
-        &self.blob.meta
+    /// The blob's metadata: what this kernel supports (decoded from the
+    /// family's table on first use).
+    pub fn meta(&'static self) -> &'static BTreeMap<String, String> {
+        self.meta.get_or_init(|| self.data.table.meta(self.index))
     }
 
     /// One metadata value.
     pub fn get(&self, key: &str) -> Option<&'static str> {
-        self.blob.meta.get(key).map(String::as_str)
+        let t = &self.data.table;
+        let k = t.keys.binary_search_by(|x| x.as_str().cmp(key)).ok()?;
+        t.value(self.index, k)
     }
 
     /// The position in the family.
@@ -972,7 +1100,7 @@ impl<F: 'static> fmt::Debug for Kernel<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kernel")
             .field("index", &self.member.index)
-            .field("blob", &self.member.blob.name)
+            .field("blob", &self.member.name)
             .finish()
     }
 }

@@ -59,6 +59,7 @@ pub mod maintenance;
 mod runtime;
 mod slot;
 mod stats;
+mod store;
 mod symbol;
 
 pub use ck_jit_manifest as manifest;
@@ -106,9 +107,9 @@ macro_rules! embed_manifest {
     () => {
         #[doc(hidden)]
         pub(crate) static __CK_JIT_MANIFEST: $crate::__private::Embedded =
-            $crate::__private::Embedded::from_json_str(::core::include_str!(::core::concat!(
+            $crate::__private::Embedded::from_compact(::core::include_bytes!(::core::concat!(
                 ::core::env!("OUT_DIR"),
-                "/ck_jit_manifest.json"
+                "/ck_jit_manifest.ckm"
             )));
 
         /// The ck-jit runtime over this crate's embedded manifest.

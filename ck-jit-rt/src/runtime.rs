@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use ck_jit_manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
 use crate::cache::{self, Cache, Entry, InputsKey, Prekey, Record, CACHE_FORMAT};
@@ -25,6 +25,7 @@ use crate::depfile;
 use crate::error::Error;
 use crate::load::Loaded;
 use crate::stats::{self, Stats};
+use crate::store::{BlobInfo, Store};
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
 static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs));
@@ -140,7 +141,7 @@ struct BlobState {
 
 /// A runtime over one manifest: resolves its blobs to loaded entry points.
 pub struct Runtime {
-    manifest: Arc<Manifest>,
+    store: Arc<Store>,
     origin: String,
     root: PathBuf,
     cache_dir: Option<PathBuf>,
@@ -155,7 +156,7 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("origin", &self.origin)
             .field("root", &self.root)
-            .field("blobs", &self.manifest.blobs.len())
+            .field("blobs", &self.store.len())
             .finish()
     }
 }
@@ -164,13 +165,19 @@ impl Runtime {
     /// A runtime over a parsed manifest; `origin` says where it came from
     /// (used in messages).
     pub fn new(manifest: Manifest, origin: impl Into<String>) -> Runtime {
+        Runtime::over(Store::Json(manifest), origin.into())
+    }
+
+    /// A runtime over a store (a parsed manifest or embedded compact
+    /// bytes).
+    pub(crate) fn over(store: Store, origin: String) -> Runtime {
         let config = config().clone();
         let root = config
-            .root_for(&manifest.name)
-            .unwrap_or_else(|| PathBuf::from(&manifest.root));
+            .root_for(store.name())
+            .unwrap_or_else(|| PathBuf::from(store.root()));
         Runtime {
-            manifest: Arc::new(manifest),
-            origin: origin.into(),
+            store: Arc::new(store),
+            origin,
             root,
             cache_dir: None,
             config,
@@ -214,7 +221,7 @@ impl Runtime {
 
     /// Uses these settings instead of the environment's.
     pub fn with_config(mut self, config: Config) -> Runtime {
-        if let Some(r) = config.root_for(&self.manifest.name) {
+        if let Some(r) = config.root_for(self.store.name()) {
             self.root = r;
         }
         self.config = config;
@@ -224,7 +231,7 @@ impl Runtime {
 
     /// The manifest.
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        self.store.manifest()
     }
 
     /// The effective tree root.
@@ -240,7 +247,7 @@ impl Runtime {
             .or_else(|| self.config.cache_dir.clone())
         {
             Some(d) => Ok(d),
-            None => cache::default_dir(&self.manifest.name),
+            None => cache::default_dir(self.store.name()),
         }
     }
 
@@ -268,37 +275,45 @@ impl Runtime {
         m.entry(blob.to_string()).or_default().clone()
     }
 
-    fn find(&self, blob: &str) -> Option<(&Blob, &Group)> {
-        let b = self.manifest.blob(blob)?;
-        Some((b, self.manifest.group_of(b)))
+    fn find(&self, blob: &str) -> Result<Option<BlobInfo<'_>>, Error> {
+        self.store.find(blob).map_err(|error| Error::Manifest {
+            origin: self.origin.clone(),
+            error,
+        })
     }
 
     fn unknown(&self, blob: &str) -> Error {
         Error::UnknownBlob {
             blob: blob.to_string(),
-            suggestions: self
-                .manifest
-                .closest_names(blob, 3)
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
+            suggestions: self.store.closest_names(blob, 3),
         }
     }
 
     /// The runtime that knows `blob`: this one, else the fallback manifest.
     fn owner(&self, blob: &str) -> Result<&Runtime, Error> {
-        if self.manifest.blob(blob).is_some() {
+        if self.find(blob)?.is_some() {
             return Ok(self);
         }
         if !self.is_fallback {
             if let Some(fb) = fallback() {
                 let fb = fb?;
-                if fb.manifest.blob(blob).is_some() {
+                if fb.find(blob)?.is_some() {
                     return Ok(fb);
                 }
             }
         }
         Err(self.unknown(blob))
+    }
+
+    /// The store behind this runtime (crate-internal: families read their
+    /// tables from it).
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Where the manifest came from, as errors name it.
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
     }
 
     /// Resolves a blob's entry point, compiling and loading it if needed.
@@ -308,10 +323,7 @@ impl Runtime {
         let loaded = owner.load(blob)?;
         let spec = match symbol {
             Some(s) => s.for_blob(blob),
-            None => {
-                let (b, _) = owner.find(blob).ok_or_else(|| owner.unknown(blob))?;
-                owner.manifest.symbol_of(b)
-            }
+            None => owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?.symbol,
         };
         loaded.resolve(&spec)
     }
@@ -400,8 +412,9 @@ impl Runtime {
 
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
-        let (b, g) = self.find(blob).ok_or_else(|| self.unknown(blob))?;
-        let source = self.root.join(&b.source);
+        let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
+        let g = info.group;
+        let source = self.root.join(&*info.source);
         let source_hash = blake3::hash(&read_source(blob, &source, &self.root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         let store = self.cache_dir().ok().map(|d| d.join("compilers"));
@@ -426,7 +439,7 @@ impl Runtime {
             inputs_key,
             compiler,
             cwd,
-            symbol: self.manifest.symbol_of(b),
+            symbol: info.symbol,
             source_hash,
         })
     }

@@ -298,7 +298,7 @@ impl CkFmhaFiles {
         for rules in self.dispatch_rules()? {
             let stem = rules.file.strip_suffix(".cpp").unwrap_or(&rules.file);
             let path = dir.join(format!("{stem}.rules.json"));
-            write_if_changed(&path, &rules.to_json()).map_err(io_err(&path))?;
+            write_if_changed(&path, rules.to_json()).map_err(io_err(&path))?;
             written.push(path);
         }
         Ok(written)

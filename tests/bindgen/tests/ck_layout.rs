@@ -305,9 +305,9 @@ fn the_two_versions_bind_different_structs() {
 
 #[test]
 fn generated_types_are_usable_from_rust() {
-    if generated("ck-2025-11", ck_2025_11::SKIPPED, ck_2025_11::layouts).is_none() {
+    let Some(_) = generated("ck-2025-11", ck_2025_11::SKIPPED, ck_2025_11::layouts) else {
         return;
-    }
+    };
     // Compiled only where the build generated the types.
     #[cfg(ck_2025_11)]
     {

@@ -1,0 +1,210 @@
+//! Where a runtime's manifest lives: parsed from JSON (a manifest file,
+//! `CK_JIT_MANIFEST`), or the compact form embedded in the program and
+//! read in place, so that the first lookup of a process decodes one blob's
+//! record and one group, whatever the manifest's size.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use ck_jit_manifest::compact::{Compact, Table};
+use ck_jit_manifest::{closest, Group, Manifest, ManifestError, SymbolSpec};
+use once_cell::sync::OnceCell;
+
+/// What the cold path needs of one blob.
+#[derive(Debug, Clone)]
+pub(crate) struct BlobInfo<'s> {
+    /// Source, relative to the root.
+    pub source: Cow<'s, str>,
+    /// Its group.
+    pub group: &'s Group,
+    /// Its entry symbol, `{name}` substituted.
+    pub symbol: SymbolSpec,
+}
+
+pub(crate) enum Store {
+    Json(Manifest),
+    Compact(Box<CompactStore>),
+}
+
+pub(crate) struct CompactStore {
+    compact: Compact<'static>,
+    groups: Vec<OnceCell<Group>>,
+    full: OnceCell<Manifest>,
+}
+
+impl Store {
+    /// Opens embedded compact bytes (header and head only).
+    pub fn compact(bytes: &'static [u8]) -> Result<Store, ManifestError> {
+        let compact = Compact::parse(bytes)?;
+        let groups = (0..compact.group_count())
+            .map(|_| OnceCell::new())
+            .collect();
+        Ok(Store::Compact(Box::new(CompactStore {
+            compact,
+            groups,
+            full: OnceCell::new(),
+        })))
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Store::Json(m) => &m.name,
+            Store::Compact(c) => c.compact.name(),
+        }
+    }
+
+    pub fn root(&self) -> &str {
+        match self {
+            Store::Json(m) => &m.root,
+            Store::Compact(c) => c.compact.root(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Store::Json(m) => m.blobs.len(),
+            Store::Compact(c) => c.compact.len(),
+        }
+    }
+
+    /// The whole manifest. For the compact form this decodes every blob
+    /// (once); the cold path never needs it. Damaged embedded bytes give an
+    /// empty manifest here and an error from every lookup.
+    pub fn manifest(&self) -> &Manifest {
+        match self {
+            Store::Json(m) => m,
+            Store::Compact(c) => c.full.get_or_init(|| {
+                c.compact.to_manifest().unwrap_or_else(|e| {
+                    log::error!("ck-jit: the embedded manifest cannot be decoded: {e}");
+                    Manifest::new(c.compact.name(), c.compact.root())
+                })
+            }),
+        }
+    }
+
+    /// Group `i`, parsed once.
+    fn group(&self, i: usize) -> Result<&Group, ManifestError> {
+        match self {
+            Store::Json(m) => m
+                .groups
+                .get(i)
+                .ok_or_else(|| ManifestError::Parse(format!("group {i} does not exist"))),
+            Store::Compact(c) => {
+                let cell = c
+                    .groups
+                    .get(i)
+                    .ok_or_else(|| ManifestError::Parse(format!("group {i} does not exist")))?;
+                cell.get_or_try_init(|| c.compact.group(i))
+            }
+        }
+    }
+
+    /// A blob's record, when the manifest has it.
+    pub fn find(&self, blob: &str) -> Result<Option<BlobInfo<'_>>, ManifestError> {
+        match self {
+            Store::Json(m) => Ok(m.blob(blob).map(|b| BlobInfo {
+                source: Cow::Borrowed(b.source.as_str()),
+                group: m.group_of(b),
+                symbol: m.symbol_of(b),
+            })),
+            Store::Compact(c) => {
+                let Some(r) = c.compact.find(blob)? else {
+                    return Ok(None);
+                };
+                let group = self.group(r.group as usize)?;
+                let symbol = r.symbol.as_ref().unwrap_or(&group.symbol).for_blob(blob);
+                Ok(Some(BlobInfo {
+                    source: Cow::Owned(r.source),
+                    group,
+                    symbol,
+                }))
+            }
+        }
+    }
+
+    /// Up to `n` names closest to `blob`, for "did you mean".
+    pub fn closest_names(&self, blob: &str, n: usize) -> Vec<String> {
+        match self {
+            Store::Json(m) => m
+                .closest_names(blob, n)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            Store::Compact(c) => {
+                let names = c.compact.names().unwrap_or_default();
+                closest(names.iter().map(String::as_str), blob, n)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect()
+            }
+        }
+    }
+
+    /// The family of `blob`, when the manifest has it.
+    pub fn family_of(&self, blob: &str) -> Option<String> {
+        match self {
+            Store::Json(m) => m.blob(blob).map(|b| m.group_of(b).family().to_string()),
+            Store::Compact(c) => {
+                let r = c.compact.find(blob).ok()??;
+                c.compact.group_family(r.group as usize).map(str::to_string)
+            }
+        }
+    }
+
+    /// Every family name, sorted.
+    pub fn family_names(&self) -> Vec<String> {
+        let names: BTreeSet<&str> = match self {
+            Store::Json(m) => m.groups.iter().map(|g| g.family()).collect(),
+            Store::Compact(c) => c.compact.families().iter().map(String::as_str).collect(),
+        };
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    /// The neutral values of `family` (its groups' `neutral`, the first
+    /// group's value winning).
+    pub fn family_neutral(&self, family: &str) -> Result<BTreeMap<String, String>, ManifestError> {
+        let mut out = BTreeMap::new();
+        let count = match self {
+            Store::Json(m) => m.groups.len(),
+            Store::Compact(c) => c.compact.group_count(),
+        };
+        for i in 0..count {
+            let in_family = match self {
+                Store::Json(m) => m.groups[i].family() == family,
+                Store::Compact(c) => c.compact.group_family(i) == Some(family),
+            };
+            if in_family {
+                for (k, v) in &self.group(i)?.neutral {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The metadata table of `family` and its members' names, in name
+    /// order (an empty table when no group has that family).
+    pub fn family_table(&self, family: &str) -> Result<(Table<'_>, Vec<String>), ManifestError> {
+        match self {
+            Store::Json(m) => {
+                let rows: Vec<(usize, &BTreeMap<String, String>)> = m
+                    .blobs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| m.group_of(b).family() == family)
+                    .map(|(i, b)| (i, &b.meta))
+                    .collect();
+                let names = rows.iter().map(|&(i, _)| m.blobs[i].name.clone()).collect();
+                Ok((Table::build(family, &rows), names))
+            }
+            Store::Compact(c) => {
+                let Some(t) = c.compact.table(family)? else {
+                    return Ok((Table::build(family, &[]), Vec::new()));
+                };
+                let indices: Vec<usize> = (0..t.len()).map(|m| t.member(m)).collect();
+                let names = c.compact.names_at(&indices)?;
+                Ok((t, names))
+            }
+        }
+    }
+}
