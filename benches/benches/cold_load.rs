@@ -53,6 +53,7 @@ fn run(kernels: usize, rounds: usize) -> Result<(), String> {
             weight: 0,
             compiler: "cc",
             flags: &[],
+            lang: blobs::Lang::C,
         },
     )?;
     let cache = dir.join("cache");

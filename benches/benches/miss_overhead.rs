@@ -68,6 +68,7 @@ fn variant(
             weight: 0,
             compiler: COPY_CC,
             flags: &[copy_from.as_str(), sleep.as_str()],
+            lang: blobs::Lang::C,
         },
     )?;
     let text = std::fs::read_to_string(&tree.manifest).map_err(|e| e.to_string())?;

@@ -122,6 +122,7 @@ fn run(procs: usize, rounds: usize, weight: usize) -> Result<(), String> {
             weight,
             compiler: "cc",
             flags: &[],
+            lang: blobs::Lang::C,
         },
     )?;
     let blob = &tree.names[0];

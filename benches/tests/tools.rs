@@ -30,6 +30,7 @@ fn copy_cc_fills_a_slot_and_the_baseline_runs_the_recorded_command() {
             weight: 0,
             compiler: COPY_CC,
             flags: &[from.as_str()],
+            lang: blobs::Lang::C,
         },
     )
     .unwrap();
@@ -86,6 +87,7 @@ fn load_probe_loads_the_same_kernels_through_the_runtime_and_through_dlopen() {
             weight: 2,
             compiler: "cc",
             flags: &[],
+            lang: blobs::Lang::C,
         },
     )
     .unwrap();
