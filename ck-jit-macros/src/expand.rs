@@ -261,7 +261,7 @@ fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
             ///
             /// If the manifest cannot be parsed.
             pub fn blobs(
-            ) -> ::core::result::Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error> {
+            ) -> ::core::result::Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error> {
                 __FAMILY.members()
             }
 
@@ -373,7 +373,7 @@ fn family_stub(k: &Checked, family: &LitStr) -> TokenStream {
             pub enum Family {}
             pub type Kernel = ::ck_jit_rt::Kernel<Family>;
             pub fn blobs(
-            ) -> ::core::result::Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error> {
+            ) -> ::core::result::Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error> {
                 ::core::unreachable!()
             }
             pub fn select(_: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {

@@ -291,7 +291,7 @@ pub struct Compact<'a> {
 }
 
 /// One blob's record, as a lookup needs it (its metadata is in its
-/// family's table: [`Compact::meta`]).
+/// family's table: [`Table::meta`] of [`Compact::table`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     /// The blob's index in name order.
@@ -306,6 +306,39 @@ pub struct Record {
     pub symbol: Option<SymbolSpec>,
     /// Its row in its family's table.
     pub row: usize,
+}
+
+/// Names laid end to end ([`Compact::names_at`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// Every name, end to end.
+    pub text: String,
+    /// Where each name ends in `text`.
+    pub ends: Vec<usize>,
+}
+
+impl Names {
+    /// Name `i`.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let start = if i == 0 { 0 } else { *self.ends.get(i - 1)? };
+        self.text.get(start..*self.ends.get(i)?)
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Appends a name.
+    pub fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
 }
 
 /// A family's metadata table, read in place.
@@ -328,25 +361,23 @@ impl Table<'_> {
     /// in blob order (what the compact form stores, built in memory for a
     /// manifest read from JSON).
     pub fn build(name: &str, members: &[(usize, &BTreeMap<String, String>)]) -> Table<'static> {
-        let mut keys: Vec<String> = members
+        let keys: Vec<&String> = members
             .iter()
             .flat_map(|(_, meta)| meta.keys())
             .collect::<BTreeSet<_>>()
             .into_iter()
-            .cloned()
             .collect();
-        keys.sort();
-        let dicts: Vec<Vec<String>> = keys
+        let mut values: Vec<BTreeSet<&String>> = vec![BTreeSet::new(); keys.len()];
+        for (_, meta) in members {
+            for (k, v) in columns(&keys, meta) {
+                values[k].insert(v);
+            }
+        }
+        let codes: Vec<std::collections::HashMap<&str, u32>> = values
             .iter()
-            .map(|key| {
-                let values: BTreeSet<&String> = members
-                    .iter()
-                    .filter_map(|(_, meta)| meta.get(key))
-                    .collect();
-                values.into_iter().cloned().collect()
-            })
+            .map(|vs| vs.iter().zip(1..).map(|(v, c)| (v.as_str(), c)).collect())
             .collect();
-        let most = dicts.iter().map(Vec::len).max().unwrap_or(0);
+        let most = values.iter().map(BTreeSet::len).max().unwrap_or(0);
         let width = if most < 0xff {
             1
         } else if most < 0xffff {
@@ -355,17 +386,19 @@ impl Table<'_> {
             4
         };
         let mut index = Vec::with_capacity(members.len() * 4);
-        let mut rows = Vec::with_capacity(members.len() * keys.len() * width);
-        for (i, meta) in members {
+        let mut rows = vec![0u8; members.len() * keys.len() * width];
+        for (m, (i, meta)) in members.iter().enumerate() {
             put_u32(&mut index, *i);
-            for (k, key) in keys.iter().enumerate() {
-                let code = match meta.get(key) {
-                    Some(v) => dicts[k].binary_search(v).map_or(0, |c| c + 1),
-                    None => 0,
-                };
-                rows.extend_from_slice(&(code as u32).to_le_bytes()[..width]);
+            for (k, v) in columns(&keys, meta) {
+                let at = (m * keys.len() + k) * width;
+                rows[at..at + width].copy_from_slice(&codes[k][v.as_str()].to_le_bytes()[..width]);
             }
         }
+        let dicts: Vec<Vec<String>> = values
+            .iter()
+            .map(|vs| vs.iter().map(|v| v.to_string()).collect())
+            .collect();
+        let keys: Vec<String> = keys.into_iter().cloned().collect();
         Table {
             name: name.to_string(),
             keys,
@@ -426,6 +459,21 @@ impl Table<'_> {
             .filter_map(|k| Some((self.keys[k].clone(), self.value(m, k)?.to_string())))
             .collect()
     }
+}
+
+/// Each entry of `meta` with its column in `keys` (both sorted, `keys`
+/// holding every key of `meta`): a merge, no search.
+fn columns<'m>(
+    keys: &'m [&String],
+    meta: &'m BTreeMap<String, String>,
+) -> impl Iterator<Item = (usize, &'m String)> + 'm {
+    let mut k = 0;
+    meta.iter().map(move |(key, value)| {
+        while keys[k] != key {
+            k += 1;
+        }
+        (k, value)
+    })
 }
 
 struct Reader<'a> {
@@ -808,27 +856,50 @@ impl<'a> Compact<'a> {
     }
 
     /// The names of the blobs at `indices` (ascending), decoding only the
-    /// blocks that hold them.
-    pub fn names_at(&self, indices: &[usize]) -> Result<Vec<String>, ManifestError> {
-        let mut out = Vec::with_capacity(indices.len());
+    /// blocks that hold them, laid end to end in one string: name `i` is
+    /// `text[ends[i-1]..ends[i]]` (from 0 for the first).
+    pub fn names_at(&self, indices: &[usize]) -> Result<Names, ManifestError> {
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(indices.len());
         let mut next = indices.iter().copied().peekable();
+        let names = self.sections[4];
         while let Some(&first) = next.peek() {
             if first >= self.count {
                 return Err(bad(format!("blob {first} does not exist")));
             }
             let block = first / self.block;
-            self.scan_block(block, |n, r, i| {
-                if next.peek() == Some(&i) {
-                    out.push(n.to_string());
+            let mut r = Reader {
+                bytes: names,
+                at: u32_at(self.sections[3], block * 4)?,
+            };
+            // The previous name of the block: bytes of `text` when it was
+            // kept, else of `scratch`.
+            let mut scratch = String::new();
+            let start = block * self.block;
+            for index in start..(start + self.block).min(self.count) {
+                let shared = r.usize()?;
+                let n = r.usize()?;
+                let rest = utf8(r.take(n)?)?;
+                if shared > scratch.len() || !scratch.is_char_boundary(shared) {
+                    return Err(bad("a name shares more than its predecessor has"));
+                }
+                scratch.truncate(shared);
+                scratch.push_str(rest);
+                if next.peek() == Some(&index) {
+                    text.push_str(&scratch);
+                    ends.push(text.len());
                     next.next();
                 }
-                self.skip_record(r).map(|_| None::<()>)
-            })?;
+                self.skip_record(&mut r)?;
+                if next.peek().is_none_or(|&i| i / self.block != block) {
+                    break;
+                }
+            }
             if next.peek().is_some_and(|&i| i / self.block == block) {
                 return Err(bad("member indices are not ascending"));
             }
         }
-        Ok(out)
+        Ok(Names { text, ends })
     }
 
     /// Decodes everything into a [`Manifest`], validated.

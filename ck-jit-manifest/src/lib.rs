@@ -29,6 +29,10 @@
 //!
 //! Blobs are sorted by name and names are unique, so a lookup is a binary
 //! search and the same tree always gives a byte-identical file.
+//!
+//! The build also writes the same content in a [compact] form
+//! (`ck_jit_manifest.ckm`), which programs embed and read in place: one
+//! record decoded per lookup, each family's metadata a table of codes.
 
 #![deny(missing_docs)]
 

@@ -36,7 +36,9 @@ pub struct Config {
     pub verbose: bool,
     /// `CK_JIT_OFFLINE`.
     pub offline: bool,
-    /// `CK_JIT_JOBS`.
+    /// `CK_JIT_JOBS`; 0 (the default): the number of cores this process
+    /// may use, counted when first needed ([`Config::jobs`]), so that a
+    /// process that only loads cached kernels never counts them.
     pub jobs: usize,
     /// `CK_JIT_SHARED_CACHE`.
     pub shared_cache: bool,
@@ -83,7 +85,7 @@ impl Config {
         let jobs = var("CK_JIT_JOBS")
             .and_then(|v| v.to_str()?.trim().parse::<usize>().ok())
             .filter(|n| *n > 0)
-            .unwrap_or_else(default_jobs);
+            .unwrap_or(0);
         let compile_timeout =
             seconds("CK_JIT_COMPILE_TIMEOUT").unwrap_or(Duration::from_secs(3600));
         let lock_timeout =
@@ -112,6 +114,15 @@ impl Config {
                     .map(|v| v.to_string_lossy().into_owned())
                     .as_deref(),
             ),
+        }
+    }
+
+    /// The most compiles at once: `jobs`, or the available cores when it
+    /// is 0.
+    pub fn jobs(&self) -> usize {
+        match self.jobs {
+            0 => default_jobs(),
+            n => n,
         }
     }
 
@@ -151,9 +162,12 @@ fn env_suffix(s: &str) -> String {
 }
 
 fn default_jobs() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    static CORES: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    *CORES
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 
-use ck_jit_manifest::compact::Table;
+use ck_jit_manifest::compact::{Names, Table};
 use ck_jit_manifest::{closest, escape, Blob, Manifest};
 use once_cell::sync::OnceCell;
 
@@ -791,18 +791,81 @@ pub struct FamilySlots<F = ()> {
     family: &'static str,
     symbol: SymbolOverride,
     data: OnceCell<Result<FamilyData, Error>>,
-    members: OnceCell<Result<Box<[Member<F>]>, Error>>,
+    chunks: OnceCell<Chunks<F>>,
     _family: PhantomData<fn() -> F>,
 }
 
+/// The members, one cell per chunk.
+type Chunks<F> = Box<[OnceCell<Box<[Member<F>]>>]>;
+
+/// Members are made (their names decoded, their slots set up) in chunks of
+/// this many, when one of the chunk is first asked for: selecting one
+/// member of a family of thousands makes one chunk.
+const CHUNK: usize = 64;
+
 /// What selection reads of a family: its metadata table (codes, read in
-/// place from an embedded manifest), its members' names and its neutral
-/// values.
+/// place from an embedded manifest) and its neutral values; members' names
+/// are decoded a chunk at a time.
 struct FamilyData {
     table: Table<'static>,
-    names: Vec<String>,
+    names: Box<[OnceCell<Names>]>,
     neutral: BTreeMap<String, String>,
     runtime: &'static Runtime,
+}
+
+impl FamilyData {
+    fn manifest_error(&self, error: ck_jit_manifest::ManifestError) -> Error {
+        Error::Manifest {
+            origin: self.runtime.origin().to_string(),
+            error,
+        }
+    }
+
+    /// The names of chunk `c`'s members.
+    fn chunk_names(&self, c: usize) -> Result<&Names, Error> {
+        self.names[c].get_or_try_init(|| {
+            let end = ((c + 1) * CHUNK).min(self.table.len());
+            let blobs: Vec<usize> = (c * CHUNK..end).map(|m| self.table.member(m)).collect();
+            self.runtime
+                .store()
+                .names_at(&blobs)
+                .map_err(|e| self.manifest_error(e))
+        })
+    }
+
+    /// The name of member `m`.
+    fn name(&self, m: usize) -> Result<&str, Error> {
+        let names = self.chunk_names(m / CHUNK)?;
+        names.get(m % CHUNK).ok_or_else(|| {
+            self.manifest_error(ck_jit_manifest::ManifestError::Parse(format!(
+                "family '{}': member {m} has no name",
+                self.table.name
+            )))
+        })
+    }
+
+    /// The member index of the blob named `blob`, if it is one.
+    fn member_named(&self, blob: &str) -> Result<Option<usize>, Error> {
+        let Some(index) = self
+            .runtime
+            .store()
+            .index_of(blob)
+            .map_err(|e| self.manifest_error(e))?
+        else {
+            return Ok(None);
+        };
+        // Members are in blob (name) order.
+        let (mut lo, mut hi) = (0, self.table.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.table.member(mid).cmp(&index) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(mid)),
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl<F> fmt::Debug for FamilySlots<F> {
@@ -811,7 +874,7 @@ impl<F> fmt::Debug for FamilySlots<F> {
             .field("family", &self.family)
             .field(
                 "members",
-                &self.members.get().map(|m| m.as_ref().map(|m| m.len())),
+                &self.data.get().map(|d| d.as_ref().map(|d| d.table.len())),
             )
             .finish()
     }
@@ -847,7 +910,7 @@ impl<F> FamilySlots<F> {
             family,
             symbol,
             data: OnceCell::new(),
-            members: OnceCell::new(),
+            chunks: OnceCell::new(),
             _family: PhantomData,
         }
     }
@@ -866,8 +929,11 @@ impl<F> FamilySlots<F> {
                     origin: runtime.origin().to_string(),
                     error,
                 };
-                let (table, names) = store.family_table(self.family).map_err(manifest_error)?;
+                let table = store.family_table(self.family).map_err(manifest_error)?;
                 let neutral = store.family_neutral(self.family).map_err(manifest_error)?;
+                let names = (0..table.len().div_ceil(CHUNK))
+                    .map(|_| OnceCell::new())
+                    .collect();
                 Ok(FamilyData {
                     table,
                     names,
@@ -879,36 +945,49 @@ impl<F> FamilySlots<F> {
             .map_err(Clone::clone)
     }
 
-    /// Every member, in family-local index order (built on first use).
-    ///
-    /// # Errors
-    ///
-    /// If the manifest cannot be read.
-    pub fn members(&'static self) -> Result<&'static [Member<F>], Error> {
-        self.members
-            .get_or_init(|| {
-                let data = self.data()?;
-                Ok(data
-                    .names
-                    .iter()
-                    .enumerate()
-                    .map(|(index, name)| Member {
-                        slot: Slot::from_source(
-                            Source::Runtime(data.runtime),
-                            name.as_str(),
-                            self.symbol,
-                        ),
+    /// Member `m`, made with the rest of its chunk on first use.
+    fn member(&'static self, m: usize) -> Result<&'static Member<F>, Error> {
+        let data = self.data()?;
+        let chunks = self.chunks.get_or_init(|| {
+            (0..data.table.len().div_ceil(CHUNK))
+                .map(|_| OnceCell::new())
+                .collect()
+        });
+        let chunk = chunks.get(m / CHUNK).ok_or_else(|| {
+            data.manifest_error(ck_jit_manifest::ManifestError::Parse(format!(
+                "family '{}' has no member {m}",
+                self.family
+            )))
+        })?;
+        let members = chunk.get_or_try_init(|| {
+            let c = m / CHUNK;
+            let end = ((c + 1) * CHUNK).min(data.table.len());
+            (c * CHUNK..end)
+                .map(|index| {
+                    let name = data.name(index)?;
+                    Ok(Member {
+                        slot: Slot::from_source(Source::Runtime(data.runtime), name, self.symbol),
                         index,
-                        name: name.as_str(),
+                        name,
                         data,
                         meta: OnceCell::new(),
                         _family: PhantomData,
                     })
-                    .collect())
-            })
-            .as_ref()
-            .map(|m| &**m)
-            .map_err(Clone::clone)
+                })
+                .collect::<Result<Box<[Member<F>]>, Error>>()
+        })?;
+        Ok(&members[m % CHUNK])
+    }
+
+    /// Every member, in family-local index order: a view that makes
+    /// members as they are reached.
+    ///
+    /// # Errors
+    ///
+    /// If the manifest cannot be read.
+    pub fn members(&'static self) -> Result<Members<F>, Error> {
+        let len = self.data()?.table.len();
+        Ok(Members { slots: self, len })
     }
 
     /// The best member for `query` (see the [module docs](crate::family)
@@ -921,10 +1000,9 @@ impl<F> FamilySlots<F> {
     /// [`SelectError::NoMatch`] saying why each constraint failed, or the
     /// runtime's error if the manifest cannot be used.
     pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
-        let members = self.members()?;
         let data = self.data()?;
         let table = &data.table;
-        if !members.is_empty() {
+        if !table.is_empty() {
             let unknown: Vec<&str> = query
                 .keys()
                 .into_iter()
@@ -946,17 +1024,15 @@ impl<F> FamilySlots<F> {
         }
         let q = query.with_neutral(&data.neutral);
         match q.order_table(table).first() {
-            Some(&i) => Ok(members[i].kernel()),
+            Some(&i) => Ok(self.member(i)?.kernel()),
             None => {
-                // The error path: the members' metadata as maps.
+                // The error path: the members' names and metadata as maps.
                 let metas: Vec<BTreeMap<String, String>> =
                     (0..table.len()).map(|m| table.meta(m)).collect();
-                let candidates: Vec<Candidate> = data
-                    .names
-                    .iter()
-                    .zip(&metas)
-                    .map(|(n, m)| (n.as_str(), m))
-                    .collect();
+                let names = (0..table.len())
+                    .map(|m| data.name(m))
+                    .collect::<Result<Vec<&str>, Error>>()?;
+                let candidates: Vec<Candidate> = names.into_iter().zip(&metas).collect();
                 Err(q
                     .explain(self.family, &candidates, || {
                         data.runtime.store().family_names()
@@ -972,14 +1048,13 @@ impl<F> FamilySlots<F> {
     ///
     /// If the manifest cannot be read.
     pub fn candidates(&'static self, query: &Query) -> Result<Vec<Kernel<F>>, Error> {
-        let members = self.members()?;
         let data = self.data()?;
-        Ok(query
+        query
             .with_neutral(&data.neutral)
             .order_table(&data.table)
             .into_iter()
-            .map(|i| members[i].kernel())
-            .collect())
+            .map(|i| Ok(self.member(i)?.kernel()))
+            .collect()
     }
 
     /// The member named `blob`.
@@ -989,12 +1064,15 @@ impl<F> FamilySlots<F> {
     /// [`SelectError::NotMember`] naming the blob's own family or close
     /// member names, or the runtime's error if the manifest cannot be used.
     pub fn by_name(&'static self, blob: &str) -> Result<Kernel<F>, SelectError> {
-        let members = self.members()?;
-        if let Ok(i) = members.binary_search_by(|m| m.name().cmp(blob)) {
-            return Ok(members[i].kernel());
+        let data = self.data()?;
+        if let Some(m) = data.member_named(blob)? {
+            return Ok(self.member(m)?.kernel());
         }
-        let family_of_blob = self.data()?.runtime.store().family_of(blob);
-        let suggestions = closest(members.iter().map(Member::name), blob, 3)
+        let family_of_blob = data.runtime.store().family_of(blob);
+        let names = (0..data.table.len())
+            .map(|m| data.name(m))
+            .collect::<Result<Vec<&str>, Error>>()?;
+        let suggestions = closest(names.into_iter(), blob, 3)
             .into_iter()
             .map(str::to_string)
             .collect();
@@ -1004,6 +1082,66 @@ impl<F> FamilySlots<F> {
             family_of_blob,
             suggestions,
         })
+    }
+}
+
+/// The members of a family ([`FamilySlots::members`]), in family-local
+/// index order; each is made when first reached.
+pub struct Members<F: 'static = ()> {
+    slots: &'static FamilySlots<F>,
+    len: usize,
+}
+
+impl<F: 'static> Clone for Members<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: 'static> Copy for Members<F> {}
+
+impl<F: 'static> fmt::Debug for Members<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Members")
+            .field("family", &self.slots.family)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<F: 'static> Members<F> {
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the family has no members.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Member `index`, if there is one (`None` also when the manifest
+    /// cannot be read there).
+    pub fn get(&self, index: usize) -> Option<&'static Member<F>> {
+        if index >= self.len {
+            return None;
+        }
+        self.slots.member(index).ok()
+    }
+
+    /// Every member, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static Member<F>> {
+        let this = *self;
+        (0..self.len).filter_map(move |i| this.get(i))
+    }
+}
+
+impl<F: 'static> IntoIterator for Members<F> {
+    type Item = &'static Member<F>;
+    type IntoIter = Box<dyn Iterator<Item = &'static Member<F>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
     }
 }
 

@@ -28,7 +28,7 @@ use crate::stats::{self, Stats};
 use crate::store::{BlobInfo, Store};
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
-static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs));
+static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs()));
 static FALLBACK: OnceCell<Result<Runtime, Error>> = OnceCell::new();
 
 /// After this, any cache miss is an error instead of a compile (for code
@@ -305,6 +305,16 @@ impl Runtime {
         Err(self.unknown(blob))
     }
 
+    /// Whether this runtime's manifest records `blob` (the fallback
+    /// manifest is not asked). Reads one record of an embedded manifest.
+    ///
+    /// # Errors
+    ///
+    /// If the manifest is damaged where the lookup reads it.
+    pub fn contains(&self, blob: &str) -> Result<bool, Error> {
+        Ok(self.find(blob)?.is_some())
+    }
+
     /// The store behind this runtime (crate-internal: families read their
     /// tables from it).
     pub(crate) fn store(&self) -> &Store {
@@ -388,7 +398,7 @@ impl Runtime {
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
     /// compiles at once), returning each blob's result in input order.
     pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
-        let threads = self.config.jobs.min(blobs.len()).max(1);
+        let threads = self.config.jobs().min(blobs.len()).max(1);
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Mutex<Vec<Option<Result<(), Error>>>> =
             Mutex::new((0..blobs.len()).map(|_| None).collect());

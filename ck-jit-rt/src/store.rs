@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use ck_jit_manifest::compact::{Compact, Table};
+use ck_jit_manifest::compact::{Compact, Names, Table};
 use ck_jit_manifest::{closest, Group, Manifest, ManifestError, SymbolSpec};
 use once_cell::sync::OnceCell;
 
@@ -182,9 +182,9 @@ impl Store {
         Ok(out)
     }
 
-    /// The metadata table of `family` and its members' names, in name
-    /// order (an empty table when no group has that family).
-    pub fn family_table(&self, family: &str) -> Result<(Table<'_>, Vec<String>), ManifestError> {
+    /// The metadata table of `family` (an empty table when no group has
+    /// that family).
+    pub fn family_table(&self, family: &str) -> Result<Table<'_>, ManifestError> {
         match self {
             Store::Json(m) => {
                 let rows: Vec<(usize, &BTreeMap<String, String>)> = m
@@ -194,17 +194,38 @@ impl Store {
                     .filter(|(_, b)| m.group_of(b).family() == family)
                     .map(|(i, b)| (i, &b.meta))
                     .collect();
-                let names = rows.iter().map(|&(i, _)| m.blobs[i].name.clone()).collect();
-                Ok((Table::build(family, &rows), names))
+                Ok(Table::build(family, &rows))
             }
-            Store::Compact(c) => {
-                let Some(t) = c.compact.table(family)? else {
-                    return Ok((Table::build(family, &[]), Vec::new()));
-                };
-                let indices: Vec<usize> = (0..t.len()).map(|m| t.member(m)).collect();
-                let names = c.compact.names_at(&indices)?;
-                Ok((t, names))
+            Store::Compact(c) => Ok(c
+                .compact
+                .table(family)?
+                .unwrap_or_else(|| Table::build(family, &[]))),
+        }
+    }
+
+    /// The names of the blobs at `indices` (ascending).
+    pub fn names_at(&self, indices: &[usize]) -> Result<Names, ManifestError> {
+        match self {
+            Store::Json(m) => {
+                let mut names = Names::default();
+                for &i in indices {
+                    let b = m
+                        .blobs
+                        .get(i)
+                        .ok_or_else(|| ManifestError::Parse(format!("blob {i} does not exist")))?;
+                    names.push(&b.name);
+                }
+                Ok(names)
             }
+            Store::Compact(c) => c.compact.names_at(indices),
+        }
+    }
+
+    /// The index (name order) of the blob named `blob`.
+    pub fn index_of(&self, blob: &str) -> Result<Option<usize>, ManifestError> {
+        match self {
+            Store::Json(m) => Ok(m.blobs.binary_search_by(|b| b.name.as_str().cmp(blob)).ok()),
+            Store::Compact(c) => Ok(c.compact.find(blob)?.map(|r| r.index)),
         }
     }
 }

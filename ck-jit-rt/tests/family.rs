@@ -278,10 +278,142 @@ fn a_symbol_override_applies_to_every_member() {
         "attn",
         SymbolOverride::Exact("missing_{name}"),
     )));
-    let err = fam.members().unwrap()[0].kernel().try_get().unwrap_err();
+    let err = fam
+        .members()
+        .unwrap()
+        .get(0)
+        .unwrap()
+        .kernel()
+        .try_get()
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("no symbol 'missing_attn_d128_f16'"),
         "{err}"
     );
+}
+
+/// Selection on a family's table of codes (what an embedded compact
+/// manifest gives, and what a parsed manifest builds on first use) orders
+/// the members exactly as the metadata maps do (`Query::rank_in`), for
+/// many queries over members with missing keys, flags, numbers and words.
+#[test]
+fn selection_on_codes_agrees_with_selection_on_maps() {
+    use ck_jit_rt::__private::Embedded;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut m = Manifest::new("codes", "/nowhere");
+    for (g, family) in [("a", "fam"), ("b", "fam"), ("c", "other")] {
+        m.groups.push(Group {
+            name: g.into(),
+            compiler: "cc".into(),
+            args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+            cwd: None,
+            symbol: SymbolSpec::Exact("{name}".into()),
+            depfile: true,
+            family: Some(family.into()),
+            neutral: if g == "a" {
+                [("mode".to_string(), "batch".to_string())].into()
+            } else {
+                BTreeMap::new()
+            },
+        });
+    }
+    let words = ["f16", "bf16", "fp8", "", "0", "no", "yes", "128", "x"];
+    for i in 0..400 {
+        let mut meta = BTreeMap::new();
+        for key in ["dtype", "hdim", "lse", "mode", "tile", "priority", "odd"] {
+            if next(5) == 0 {
+                continue; // missing
+            }
+            let v = match key {
+                "hdim" | "tile" => (32 << next(4)).to_string(),
+                "priority" => next(3).to_string(),
+                "mode" => ["batch", "group"][next(2) as usize].to_string(),
+                _ => words[next(words.len() as u64) as usize].to_string(),
+            };
+            meta.insert(key.to_string(), v);
+        }
+        m.blobs.push(Blob {
+            name: format!("k{i:04}_{}", next(1000)),
+            source: format!("k/{i}.c"),
+            group: next(3) as u32,
+            symbol: None,
+            meta,
+        });
+    }
+    m.finish().unwrap();
+    let json_rt: &'static Runtime = Box::leak(Box::new(
+        Runtime::new(m.clone(), "test").with_config(config()),
+    ));
+    let from_json: &'static FamilySlots = Box::leak(Box::new(FamilySlots::with_runtime(
+        json_rt,
+        "fam",
+        SymbolOverride::Manifest,
+    )));
+    let bytes: &'static [u8] = Box::leak(m.to_compact().into_boxed_slice());
+    let embedded: &'static Embedded = Box::leak(Box::new(Embedded::from_compact(bytes)));
+    let from_compact: &'static FamilySlots = Box::leak(Box::new(FamilySlots::new(
+        embedded,
+        "fam",
+        SymbolOverride::Manifest,
+    )));
+    let keys = ["dtype", "hdim", "lse", "mode", "tile", "odd", "nothere"];
+    for round in 0..500 {
+        let mut q = Query::new();
+        for _ in 0..next(4) {
+            let key = keys[next(keys.len() as u64) as usize];
+            let n = 32 << next(4);
+            q = match next(8) {
+                0 => q.eq(key, words[next(words.len() as u64) as usize]),
+                1 => q.ne(key, "f16"),
+                2 => q.ge(key, n),
+                3 => q.le(key, n),
+                4 => q.gt(key, n),
+                5 => q.lt(key, n),
+                6 => q.has(key),
+                _ => q.lacks(key),
+            };
+        }
+        if next(2) == 0 {
+            q = q.prefer_max("tile");
+        }
+        if next(3) == 0 {
+            q = q.prefer_min("hdim");
+        }
+        let want: Vec<&str> = q
+            .rank_in(&m, "fam")
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect();
+        for (form, fam) in [("json", from_json), ("compact", from_compact)] {
+            let got: Vec<&str> = fam
+                .candidates(&q)
+                .unwrap()
+                .into_iter()
+                .map(|k| k.name())
+                .collect();
+            assert_eq!(got, want, "{form}, round {round}, query {q}");
+            // select: the first of them, or an error saying why.
+            match (fam.select(&q), want.first()) {
+                (Ok(k), Some(first)) => assert_eq!(k.name(), *first, "{form}: {q}"),
+                (Err(SelectError::NoMatch(_)), None) => {}
+                (Err(SelectError::UnknownKey { key, .. }), _) => assert_eq!(key, "nothere"),
+                (other, first) => panic!("{form}: {q}: {other:?} but expected {first:?}"),
+            }
+        }
+    }
+    // Members' metadata read from the table is the manifest's.
+    for fam in [from_json, from_compact] {
+        for member in fam.members().unwrap() {
+            let b = m.blob(member.name()).unwrap();
+            assert_eq!(member.meta(), &b.meta);
+            assert_eq!(member.get("dtype"), b.meta.get("dtype").map(String::as_str));
+        }
+    }
 }

@@ -69,7 +69,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
     let jobs = args
         .jobs
         .map(|j| j as usize)
-        .unwrap_or(config().jobs)
+        .unwrap_or(config().jobs())
         .max(1);
     ck_jit_rt::set_jobs(jobs);
 
