@@ -143,6 +143,7 @@ fn kernel(k: &Checked) -> TokenStream {
         #separator
         #[doc = #fn_doc]
         #[inline]
+        #[track_caller]
         #vis unsafe fn #name(#(#args: #tys),*) #output {
             let __p = #name::__SLOT.get();
             // SAFETY: the slot holds the address of the blob's entry point,
@@ -312,6 +313,7 @@ fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
             /// must match the blob's entry point, and the arguments must
             /// meet the kernel's own requirements.
             #inline
+            #[track_caller]
             pub unsafe fn call(kernel: Kernel, #(#args: #mod_tys),*) #mod_output {
                 let __p = kernel.get();
                 // SAFETY: the slot holds the address of a family blob's

@@ -137,7 +137,8 @@ impl Config {
 
 /// The variable that overrides a compiler program: `CK_JIT_<PROGRAM>` with
 /// the program's file name upper-cased and other characters turned to `_`
-/// (`hipcc` → `CK_JIT_HIPCC`, `c++` → `CK_JIT_C__`, `g++-12` → `CK_JIT_G___12`).
+/// (`hipcc` → `CK_JIT_HIPCC`, `c++` → `CK_JIT_CXX` (the one exception: `c++` is
+/// spelt `cxx`), `g++-12` → `CK_JIT_G___12`).
 pub fn compiler_var(program: &str) -> String {
     let base = program.rsplit('/').next().unwrap_or(program);
     let base = if base == "c++" { "cxx" } else { base };

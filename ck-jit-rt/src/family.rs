@@ -1251,6 +1251,7 @@ impl<F: 'static> Kernel<F> {
     /// If the blob cannot be compiled, loaded or resolved, with the error's
     /// message (use [`Kernel::try_get`] for a `Result`).
     #[inline(always)]
+    #[track_caller]
     pub fn get(self) -> *const () {
         self.member.slot.get()
     }

@@ -98,8 +98,10 @@ impl Slot {
     /// # Panics
     ///
     /// If the blob cannot be compiled, loaded or resolved, with the error's
-    /// message (use [`Slot::try_get`] for a `Result`).
+    /// message (use [`Slot::try_get`] for a `Result`), at the caller's
+    /// location (`#[track_caller]`, as the functions that call it).
     #[inline(always)]
+    #[track_caller]
     pub fn get(&self) -> *const () {
         let p = self.ptr.load(Ordering::Acquire);
         if !p.is_null() {
@@ -110,6 +112,7 @@ impl Slot {
 
     #[cold]
     #[inline(never)]
+    #[track_caller]
     fn cold(&self) -> *const () {
         match self.try_get() {
             Ok(p) => p,
