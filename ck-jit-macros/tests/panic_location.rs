@@ -46,13 +46,17 @@ fn panic_site(f: impl FnOnce()) -> (String, u32, String) {
 #[test]
 fn a_failed_load_panics_at_the_callers_line() {
     let here = Location::caller().file().to_string();
-    let line = line!() + 1;
-    let (file, at, msg) = panic_site(|| drop(unsafe { gone(1) }));
+    let line = line!() + 2;
+    let (file, at, msg) = panic_site(|| {
+        let _ = unsafe { gone(1) };
+    });
     assert_eq!((file.as_str(), at), (here.as_str(), line), "{msg}");
     assert!(msg.contains("gone"), "{msg}");
 
     let kernel = g::by_name("gone").unwrap();
-    let line = line!() + 1;
-    let (file, at, msg) = panic_site(move || drop(unsafe { g::call(kernel, 1) }));
+    let line = line!() + 2;
+    let (file, at, msg) = panic_site(move || {
+        let _ = unsafe { g::call(kernel, 1) };
+    });
     assert_eq!((file.as_str(), at), (here.as_str(), line), "{msg}");
 }
