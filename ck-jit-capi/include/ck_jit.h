@@ -52,6 +52,13 @@ typedef void (*ck_jit_fn)(void);
 ck_jit_fn ck_jit_resolve(const char* blob);
 
 /*
+ * As ck_jit_resolve, but returns the function `blob` exports under exactly
+ * `symbol` instead of the manifest's entry symbol. NULL on failure (no
+ * such symbol, among others), with the reason in ck_jit_last_error.
+ */
+ck_jit_fn ck_jit_resolve_symbol(const char* blob, const char* symbol);
+
+/*
  * As ck_jit_resolve, but returns the first function `blob` exports whose
  * mangled name starts with `symbol_prefix` (for a blob that defines more
  * than its entry, such as CK's `_oneshot_` and `_get_name_` siblings:

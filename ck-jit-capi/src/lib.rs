@@ -21,6 +21,7 @@
 //! typedef void (*ck_jit_fn)(void);
 //! ck_jit_fn   ck_jit_resolve(const char* blob);
 //! ck_jit_fn   ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);
+//! ck_jit_fn   ck_jit_resolve_symbol(const char* blob, const char* symbol);
 //! ck_jit_fn   ck_jit_resolve_with(const char* manifest, const char* blob,
 //!                                 const char* symbol_prefix);
 //! int         ck_jit_set_cache_dir(const char* dir);
@@ -224,9 +225,10 @@ unsafe fn blob_name<'a>(ptr: *const c_char) -> Result<&'a str, String> {
 
 /// Resolves `blob`'s entry (`prefix` `None`) or the first function whose
 /// mangled name starts with `prefix`, remembering the pointer.
-fn resolve(blob: &str, prefix: Option<&str>) -> Result<usize, String> {
-    let key = match prefix {
-        Some(p) => format!("{blob}\0{p}"),
+fn resolve(blob: &str, symbol: Option<SymbolSpec>) -> Result<usize, String> {
+    let key = match &symbol {
+        Some(SymbolSpec::Prefix(p)) => format!("{blob}\0prefix\0{p}"),
+        Some(SymbolSpec::Exact(e)) => format!("{blob}\0exact\0{e}"),
         None => blob.to_string(),
     };
     let known = RESOLVED
@@ -237,9 +239,8 @@ fn resolve(blob: &str, prefix: Option<&str>) -> Result<usize, String> {
     if let Some(p) = known {
         return Ok(p);
     }
-    let spec = prefix.map(|p| SymbolSpec::Prefix(p.to_string()));
     let p = runtime()?
-        .resolve(blob, spec.as_ref())
+        .resolve(blob, symbol.as_ref())
         .map_err(|e| e.to_string())? as usize;
     RESOLVED
         .write()
@@ -271,6 +272,38 @@ pub unsafe extern "C" fn ck_jit_resolve(blob: *const c_char) -> CkJitFn {
     })
 }
 
+/// Compiles (unless cached) and loads `blob`, returning the function it
+/// exports under exactly `symbol` (not the manifest's entry symbol), or
+/// NULL with the reason in [`ck_jit_last_error`]: what
+/// `#[lazy_kernel(symbol = "...")]` does from Rust.
+///
+/// # Safety
+///
+/// `blob` and `symbol` are NULL or NUL-terminated strings. Calling the
+/// returned pointer requires casting it to the function's real type.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_resolve_symbol(
+    blob: *const c_char,
+    symbol: *const c_char,
+) -> CkJitFn {
+    boundary(None, || {
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        // SAFETY: the caller's contract.
+        let symbol = unsafe { c_str(symbol, "the symbol") }?;
+        let symbol = symbol
+            .to_str()
+            .map_err(|_| "ck-jit: the symbol is not UTF-8".to_string())?;
+        if symbol.is_empty() {
+            return Err("ck-jit: the symbol is empty".to_string());
+        }
+        Ok(entry(resolve(
+            name,
+            Some(SymbolSpec::Exact(symbol.to_string())),
+        )?))
+    })
+}
+
 /// Compiles (unless cached) and loads `blob`, returning the first exported
 /// function whose (mangled) name starts with `symbol_prefix`, or NULL with
 /// the reason in [`ck_jit_last_error`]: for a blob that defines more than
@@ -296,7 +329,10 @@ pub unsafe extern "C" fn ck_jit_resolve_prefix(
         if prefix.is_empty() {
             return Err("ck-jit: the symbol prefix is empty".to_string());
         }
-        Ok(entry(resolve(name, Some(prefix))?))
+        Ok(entry(resolve(
+            name,
+            Some(SymbolSpec::Prefix(prefix.to_string())),
+        )?))
     })
 }
 

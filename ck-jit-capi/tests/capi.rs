@@ -8,8 +8,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use ck_jit_capi::{
-    ck_jit_last_error, ck_jit_resolve, ck_jit_resolve_with, ck_jit_set_cache_dir, ck_jit_warmup,
-    register, CkJitFn,
+    ck_jit_last_error, ck_jit_resolve, ck_jit_resolve_symbol, ck_jit_resolve_with,
+    ck_jit_set_cache_dir, ck_jit_warmup, register, CkJitFn,
 };
 use ck_jit_rt::config::Config;
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
@@ -55,7 +55,7 @@ fn tree() -> &'static Path {
         std::fs::create_dir_all(dir.join("kernels")).unwrap();
         std::fs::write(
             dir.join("kernels/add_two.c"),
-            "int add_two(int x) { return x + 2; }\n",
+            "int add_two(int x) { return x + 2; }\nint add_ten(int x) { return x + 10; }\n",
         )
         .unwrap();
         std::fs::copy(CALLER, dir.join("kernels/caller.cpp")).unwrap();
@@ -263,4 +263,31 @@ fn a_blob_resolves_through_the_manifest_a_library_names() {
     assert_eq!(f(14), 42);
     // Not in the process-wide manifest.
     assert!(resolve(c"times_three").is_none());
+}
+
+/// A symbol other than the manifest's entry, named exactly (as
+/// `#[lazy_kernel(symbol = "...")]` does from Rust); a symbol the blob does
+/// not export is NULL with a message naming it.
+#[test]
+fn an_exact_symbol_override_resolves_that_function() {
+    tree();
+    // SAFETY: NUL-terminated strings.
+    let f = unsafe { ck_jit_resolve_symbol(c"add_two".as_ptr(), c"add_ten".as_ptr()) }
+        .expect("add_ten");
+    // SAFETY: add_ten is `int add_ten(int)`.
+    let f: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(f) };
+    assert_eq!(f(1), 11);
+    let entry = resolve(c"add_two").expect("add_two");
+    // SAFETY: add_two is `int add_two(int)`.
+    let entry: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(entry) };
+    assert_eq!(entry(1), 3, "the entry is unchanged");
+
+    // SAFETY: NUL-terminated strings.
+    let none = unsafe { ck_jit_resolve_symbol(c"add_two".as_ptr(), c"add_eleven".as_ptr()) };
+    assert!(none.is_none());
+    let e = last_error().unwrap();
+    assert!(e.contains("add_eleven"), "{e}");
+    // SAFETY: NUL-terminated string and NULL.
+    assert!(unsafe { ck_jit_resolve_symbol(c"add_two".as_ptr(), std::ptr::null()) }.is_none());
+    assert!(unsafe { ck_jit_resolve_symbol(c"add_two".as_ptr(), c"".as_ptr()) }.is_none());
 }
