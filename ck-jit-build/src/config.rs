@@ -57,12 +57,20 @@ struct GroupTable {
     shared: Option<bool>,
     args_template: Option<Vec<String>>,
     cwd: Option<PathBuf>,
-    symbol: Option<SymbolSpec>,
+    symbol: Option<toml::Spanned<SymbolTable>>,
     depfile: Option<bool>,
     meta_pattern: Option<String>,
     require_meta_match: Option<bool>,
     #[serde(default)]
     meta: BTreeMap<String, String>,
+}
+
+/// `symbol = { exact = "..." }` or `symbol = { prefix = "..." }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SymbolTable {
+    exact: Option<String>,
+    prefix: Option<String>,
 }
 
 /// `glob = "k/*.cpp"` or `glob = ["a/*.cpp", "b/*.cpp"]`.
@@ -122,10 +130,43 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Error> {
         Some(r) => dir.join(r),
         None => dir,
     };
+    let mut groups = Vec::with_capacity(file.group.len());
+    for mut table in file.group {
+        let symbol = match table.symbol.take() {
+            None => None,
+            Some(spanned) => {
+                let span = spanned.span();
+                let bad = |message: &str| Error::ParseConfig {
+                    path: path.to_path_buf(),
+                    line: Some(line_of(text, span.start)),
+                    message: format!("group '{}': {message}", table.name),
+                };
+                match spanned.into_inner() {
+                    SymbolTable {
+                        exact: Some(e),
+                        prefix: None,
+                    } => Some(SymbolSpec::Exact(e)),
+                    SymbolTable {
+                        exact: None,
+                        prefix: Some(p),
+                    } => Some(SymbolSpec::Prefix(p)),
+                    SymbolTable {
+                        exact: Some(_),
+                        prefix: Some(_),
+                    } => return Err(bad("`symbol` takes only one of `exact` or `prefix`")),
+                    SymbolTable {
+                        exact: None,
+                        prefix: None,
+                    } => return Err(bad("`symbol` needs one of `exact` or `prefix`")),
+                }
+            }
+        };
+        groups.push(table.into_group(symbol));
+    }
     Ok(Config {
         name: file.name,
         root,
-        groups: file.group.into_iter().map(GroupTable::into_group).collect(),
+        groups,
     })
 }
 
@@ -139,7 +180,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl GroupTable {
-    fn into_group(self) -> BlobGroup {
+    fn into_group(self, symbol: Option<SymbolSpec>) -> BlobGroup {
         let mut g = BlobGroup::new(&self.name);
         for pattern in self.glob.into_vec() {
             g.glob(&pattern);
@@ -182,7 +223,7 @@ impl GroupTable {
         if let Some(cwd) = self.cwd {
             g.cwd(cwd);
         }
-        if let Some(symbol) = self.symbol {
+        if let Some(symbol) = symbol {
             g.symbol(symbol);
         }
         if let Some(depfile) = self.depfile {
@@ -276,6 +317,26 @@ depfile = false
         .unwrap_err()
         .to_string();
         assert!(e.contains("exakt") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn a_symbol_takes_exactly_one_of_exact_or_prefix() {
+        for (table, says) in [
+            (
+                "{ exact = \"x\", prefix = \"y\" }",
+                "only one of `exact` or `prefix`",
+            ),
+            ("{}", "needs one of `exact` or `prefix`"),
+        ] {
+            let text = format!("[[group]]\nname = \"g\"\nsymbol = {table}\n");
+            let e = parse(Path::new("c.toml"), &text).unwrap_err();
+            assert!(
+                matches!(e, Error::ParseConfig { line: Some(3), .. }),
+                "{e:?}"
+            );
+            let m = e.to_string();
+            assert!(m.contains(says) && m.contains("group 'g'"), "{m}");
+        }
     }
 
     #[test]

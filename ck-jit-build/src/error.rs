@@ -193,7 +193,12 @@ impl fmt::Display for Error {
             Error::Root { path, source } => {
                 write!(f, "cannot use root '{}': {source}", shown(path))
             }
-            Error::CacheName { name, source } => write!(f, "bad cache name '{name}': {source}"),
+            Error::CacheName { name, source } => match source {
+                // The checks are a blob name's; the message is about a cache
+                // name.
+                ManifestError::BadName { why, .. } => write!(f, "bad cache name '{name}': {why}"),
+                other => write!(f, "bad cache name '{name}': {other}"),
+            },
             Error::ReadConfig { path, source } => {
                 write!(f, "cannot read config '{}': {source}", shown(path))
             }

@@ -367,6 +367,11 @@ fn group_and_cache_names_are_checked() {
         .try_manifest()
         .unwrap_err();
     assert!(matches!(e, Error::CacheName { .. }), "{e:?}");
+    let m = e.to_string();
+    assert!(
+        m.starts_with("bad cache name '../escape'") && !m.contains("blob name"),
+        "{m}"
+    );
     let e = t
         .build()
         .group(BlobGroup::new("g").glob("k/*.cpp"))
