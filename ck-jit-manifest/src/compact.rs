@@ -361,12 +361,15 @@ impl Table<'_> {
     /// in blob order (what the compact form stores, built in memory for a
     /// manifest read from JSON).
     pub fn build(name: &str, members: &[(usize, &BTreeMap<String, String>)]) -> Table<'static> {
-        let keys: Vec<&String> = members
-            .iter()
-            .flat_map(|(_, meta)| meta.keys())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        // Inserted one by one: collecting would sort every key of every
+        // member before removing duplicates.
+        let mut distinct: BTreeSet<&String> = BTreeSet::new();
+        for (_, meta) in members {
+            for k in meta.keys() {
+                distinct.insert(k);
+            }
+        }
+        let keys: Vec<&String> = distinct.into_iter().collect();
         let mut values: Vec<BTreeSet<&String>> = vec![BTreeSet::new(); keys.len()];
         for (_, meta) in members {
             for (k, v) in columns(&keys, meta) {
