@@ -19,7 +19,7 @@ enum Form {
 /// first use.
 pub struct Embedded {
     form: Form,
-    runtime: OnceCell<Result<Runtime, Error>>,
+    runtime: OnceCell<Runtime>,
 }
 
 impl std::fmt::Debug for Embedded {
@@ -58,21 +58,19 @@ impl Embedded {
         }
     }
 
-    /// The runtime over this manifest (opened once).
+    /// The runtime over this manifest (opened once; a failure to open it
+    /// is not remembered, the next call tries again).
     pub fn runtime(&'static self) -> Result<&'static Runtime, Error> {
-        self.runtime
-            .get_or_init(|| {
-                let store = match self.form {
-                    Form::Json(json) => Manifest::from_json(json).map(Store::Json),
-                    Form::Compact(bytes) => Store::compact(bytes),
-                }
-                .map_err(|error| Error::Manifest {
-                    origin: ORIGIN.into(),
-                    error,
-                })?;
-                Ok(Runtime::over(store, ORIGIN.to_string()))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        self.runtime.get_or_try_init(|| {
+            let store = match self.form {
+                Form::Json(json) => Manifest::from_json(json).map(Store::Json),
+                Form::Compact(bytes) => Store::compact(bytes),
+            }
+            .map_err(|error| Error::Manifest {
+                origin: ORIGIN.into(),
+                error,
+            })?;
+            Ok(Runtime::over(store, ORIGIN.to_string()))
+        })
     }
 }
