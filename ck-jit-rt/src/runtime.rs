@@ -18,7 +18,7 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
-use crate::cache::{self, Cache, Entry, InputsKey, Prekey, Record, CACHE_FORMAT};
+use crate::cache::{self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, CACHE_FORMAT};
 use crate::compile::{self, CompilerId, Jobs};
 use crate::config::{config, Config};
 use crate::depfile;
@@ -144,6 +144,8 @@ pub struct Runtime {
     store: Arc<Store>,
     origin: String,
     root: PathBuf,
+    /// `root` with symlinks resolved, once (sources must stay under it).
+    canon_root: OnceCell<PathBuf>,
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Result<Cache, Error>>,
@@ -179,6 +181,7 @@ impl Runtime {
             store: Arc::new(store),
             origin,
             root,
+            canon_root: OnceCell::new(),
             cache_dir: None,
             config,
             cache: OnceCell::new(),
@@ -216,6 +219,7 @@ impl Runtime {
     /// Uses `root` as the tree root instead of the recorded one.
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Runtime {
         self.root = root.into();
+        self.canon_root = OnceCell::new();
         self
     }
 
@@ -223,6 +227,7 @@ impl Runtime {
     pub fn with_config(mut self, config: Config) -> Runtime {
         if let Some(r) = config.root_for(self.store.name()) {
             self.root = r;
+            self.canon_root = OnceCell::new();
         }
         self.config = config;
         self.cache = OnceCell::new();
@@ -415,7 +420,10 @@ impl Runtime {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
         let g = info.group;
         let source = self.root.join(&*info.source);
-        let source_hash = blake3::hash(&read_source(blob, &source, &self.root)?);
+        let canon_root = self
+            .canon_root
+            .get_or_init(|| fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone()));
+        let source_hash = blake3::hash(&read_source(blob, &source, canon_root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         let store = self.cache_dir().ok().map(|d| d.join("compilers"));
         let compiler = compile::identify(
@@ -453,8 +461,10 @@ impl Runtime {
     }
 
     /// The verified cache entry for a plan, if there is one. An entry that
-    /// fails verification is moved aside (and so counts as a miss).
-    pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+    /// fails verification is moved aside (and so counts as a miss). How
+    /// the object is checked: see [`Cache::verify_for_load`]
+    /// (`CK_JIT_VERIFY=full` always hashes it).
+    pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let cache = self.cache()?;
         let entry = match plan.prekey() {
             Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
@@ -463,7 +473,7 @@ impl Runtime {
             None => self.lookup_any_compiler(cache, plan)?,
         };
         let Some(entry) = entry else { return Ok(None) };
-        match cache.verify(&entry) {
+        match cache.verify_for_load(&entry, self.config.verify_full) {
             Ok(bytes) => Ok(Some((entry, bytes))),
             Err(why) => {
                 log::warn!(
@@ -546,7 +556,7 @@ impl Runtime {
     /// Makes sure a verified entry for `blob` is in the cache, compiling it
     /// if needed (or always, with `force`), and returns it with its bytes.
     /// This is the exact path a lazy call takes, minus the `dlopen`.
-    pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, Vec<u8>, Outcome), Error> {
+    pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, ObjectBytes, Outcome), Error> {
         let owner = self.owner(blob)?;
         if !std::ptr::eq(owner, self) {
             return owner.ensure(blob, force);
@@ -599,7 +609,7 @@ impl Runtime {
 
     /// Runs the compiler and publishes the result. `None` when the source
     /// changed during the compile (nothing is published then).
-    fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+    fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let blob = plan.blob.as_str();
         let (id, prekey) = plan.compilable()?;
         // Everything the compiler writes goes in here, removed on return
@@ -656,7 +666,9 @@ impl Runtime {
             key: prekey.key(&deps).to_string(),
             size: bytes.len() as u64,
             checksum: blake3::hash(&bytes).to_hex().to_string(),
-            deps,
+            object_stat: String::new(),
+            depset: String::new(),
+            deps: Arc::new(deps),
             command: jobs.iter().map(|j| j.argv.join(" ")).collect(),
             created: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
@@ -669,22 +681,23 @@ impl Runtime {
         } else {
             fs::read(&entry.object).map_err(|e| Error::io("reading", &entry.object, e))?
         };
-        Ok(Some((entry, bytes)))
+        Ok(Some((entry, ObjectBytes::owned(bytes))))
     }
 }
 
-fn read_source(blob: &str, source: &Path, root: &Path) -> Result<Vec<u8>, Error> {
+/// Reads a blob's source, refusing one that resolves outside the tree
+/// (`canon_root`: the root with symlinks resolved).
+fn read_source(blob: &str, source: &Path, canon_root: &Path) -> Result<Vec<u8>, Error> {
     let canon = fs::canonicalize(source).map_err(|e| Error::Source {
         blob: blob.to_string(),
         path: source.to_path_buf(),
         error: Arc::new(e),
     })?;
-    let canon_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    if !canon.starts_with(&canon_root) {
+    if !canon.starts_with(canon_root) {
         return Err(Error::SourceOutsideRoot {
             blob: blob.to_string(),
             path: canon,
-            root: canon_root,
+            root: canon_root.to_path_buf(),
         });
     }
     fs::read(&canon).map_err(|e| Error::Source {
