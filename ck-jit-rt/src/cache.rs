@@ -179,9 +179,18 @@ pub struct Entry {
     pub(crate) used: Option<SystemTime>,
 }
 
-/// An object's bytes, verified: read into memory (when hashed) or mapped
-/// read-only (when its identity was enough).
-pub struct ObjectBytes(Bytes);
+/// An object's bytes, verified: by their checksum, or (in a private cache)
+/// by the object's identity, in which case a large object is mapped
+/// read-only rather than read.
+pub struct ObjectBytes {
+    bytes: Bytes,
+    hashed: bool,
+}
+
+/// Objects up to this size are read when their identity is trusted;
+/// larger ones are mapped (CK objects are megabytes; a map costs a few
+/// system calls and page faults, a read of a small file one copy).
+const MAP_ABOVE: u64 = 256 << 10;
 
 enum Bytes {
     Owned(Vec<u8>),
@@ -195,16 +204,40 @@ unsafe impl Send for ObjectBytes {}
 unsafe impl Sync for ObjectBytes {}
 
 impl ObjectBytes {
-    /// Bytes held in memory.
-    pub fn owned(bytes: Vec<u8>) -> ObjectBytes {
-        ObjectBytes(Bytes::Owned(bytes))
+    /// Bytes held in memory whose checksum was computed.
+    pub fn hashed(bytes: Vec<u8>) -> ObjectBytes {
+        ObjectBytes {
+            bytes: Bytes::Owned(bytes),
+            hashed: true,
+        }
     }
 
-    /// Maps `len` bytes of `f` read-only; `None` if the system refuses.
-    fn map(f: &File, len: usize) -> Option<ObjectBytes> {
-        if len == 0 {
-            return Some(ObjectBytes::owned(Vec::new()));
-        }
+    /// The bytes of `f` (`len` long), not hashed: read when small, mapped
+    /// when large; `None` if that fails.
+    fn unhashed(f: &mut File, len: u64) -> Option<ObjectBytes> {
+        let bytes = if len <= MAP_ABOVE {
+            let mut v = Vec::with_capacity(len as usize + 1);
+            f.read_to_end(&mut v).ok()?;
+            Bytes::Owned(v)
+        } else {
+            map(f, len as usize)?
+        };
+        Some(ObjectBytes {
+            bytes,
+            hashed: false,
+        })
+    }
+
+    /// Whether the object's whole checksum was checked (else its identity
+    /// was enough).
+    pub fn was_hashed(&self) -> bool {
+        self.hashed
+    }
+}
+
+/// Maps `len` (> 0) bytes of `f` read-only; `None` if the system refuses.
+fn map(f: &File, len: usize) -> Option<Bytes> {
+    {
         use std::os::fd::AsRawFd;
         // SAFETY: a fresh private read-only mapping of an open file; the
         // pointer is checked and unmapped once, on drop. Objects in the
@@ -220,20 +253,14 @@ impl ObjectBytes {
                 0,
             )
         };
-        (p != libc::MAP_FAILED).then(|| ObjectBytes(Bytes::Mapped(p as *const u8, len)))
-    }
-
-    /// Whether the bytes are mapped from the file rather than read (the
-    /// object was trusted by its identity, not hashed).
-    pub fn is_mapped(&self) -> bool {
-        matches!(self.0, Bytes::Mapped(..))
+        (p != libc::MAP_FAILED).then_some(Bytes::Mapped(p as *const u8, len))
     }
 }
 
 impl std::ops::Deref for ObjectBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match &self.0 {
+        match &self.bytes {
             Bytes::Owned(v) => v,
             // SAFETY: a live mapping of exactly `len` readable bytes.
             Bytes::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
@@ -243,7 +270,7 @@ impl std::ops::Deref for ObjectBytes {
 
 impl Drop for ObjectBytes {
     fn drop(&mut self) {
-        if let Bytes::Mapped(p, len) = self.0 {
+        if let Bytes::Mapped(p, len) = self.bytes {
             // SAFETY: the mapping made in `map`, unmapped once.
             unsafe {
                 libc::munmap(p as *mut libc::c_void, len);
@@ -256,7 +283,8 @@ impl fmt::Debug for ObjectBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ObjectBytes")
             .field("len", &self.len())
-            .field("mapped", &self.is_mapped())
+            .field("hashed", &self.hashed)
+            .field("mapped", &matches!(self.bytes, Bytes::Mapped(..)))
             .finish()
     }
 }
@@ -765,12 +793,15 @@ impl Cache {
             && !entry.record.object_stat.is_empty()
             && stat_string(&md) == entry.record.object_stat;
         if cheap {
-            if let Some(bytes) = ObjectBytes::map(&f, md.len() as usize) {
+            if let Some(bytes) = ObjectBytes::unhashed(&mut f, md.len()) {
+                if bytes.len() as u64 != md.len() {
+                    return Err(format!("read {} bytes of {}", bytes.len(), md.len()));
+                }
                 crate::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
                 return Ok(bytes);
             }
         }
-        hash_check(entry, &mut f, md.len()).map(ObjectBytes::owned)
+        hash_check(entry, &mut f, md.len()).map(ObjectBytes::hashed)
     }
 
     /// Moves an entry that failed verification into `bad/` (never deleted
@@ -966,9 +997,9 @@ impl Cache {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .ok()?;
-        let used = f.metadata().ok().and_then(|m| m.modified().ok());
-        let mut text = Vec::new();
-        f.take(16 << 20).read_to_end(&mut text).ok()?;
+        let md = f.metadata().ok()?;
+        let used = md.modified().ok();
+        let text = read_capped(f, md.len())?;
         let mut record: Record = serde_json::from_slice(&text).ok()?;
         if !record.depset.is_empty() {
             record.deps = self.read_depset(&record.depset)?;
@@ -1179,7 +1210,7 @@ fn open_object(entry: &Entry) -> Result<(File, fs::Metadata), String> {
 }
 
 fn hash_check(entry: &Entry, f: &mut File, len: u64) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::with_capacity(len as usize);
+    let mut bytes = Vec::with_capacity(len as usize + 1);
     f.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     let sum = blake3::hash(&bytes).to_hex().to_string();
     if sum != entry.record.checksum {
@@ -1216,8 +1247,16 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
-    let mut text = Vec::new();
-    f.take(16 << 20).read_to_end(&mut text).ok()?;
+    let len = f.metadata().ok()?.len();
+    read_capped(f, len)
+}
+
+/// Reads at most 16 MiB of `f`, whose size is about `len` (one read for
+/// a file that does not grow meanwhile).
+fn read_capped(f: File, len: u64) -> Option<Vec<u8>> {
+    const CAP: u64 = 16 << 20;
+    let mut text = Vec::with_capacity(len.min(CAP) as usize + 1);
+    f.take(CAP).read_to_end(&mut text).ok()?;
     Some(text)
 }
 
@@ -1408,8 +1447,12 @@ mod tests {
 
     /// Publishes a small fake object of `blob` that read `deps`.
     fn publish_fake(cache: &Cache, blob: &str, deps: Vec<Dep>) -> Entry {
+        publish_bytes(cache, blob, deps, b"\x7fELF fake object")
+    }
+
+    fn publish_bytes(cache: &Cache, blob: &str, deps: Vec<Dep>, bytes: &[u8]) -> Entry {
         let tmp = cache.root().join("tmp").join(format!("{blob}.so"));
-        fs::write(&tmp, b"\x7fELF fake object").unwrap();
+        fs::write(&tmp, bytes).unwrap();
         let prekey = Prekey(short_hash(&blake3::hash(blob.as_bytes())));
         let record = Record {
             format: CACHE_FORMAT,
@@ -1417,8 +1460,8 @@ mod tests {
             inputs: "i".into(),
             prekey: prekey.to_string(),
             key: prekey.key(&deps).to_string(),
-            size: 17,
-            checksum: blake3::hash(b"\x7fELF fake object").to_hex().to_string(),
+            size: bytes.len() as u64,
+            checksum: blake3::hash(bytes).to_hex().to_string(),
             object_stat: String::new(),
             depset: String::new(),
             deps: Arc::new(deps),
@@ -1458,6 +1501,48 @@ mod tests {
         assert!(cache.touch(&found()));
         let age = cache.last_used(&e).unwrap().elapsed().unwrap_or_default();
         assert!(age < Duration::from_secs(60), "{age:?}");
+    }
+
+    #[test]
+    fn an_unchanged_object_is_trusted_by_identity_and_a_changed_one_hashed() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        // A shared object of a few MB: this test executable (PIE).
+        let exe = fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(exe.len() as u64 > MAP_ABOVE);
+        let e = publish_bytes(&cache, "big", vec![], &exe);
+        let got = cache.verify_for_load(&e, false).unwrap();
+        assert!(!got.was_hashed());
+        assert!(format!("{got:?}").contains("mapped: true"), "{got:?}");
+        assert!(*got == *exe);
+        drop(got);
+        assert!(cache.verify_for_load(&e, true).unwrap().was_hashed());
+        // Same size and bytes, but rewritten: its identity moved, so it is
+        // hashed (and passes).
+        fs::write(&e.object, &exe).unwrap();
+        let got = cache.verify_for_load(&e, false).unwrap();
+        assert!(got.was_hashed());
+        // One byte changed in place, size and mtime put back: hashed, caught.
+        let mtime = fs::metadata(&e.object).unwrap().modified().unwrap();
+        let mut bad = exe.clone();
+        bad[exe.len() / 2] ^= 1;
+        fs::write(&e.object, &bad).unwrap();
+        File::options()
+            .write(true)
+            .open(&e.object)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(
+            cache.verify_for_load(&e, false).unwrap_err(),
+            "checksum mismatch"
+        );
+        // Truncated: caught by its size before anything is read.
+        fs::write(&e.object, &exe[..exe.len() / 2]).unwrap();
+        assert!(cache
+            .verify_for_load(&e, false)
+            .unwrap_err()
+            .starts_with("size"));
     }
 
     #[test]

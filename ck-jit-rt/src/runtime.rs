@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -146,6 +147,9 @@ pub struct Runtime {
     root: PathBuf,
     /// `root` with symlinks resolved, once (sources must stay under it).
     canon_root: OnceCell<PathBuf>,
+    /// Source directories with symlinks resolved, by their path as
+    /// joined from the root (most blobs share a few).
+    canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Result<Cache, Error>>,
@@ -182,6 +186,7 @@ impl Runtime {
             origin,
             root,
             canon_root: OnceCell::new(),
+            canon_dirs: Mutex::new(HashMap::new()),
             cache_dir: None,
             config,
             cache: OnceCell::new(),
@@ -423,7 +428,7 @@ impl Runtime {
         let canon_root = self
             .canon_root
             .get_or_init(|| fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone()));
-        let source_hash = blake3::hash(&read_source(blob, &source, canon_root)?);
+        let source_hash = blake3::hash(&self.read_source(blob, &source, canon_root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         let store = self.cache_dir().ok().map(|d| d.join("compilers"));
         let compiler = compile::identify(
@@ -681,30 +686,76 @@ impl Runtime {
         } else {
             fs::read(&entry.object).map_err(|e| Error::io("reading", &entry.object, e))?
         };
-        Ok(Some((entry, ObjectBytes::owned(bytes))))
+        Ok(Some((entry, ObjectBytes::hashed(bytes))))
     }
 }
 
-/// Reads a blob's source, refusing one that resolves outside the tree
-/// (`canon_root`: the root with symlinks resolved).
-fn read_source(blob: &str, source: &Path, canon_root: &Path) -> Result<Vec<u8>, Error> {
-    let canon = fs::canonicalize(source).map_err(|e| Error::Source {
-        blob: blob.to_string(),
-        path: source.to_path_buf(),
-        error: Arc::new(e),
-    })?;
-    if !canon.starts_with(canon_root) {
-        return Err(Error::SourceOutsideRoot {
+impl Runtime {
+    /// Reads a blob's source, refusing one that resolves outside the tree
+    /// (`canon_root`: the root with symlinks resolved). The source's
+    /// directory is resolved once per runtime; the file itself is opened
+    /// without following a symlink, and a source that is one is resolved
+    /// in full.
+    fn read_source(&self, blob: &str, source: &Path, canon_root: &Path) -> Result<Vec<u8>, Error> {
+        let err = |e: std::io::Error| Error::Source {
             blob: blob.to_string(),
-            path: canon,
-            root: canon_root.to_path_buf(),
-        });
+            path: source.to_path_buf(),
+            error: Arc::new(e),
+        };
+        let parts = source
+            .parent()
+            .zip(source.file_name())
+            .filter(|(_, name)| Path::new(name) != Path::new(".."));
+        let opened = match parts {
+            Some((dir, name)) => {
+                let known = self
+                    .canon_dirs
+                    .lock()
+                    .ok()
+                    .and_then(|m| m.get(dir).cloned());
+                let canon_dir = match known {
+                    Some(d) => d,
+                    None => {
+                        let d = fs::canonicalize(dir).map_err(err)?;
+                        if let Ok(mut m) = self.canon_dirs.lock() {
+                            m.insert(dir.to_path_buf(), d.clone());
+                        }
+                        d
+                    }
+                };
+                match fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(canon_dir.join(name))
+                {
+                    Ok(f) => Some((canon_dir.join(name), f)),
+                    // A symlink: resolved below.
+                    Err(e) if e.raw_os_error() == Some(libc::ELOOP) => None,
+                    Err(e) => return Err(err(e)),
+                }
+            }
+            None => None,
+        };
+        let (canon, file) = match opened {
+            Some(o) => o,
+            None => {
+                let canon = fs::canonicalize(source).map_err(err)?;
+                let f = fs::File::open(&canon).map_err(err)?;
+                (canon, f)
+            }
+        };
+        if !canon.starts_with(canon_root) {
+            return Err(Error::SourceOutsideRoot {
+                blob: blob.to_string(),
+                path: canon,
+                root: canon_root.to_path_buf(),
+            });
+        }
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(len as usize + 1);
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(err)?;
+        Ok(bytes)
     }
-    fs::read(&canon).map_err(|e| Error::Source {
-        blob: blob.to_string(),
-        path: source.to_path_buf(),
-        error: Arc::new(e),
-    })
 }
 
 /// Counters of this process (compiles, hits, loads, failures, time).

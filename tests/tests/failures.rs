@@ -254,6 +254,27 @@ fn blob_deleted_after_build_is_a_clear_error() {
 }
 
 #[test]
+fn blob_directory_symlinked_outside_the_root_is_refused() {
+    // Source directories are resolved once per runtime; a directory that
+    // leads out of the tree is still refused, and a symlink that stays
+    // inside is followed.
+    let t = Tree::new("escape-dir");
+    let outside = Tree::new("escape-dir-outside");
+    outside.write("k.c", "int k(int x) { return x; }\n");
+    std::os::unix::fs::symlink(&outside.dir, t.path("kernels")).unwrap();
+    let err = mocked(&t, &["k"], "").resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::SourceOutsideRoot { .. }), "{err}");
+    assert_eq!(t.compiles(), 0);
+    t.write("real/k.c", "int k(int x) { return x * 5; }\n");
+    fs::remove_file(t.path("kernels")).unwrap();
+    std::os::unix::fs::symlink(t.path("real"), t.path("kernels")).unwrap();
+    assert_eq!(
+        call(mocked(&t, &["k"], "").resolve("k", None).unwrap(), 2),
+        10
+    );
+}
+
+#[test]
 fn blob_symlinked_outside_the_root_is_refused() {
     let t = Tree::new("escape");
     let outside = Tree::new("escape-outside");
@@ -355,8 +376,8 @@ fn an_object_rewritten_in_place_with_its_size_and_mtime_put_back_is_rebuilt_once
 }
 
 /// In a private cache an object whose identity is the one recorded at
-/// publish is mapped, not read and hashed; `CK_JIT_VERIFY=full` and a
-/// shared cache hash it on every load.
+/// publish is not hashed; `CK_JIT_VERIFY=full` and a shared cache hash it
+/// on every load.
 #[test]
 fn an_unchanged_object_in_a_private_cache_is_not_hashed_unless_asked() {
     let t = Tree::new("cheap-verify");
@@ -365,18 +386,18 @@ fn an_unchanged_object_in_a_private_cache_is_not_hashed_unless_asked() {
     let m = c_manifest(&t.dir, &["k"], MOCK, &[&log]);
     let (_, bytes, o) = t.runtime(&m, test_config()).ensure("k", false).unwrap();
     assert_eq!(o, Outcome::Compiled);
-    assert!(!bytes.is_mapped());
+    assert!(bytes.was_hashed());
     let (_, bytes, o) = t.runtime(&m, test_config()).ensure("k", false).unwrap();
     assert_eq!(o, Outcome::Cached);
-    assert!(bytes.is_mapped(), "{bytes:?}");
+    assert!(!bytes.was_hashed(), "{bytes:?}");
     let mut full = test_config();
     full.verify_full = true;
     let (_, bytes, _) = t.runtime(&m, full).ensure("k", false).unwrap();
-    assert!(!bytes.is_mapped());
+    assert!(bytes.was_hashed());
     let mut shared = test_config();
     shared.shared_cache = true;
     let (_, bytes, _) = t.runtime(&m, shared).ensure("k", false).unwrap();
-    assert!(!bytes.is_mapped());
+    assert!(bytes.was_hashed());
     let rt = t.runtime(&m, test_config());
     assert_eq!(call(rt.resolve("k", None).unwrap(), 2), 6);
     assert_eq!(t.compiles(), 1);
