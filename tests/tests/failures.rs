@@ -402,3 +402,20 @@ fn an_unchanged_object_in_a_private_cache_is_not_hashed_unless_asked() {
     assert_eq!(call(rt.resolve("k", None).unwrap(), 2), 6);
     assert_eq!(t.compiles(), 1);
 }
+
+/// The entry points a runtime hands out stay valid for the process: its
+/// objects are never closed, not even when the runtime is dropped.
+#[test]
+fn kernels_stay_loaded_after_their_runtime_is_dropped() {
+    let t = Tree::new("kept-loaded");
+    t.c_blob("k", 3, 1);
+    let rt = mocked(&t, &["k"], "");
+    let p = rt.resolve("k", None).unwrap();
+    let object = rt.load("k").unwrap().path().to_path_buf();
+    drop(rt);
+    let path = std::ffi::CString::new(object.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: RTLD_NOLOAD only looks the object up among those loaded.
+    let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    assert!(!h.is_null(), "{} was closed", object.display());
+    assert_eq!(call(p, 2), 7);
+}
