@@ -216,9 +216,7 @@ impl ObjectBytes {
     /// when large; `None` if that fails.
     fn unhashed(f: &mut File, len: u64) -> Option<ObjectBytes> {
         let bytes = if len <= MAP_ABOVE {
-            let mut v = Vec::with_capacity(len as usize + 1);
-            f.read_to_end(&mut v).ok()?;
-            Bytes::Owned(v)
+            Bytes::Owned(read_len(f, len).ok()?)
         } else {
             map(f, len as usize)?
         };
@@ -992,14 +990,14 @@ impl Cache {
     /// the record file's modification time. `None` for anything torn,
     /// unparsable or naming a set that is missing or damaged.
     fn read_record(&self, path: &Path) -> Option<(Record, Option<SystemTime>)> {
-        let f = OpenOptions::new()
+        let mut f = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .ok()?;
         let md = f.metadata().ok()?;
         let used = md.modified().ok();
-        let text = read_capped(f, md.len())?;
+        let text = read_capped(&mut f, md.len())?;
         let mut record: Record = serde_json::from_slice(&text).ok()?;
         if !record.depset.is_empty() {
             record.deps = self.read_depset(&record.depset)?;
@@ -1242,22 +1240,32 @@ fn process_alive(pid: i32) -> bool {
 }
 
 fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let f = OpenOptions::new()
+    let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
     let len = f.metadata().ok()?.len();
-    read_capped(f, len)
+    read_capped(&mut f, len)
 }
 
-/// Reads at most 16 MiB of `f`, whose size is about `len` (one read for
-/// a file that does not grow meanwhile).
-fn read_capped(f: File, len: u64) -> Option<Vec<u8>> {
-    const CAP: u64 = 16 << 20;
-    let mut text = Vec::with_capacity(len.min(CAP) as usize + 1);
-    f.take(CAP).read_to_end(&mut text).ok()?;
-    Some(text)
+/// Reads a file of the cache that is never rewritten in place (records and
+/// header sets are replaced by rename), `len` bytes long by `fstat`, up to
+/// 16 MiB: one `read`.
+fn read_capped(f: &mut File, len: u64) -> Option<Vec<u8>> {
+    if len > 16 << 20 {
+        return None;
+    }
+    read_len(f, len).ok()
+}
+
+/// Reads the first `len` bytes of `f` with no other system call than
+/// `read` (`File::read_to_end` also stats and seeks); fewer if it ends
+/// sooner.
+fn read_len(f: &mut File, len: u64) -> io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(len as usize);
+    f.take(len).read_to_end(&mut v)?;
+    Ok(v)
 }
 
 /// Parsed header sets of this process, by digest.

@@ -751,9 +751,12 @@ impl Runtime {
                 root: canon_root.to_path_buf(),
             });
         }
+        // Sized by fstat, read to its end whatever it has become (without
+        // `File::read_to_end`'s extra stat and seek).
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut bytes = Vec::with_capacity(len as usize + 1);
-        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(err)?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes)
+            .map_err(err)?;
         Ok(bytes)
     }
 }
