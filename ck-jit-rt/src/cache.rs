@@ -548,26 +548,41 @@ impl Cache {
         }
         let cache = Cache { root: dir, shared };
         for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
-            cache.mkdir(&cache.root.join(sub))?;
+            // One stat for a directory that is there (every open but the
+            // first); else create it, refusing whatever else is there.
+            let path = cache.root.join(sub);
+            if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                cache.mkdir(&path)?;
+            }
         }
-        // Probe writability now so the error names the directory instead of
-        // surfacing later as a confusing compile failure.
-        let probe = cache
-            .root
-            .join("tmp")
-            .join(format!(".probe-{}", std::process::id()));
-        match File::create(&probe) {
-            Ok(_) => {
-                let _ = fs::remove_file(&probe);
-            }
-            Err(e) => {
-                return Err(Error::Cache {
-                    dir: cache.root.clone(),
-                    why: format!(
-                        "is not writable: {e}; set CK_JIT_CACHE_DIR to a writable directory"
-                    ),
-                })
-            }
+        // Check writability now so the error names the directory instead of
+        // surfacing later as a confusing compile failure (with the
+        // effective ids, as creating a file there would be judged; a
+        // read-only file system is EROFS).
+        let tmp = cache.root.join("tmp");
+        let writable = std::ffi::CString::new(tmp.as_os_str().as_encoded_bytes())
+            .map_err(io::Error::other)
+            .and_then(|c| {
+                // SAFETY: a NUL-terminated path; faccessat only reads it.
+                let rc = unsafe {
+                    libc::faccessat(
+                        libc::AT_FDCWD,
+                        c.as_ptr(),
+                        libc::W_OK | libc::X_OK,
+                        libc::AT_EACCESS,
+                    )
+                };
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        if let Err(e) = writable {
+            return Err(Error::Cache {
+                dir: cache.root.clone(),
+                why: format!("is not writable: {e}; set CK_JIT_CACHE_DIR to a writable directory"),
+            });
         }
         Ok(cache)
     }
@@ -1430,6 +1445,24 @@ mod tests {
         let long = "x".repeat(4096);
         assert!(safe_component(&long).len() <= 100);
         assert_ne!(safe_component("a/b"), safe_component("a_b"));
+    }
+
+    #[test]
+    fn open_makes_its_directories_once_and_refuses_a_file_in_their_place() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("c");
+        Cache::open(&root, false).unwrap();
+        for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
+            assert!(root.join(sub).is_dir(), "{sub}");
+        }
+        Cache::open(&root, false).unwrap();
+        fs::remove_dir(root.join("logs")).unwrap();
+        fs::write(root.join("logs"), b"").unwrap();
+        let err = Cache::open(&root, false).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+        fs::remove_file(root.join("logs")).unwrap();
+        std::os::unix::fs::symlink(base.path(), root.join("logs")).unwrap();
+        assert!(Cache::open(&root, false).is_err());
     }
 
     #[test]
