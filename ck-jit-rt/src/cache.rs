@@ -765,7 +765,7 @@ impl Cache {
         for ent in rd.flatten() {
             let p = ent.path();
             if p.extension().is_some_and(|x| x == "json") {
-                if let Some((rec, used)) = self.read_record(&p) {
+                if let Some((rec, used)) = self.read_record(&p, true) {
                     if rec.prekey == prekey && rec.format == CACHE_FORMAT {
                         records.push((p, rec, used));
                     }
@@ -1002,9 +1002,11 @@ impl Cache {
     }
 
     /// Reads a record and, for the current format, its header set; with
-    /// the record file's modification time. `None` for anything torn,
-    /// unparsable or naming a set that is missing or damaged.
-    fn read_record(&self, path: &Path) -> Option<(Record, Option<SystemTime>)> {
+    /// the record file's modification time. `None` for anything torn or
+    /// unparsable, and, when `need_deps` (a lookup), for a record naming a
+    /// set that is missing or damaged; maintenance still sees that one
+    /// (with no headers), so it can be evicted.
+    fn read_record(&self, path: &Path, need_deps: bool) -> Option<(Record, Option<SystemTime>)> {
         let mut f = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -1015,7 +1017,11 @@ impl Cache {
         let text = read_capped(&mut f, md.len())?;
         let mut record: Record = serde_json::from_slice(&text).ok()?;
         if !record.depset.is_empty() {
-            record.deps = self.read_depset(&record.depset)?;
+            match self.read_depset(&record.depset) {
+                Some(deps) => record.deps = deps,
+                None if need_deps => return None,
+                None => {}
+            }
         }
         Some((record, used))
     }
@@ -1195,7 +1201,7 @@ impl Cache {
             for f in files.flatten() {
                 let path = f.path();
                 if path.extension().is_some_and(|x| x == "json") {
-                    if let Some((record, used)) = self.read_record(&path) {
+                    if let Some((record, used)) = self.read_record(&path, false) {
                         out.push(Entry {
                             object: path.with_extension("so"),
                             record_path: path,

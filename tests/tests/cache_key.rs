@@ -538,6 +538,10 @@ fn a_missing_or_damaged_header_set_is_a_miss() {
         .join(format!("{}.json", e.record.depset));
     let text = fs::read(&set).unwrap();
     fs::remove_file(&set).unwrap();
+    // Maintenance still sees the entry (so gc and clean can remove it).
+    ck_jit_rt::__internals::forget_checks();
+    let cache = ck_jit_rt::maintenance::Cache::open(&t.cache_dir(), false).unwrap();
+    assert_eq!(cache.entries().len(), 1);
     assert_eq!(outcome(&fresh(&t, &["g"], &[]), "g"), Outcome::Compiled);
     assert_eq!(fs::read(&set).unwrap(), text, "the set is written again");
     // Same name, other bytes (a list without the header).
