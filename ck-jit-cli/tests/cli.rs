@@ -812,10 +812,12 @@ fn gc_removes_least_recently_used_entries_first() {
     simple(&t, "cc", &["a", "b", "c", "d"]);
     t.ck(&["build", "--all"]).ok();
     let cache = Cache::open(&t.cache(), false).unwrap();
+    // Last uses more than an hour back, so a hit refreshes them.
+    let hours = 2 * 3600;
     for (e, age) in cache.entries().iter().zip([300, 100, 400, 200]) {
-        set_last_use(e.record_path.to_str().unwrap(), age);
+        set_last_use(e.record_path.to_str().unwrap(), hours + age);
     }
-    // a: 300 s ago, b: 100, c: 400, d: 200 -> c then a go first.
+    // a: 2 h 300 s ago, b: 100, c: 400, d: 200 -> c then a go first.
     let dry = t
         .ck(&["gc", "--max-entries", "2", "--dry-run", "--json"])
         .ok()
@@ -833,8 +835,8 @@ fn gc_removes_least_recently_used_entries_first() {
     assert_eq!(r["after"]["entries"], 2);
     assert_eq!(r["within_limits"], true);
 
-    // A cache hit is a use: once a program has loaded `d` (200 s) it
-    // outlives `b` (100 s).
+    // A cache hit is a use: once a program has loaded `d` (2 h 200 s) it
+    // outlives `b` (2 h 100 s).
     let rt = lazy_runtime(&t);
     rt.resolve("d", None).unwrap();
     let r = t.ck(&["gc", "--max-entries", "1", "--json"]).ok().json();

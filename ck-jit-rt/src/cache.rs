@@ -6,8 +6,11 @@
 //!
 //! ```text
 //! v1/<blob>/<prekey>/<key>.so     the compiled object (never rewritten)
-//! v1/<blob>/<prekey>/<key>.json   its record: size, checksum, headers read
+//! v1/<blob>/<prekey>/<key>.json   its record: size, checksum, object identity,
+//!                                 the digest of the headers it read
 //! v1/<blob>/<prekey>.lock         flock held while compiling
+//! deps/<digest>.json              a list of headers with their hashes, stored
+//!                                 once for every record that read that set
 //! tmp/                            private temp files of running compiles
 //! bad/                            entries that failed verification
 //! logs/                           full compiler output
@@ -17,6 +20,51 @@
 //! compiler identity, launcher, format); `key` adds the bytes of every header
 //! the compiler read. A lookup checks each record's headers against the
 //! tree, so an edited header is a miss and a touched one a hit.
+//!
+//! The directory is still named `v1`; [`CACHE_FORMAT`] is part of every
+//! prekey and record, so entries of an older format (format 1 kept the
+//! header list inside each record) are never found by a lookup, while the
+//! `ck-jit` tool still lists, verifies and evicts them.
+//!
+//! # Header sets
+//!
+//! A record names its header list by digest (`deps/<digest>.json`, the
+//! BLAKE3 of the file's bytes, checked when it is read), so kernels that
+//! read the same few hundred headers (a HIP or CUDA toolkit, libstdc++)
+//! share one file and a record stays small. Sets are written before the
+//! record that names them and never rewritten; `ck-jit gc` and `clean`
+//! remove the sets no record names once they are an hour old (a publish
+//! that reuses a set refreshes its modification time first), and a record
+//! whose set is missing is simply a miss.
+//!
+//! # Checks reused within a process
+//!
+//! A header found unchanged (same identity, or same contents) is trusted
+//! by later lookups in the same process for [`CHECK_REUSE`] (one second)
+//! after it was checked, and so is a whole header set: the 2nd..Kth kernels
+//! of a process that share a toolkit's headers read only their own small
+//! records. An edit made within that second after a check may therefore go
+//! unseen by lookups inside the second (as an edit made just after a lookup
+//! always could); any lookup after it checks the header again, so an edited
+//! header is a miss.
+//!
+//! # Verifying objects
+//!
+//! Every load checks the object's size against its record. In a private
+//! cache (0700, owned by this user) an object whose identity (size, mtime,
+//! ctime, inode) is the one recorded at publish is trusted without reading
+//! it: truncation, an in-place write or a replacement all change that
+//! identity (ctime moves on every change and cannot be set back), and the
+//! object is then hashed in full; a mismatch moves it aside. A shared cache
+//! (`CK_JIT_SHARED_CACHE=1`), `CK_JIT_VERIFY=full`, or a record without an
+//! identity hash the whole object on every load.
+//!
+//! # Last use
+//!
+//! Least-recently-used eviction reads a record's modification time. A hit
+//! refreshes it only when it is older than [`TOUCH_EVERY`] (an hour), read
+//! from the record file the lookup already opened, so most hits write
+//! nothing.
 //!
 //! This module must never expose a half-written file under a final name,
 //! never rewrite an entry in place (a mapped object that changes crashes its
@@ -28,6 +76,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ck_jit_manifest::Group;
@@ -39,8 +88,23 @@ use crate::compile::{self, CompilerId};
 use crate::error::Error;
 
 /// Version of the cache layout and key derivation; part of every key.
-pub const CACHE_FORMAT: u32 = 1;
+/// Format 2 stores header lists apart (`deps/<digest>.json`) and records
+/// the object's identity.
+pub const CACHE_FORMAT: u32 = 2;
 const ENTRIES: &str = "v1";
+const DEPSETS: &str = "deps";
+
+/// How long a header (or a whole header set) found unchanged is trusted by
+/// later lookups in the same process without being checked again.
+pub const CHECK_REUSE: Duration = Duration::from_secs(1);
+
+/// A hit refreshes its record's modification time (last use, for
+/// eviction) only when it is older than this.
+pub const TOUCH_EVERY: Duration = Duration::from_secs(3600);
+
+/// How old an unreferenced header set must be before maintenance removes
+/// it (so a set written by a publish in progress, before its record, stays).
+pub const DEPSET_GRACE: Duration = Duration::from_secs(3600);
 
 /// An opened, checked cache root.
 #[derive(Debug, Clone)]
@@ -66,8 +130,20 @@ pub struct Record {
     pub size: u64,
     /// BLAKE3 of the object.
     pub checksum: String,
-    /// Headers the compiler read, with the BLAKE3 of their contents.
-    pub deps: Vec<Dep>,
+    /// The object's identity once published (`size:mtime:ctime:inode`, as
+    /// [`stat_string`]); while it is unchanged a private cache need not
+    /// re-hash the object. Empty: always hash.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub object_stat: String,
+    /// Digest of the header set (`deps/<digest>.json`); empty when the
+    /// compile read no header (or the record is of format 1).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub depset: String,
+    /// Headers the compiler read, with the BLAKE3 of their contents. Not
+    /// written into the record (format 2 keeps them in the set named by
+    /// [`Record::depset`]); filled in when a record is read.
+    #[serde(default, skip_serializing)]
+    pub deps: Arc<Vec<Dep>>,
     /// The command that produced the object (for `ck-jit list`, logs).
     pub command: Vec<String>,
     /// Seconds since the epoch at publish.
@@ -99,6 +175,116 @@ pub struct Entry {
     pub record_path: PathBuf,
     /// The record.
     pub record: Record,
+    /// The record file's modification time when it was read (last use).
+    pub(crate) used: Option<SystemTime>,
+}
+
+/// An object's bytes, verified: by their checksum, or (in a private cache)
+/// by the object's identity, in which case a large object is mapped
+/// read-only rather than read.
+pub struct ObjectBytes {
+    bytes: Bytes,
+    hashed: bool,
+}
+
+/// Objects up to this size are read when their identity is trusted;
+/// larger ones are mapped (CK objects are megabytes; a map costs a few
+/// system calls and page faults, a read of a small file one copy).
+const MAP_ABOVE: u64 = 256 << 10;
+
+enum Bytes {
+    Owned(Vec<u8>),
+    Mapped(*const u8, usize),
+}
+
+// SAFETY: a mapping is read-only, private to this value, and unmapped only
+// on drop.
+unsafe impl Send for ObjectBytes {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for ObjectBytes {}
+
+impl ObjectBytes {
+    /// Bytes held in memory whose checksum was computed.
+    pub fn hashed(bytes: Vec<u8>) -> ObjectBytes {
+        ObjectBytes {
+            bytes: Bytes::Owned(bytes),
+            hashed: true,
+        }
+    }
+
+    /// The bytes of `f` (`len` long), not hashed: read when small, mapped
+    /// when large; `None` if that fails.
+    fn unhashed(f: &mut File, len: u64) -> Option<ObjectBytes> {
+        let bytes = if len <= MAP_ABOVE {
+            Bytes::Owned(read_len(f, len).ok()?)
+        } else {
+            map(f, len as usize)?
+        };
+        Some(ObjectBytes {
+            bytes,
+            hashed: false,
+        })
+    }
+
+    /// Whether the object's whole checksum was checked (else its identity
+    /// was enough).
+    pub fn was_hashed(&self) -> bool {
+        self.hashed
+    }
+}
+
+/// Maps `len` (> 0) bytes of `f` read-only; `None` if the system refuses.
+fn map(f: &File, len: usize) -> Option<Bytes> {
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a fresh private read-only mapping of an open file; the
+        // pointer is checked and unmapped once, on drop. Objects in the
+        // cache are never truncated or rewritten (they are replaced by
+        // rename), so the mapping stays backed.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(Bytes::Mapped(p as *const u8, len))
+    }
+}
+
+impl std::ops::Deref for ObjectBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Owned(v) => v,
+            // SAFETY: a live mapping of exactly `len` readable bytes.
+            Bytes::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
+        }
+    }
+}
+
+impl Drop for ObjectBytes {
+    fn drop(&mut self) {
+        if let Bytes::Mapped(p, len) = self.bytes {
+            // SAFETY: the mapping made in `map`, unmapped once.
+            unsafe {
+                libc::munmap(p as *mut libc::c_void, len);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ObjectBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectBytes")
+            .field("len", &self.len())
+            .field("hashed", &self.hashed)
+            .field("mapped", &matches!(self.bytes, Bytes::Mapped(..)))
+            .finish()
+    }
 }
 
 /// A held compile lock; released on drop (and by the kernel if the process
@@ -361,27 +547,42 @@ impl Cache {
             Err(e) => return Err(refuse(format!("cannot be inspected: {e}"))),
         }
         let cache = Cache { root: dir, shared };
-        for sub in [ENTRIES, "tmp", "bad", "logs"] {
-            cache.mkdir(&cache.root.join(sub))?;
+        for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
+            // One stat for a directory that is there (every open but the
+            // first); else create it, refusing whatever else is there.
+            let path = cache.root.join(sub);
+            if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                cache.mkdir(&path)?;
+            }
         }
-        // Probe writability now so the error names the directory instead of
-        // surfacing later as a confusing compile failure.
-        let probe = cache
-            .root
-            .join("tmp")
-            .join(format!(".probe-{}", std::process::id()));
-        match File::create(&probe) {
-            Ok(_) => {
-                let _ = fs::remove_file(&probe);
-            }
-            Err(e) => {
-                return Err(Error::Cache {
-                    dir: cache.root.clone(),
-                    why: format!(
-                        "is not writable: {e}; set CK_JIT_CACHE_DIR to a writable directory"
-                    ),
-                })
-            }
+        // Check writability now so the error names the directory instead of
+        // surfacing later as a confusing compile failure (with the
+        // effective ids, as creating a file there would be judged; a
+        // read-only file system is EROFS).
+        let tmp = cache.root.join("tmp");
+        let writable = std::ffi::CString::new(tmp.as_os_str().as_encoded_bytes())
+            .map_err(io::Error::other)
+            .and_then(|c| {
+                // SAFETY: a NUL-terminated path; faccessat only reads it.
+                let rc = unsafe {
+                    libc::faccessat(
+                        libc::AT_FDCWD,
+                        c.as_ptr(),
+                        libc::W_OK | libc::X_OK,
+                        libc::AT_EACCESS,
+                    )
+                };
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        if let Err(e) = writable {
+            return Err(Error::Cache {
+                dir: cache.root.clone(),
+                why: format!("is not writable: {e}; set CK_JIT_CACHE_DIR to a writable directory"),
+            });
         }
         Ok(cache)
     }
@@ -564,21 +765,22 @@ impl Cache {
         for ent in rd.flatten() {
             let p = ent.path();
             if p.extension().is_some_and(|x| x == "json") {
-                if let Some(rec) = read_record(&p) {
+                if let Some((rec, used)) = self.read_record(&p, true) {
                     if rec.prekey == prekey && rec.format == CACHE_FORMAT {
-                        records.push((p, rec));
+                        records.push((p, rec, used));
                     }
                 }
             }
         }
         records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
-        for (record_path, record) in records {
-            if deps_match(&record.deps, root) {
+        for (record_path, record, used) in records {
+            if deps_verified(&record.depset, &record.deps, root) {
                 let object = dir.join(format!("{}.so", record.key));
                 return Ok(Some(Entry {
                     object,
                     record_path,
                     record,
+                    used,
                 }));
             }
         }
@@ -588,22 +790,31 @@ impl Cache {
     /// Checks an entry's object against its record (size, then checksum)
     /// and returns its bytes.
     pub fn verify(&self, entry: &Entry) -> Result<Vec<u8>, String> {
-        let mut f = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&entry.object)
-            .map_err(|e| format!("cannot open: {e}"))?;
-        let len = f.metadata().map_err(|e| e.to_string())?.len();
-        if len != entry.record.size {
-            return Err(format!("size {len}, recorded {}", entry.record.size));
+        let (mut f, md) = open_object(entry)?;
+        hash_check(entry, &mut f, md.len())
+    }
+
+    /// Checks an entry's object before loading it: its size, then either
+    /// its identity (a private cache without `full`: the object is the very
+    /// file that was published, so its bytes are mapped, not read, and only
+    /// its ELF header is looked at) or, when that differs or `full` is set,
+    /// its whole checksum.
+    pub fn verify_for_load(&self, entry: &Entry, full: bool) -> Result<ObjectBytes, String> {
+        let (mut f, md) = open_object(entry)?;
+        let cheap = !full
+            && !self.shared
+            && !entry.record.object_stat.is_empty()
+            && stat_string(&md) == entry.record.object_stat;
+        if cheap {
+            if let Some(bytes) = ObjectBytes::unhashed(&mut f, md.len()) {
+                if bytes.len() as u64 != md.len() {
+                    return Err(format!("read {} bytes of {}", bytes.len(), md.len()));
+                }
+                crate::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
+                return Ok(bytes);
+            }
         }
-        let mut bytes = Vec::with_capacity(len as usize);
-        f.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-        let sum = blake3::hash(&bytes).to_hex().to_string();
-        if sum != entry.record.checksum {
-            return Err("checksum mismatch".into());
-        }
-        Ok(bytes)
+        hash_check(entry, &mut f, md.len()).map(ObjectBytes::hashed)
     }
 
     /// Moves an entry that failed verification into `bad/` (never deleted
@@ -632,6 +843,8 @@ impl Cache {
     /// may have mapped), then write the record the same way. Returns the
     /// published entry.
     pub(crate) fn publish(&self, tmp_object: &Path, mut record: Record) -> Result<Entry, Error> {
+        // The header set first: a record is never visible before it.
+        record.depset = self.write_depset(&record.deps)?;
         let dir = self.prekey_dir(&record.blob, &record.prekey);
         self.mkdir(&self.blob_dir(&record.blob))?;
         self.mkdir(&dir)?;
@@ -663,6 +876,11 @@ impl Cache {
             }
         }
         let _ = fs::remove_file(tmp_object);
+        // The identity as loads will see it: after the last link count
+        // change (which moves ctime).
+        record.object_stat = fs::symlink_metadata(&object)
+            .map(|m| stat_string(&m))
+            .unwrap_or_default();
         let record_path = dir.join(format!("{}.json", record.key));
         let text = serde_json::to_vec(&record).map_err(|e| Error::Io {
             op: "encoding the record for",
@@ -692,18 +910,163 @@ impl Cache {
             object,
             record_path,
             record,
+            used: Some(SystemTime::now()),
         })
     }
 
-    /// Marks an entry as used now (for least-recently-used eviction).
-    pub(crate) fn touch(&self, entry: &Entry) {
-        if let Ok(f) = File::options().write(true).open(&entry.record_path) {
-            let _ = f.set_modified(SystemTime::now());
+    /// Marks an entry as used now (for least-recently-used eviction), unless
+    /// its last use as read by the lookup is more recent than
+    /// [`TOUCH_EVERY`]. Returns whether it wrote.
+    pub(crate) fn touch(&self, entry: &Entry) -> bool {
+        let now = SystemTime::now();
+        let recent = entry
+            .used
+            .is_some_and(|t| now.duration_since(t).map_or(true, |age| age < TOUCH_EVERY));
+        if recent {
+            return false;
         }
+        if let Ok(f) = File::options()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&entry.record_path)
+        {
+            return f.set_modified(now).is_ok();
+        }
+        false
+    }
+
+    /// Writes a header set unless it is there (then refreshes its
+    /// modification time, so maintenance does not take it from under the
+    /// record about to name it); returns its digest, empty for no header.
+    fn write_depset(&self, deps: &[Dep]) -> Result<String, Error> {
+        if deps.is_empty() {
+            return Ok(String::new());
+        }
+        let dir = self.root.join(DEPSETS);
+        let text = serde_json::to_vec(deps).map_err(|e| Error::Io {
+            op: "encoding the header set for",
+            path: dir.clone(),
+            error: std::sync::Arc::new(io::Error::other(e)),
+        })?;
+        let digest = short_hash(&blake3::hash(&text));
+        self.mkdir(&dir)?;
+        let path = dir.join(format!("{digest}.json"));
+        if let Ok(f) = File::options()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            if f.set_modified(SystemTime::now()).is_ok() {
+                return Ok(digest);
+            }
+        }
+        let tmp = self.root.join("tmp");
+        let (prefix, suffix) = temp_affixes("deps", "json");
+        let mut f = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(&suffix)
+            .permissions(fs::Permissions::from_mode(self.file_mode()))
+            .tempfile_in(&tmp)
+            .map_err(|e| Error::io("creating a temp file in", &tmp, e))?;
+        f.write_all(&text)
+            .map_err(|e| Error::io("writing", f.path(), e))?;
+        f.as_file()
+            .sync_all()
+            .map_err(|e| Error::io("syncing", f.path(), e))?;
+        // Same digest, same bytes: replacing a concurrent writer's copy
+        // changes nothing a reader can see.
+        f.persist(&path)
+            .map_err(|e| Error::io("publishing", &path, e.error))?;
+        Ok(digest)
+    }
+
+    /// Reads a header set by digest, checking the bytes against it; parsed
+    /// sets are kept for the process (a digest names one content).
+    fn read_depset(&self, digest: &str) -> Option<Arc<Vec<Dep>>> {
+        if let Some(d) = DEPSET_MEMO.lock().ok()?.get(digest) {
+            return Some(d.clone());
+        }
+        if digest.len() != 32 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let path = self.root.join(DEPSETS).join(format!("{digest}.json"));
+        let text = read_small(&path)?;
+        if short_hash(&blake3::hash(&text)) != digest {
+            return None;
+        }
+        let deps: Arc<Vec<Dep>> = Arc::new(serde_json::from_slice(&text).ok()?);
+        if let Ok(mut m) = DEPSET_MEMO.lock() {
+            m.insert(digest.to_string(), deps.clone());
+        }
+        Some(deps)
+    }
+
+    /// Reads a record and, for the current format, its header set; with
+    /// the record file's modification time. `None` for anything torn or
+    /// unparsable, and, when `need_deps` (a lookup), for a record naming a
+    /// set that is missing or damaged; maintenance still sees that one
+    /// (with no headers), so it can be evicted.
+    fn read_record(&self, path: &Path, need_deps: bool) -> Option<(Record, Option<SystemTime>)> {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .ok()?;
+        let md = f.metadata().ok()?;
+        let used = md.modified().ok();
+        let text = read_capped(&mut f, md.len())?;
+        let mut record: Record = serde_json::from_slice(&text).ok()?;
+        if !record.depset.is_empty() {
+            match self.read_depset(&record.depset) {
+                Some(deps) => record.deps = deps,
+                None if need_deps => return None,
+                None => {}
+            }
+        }
+        Some((record, used))
+    }
+
+    /// Removes header sets no record names that are older than `min_age`;
+    /// returns how many. Records are listed after the sets, so a set named
+    /// by a record published meanwhile is either listed as named or young.
+    pub fn sweep_depsets(&self, min_age: Duration) -> usize {
+        let dir = self.root.join(DEPSETS);
+        let Ok(rd) = fs::read_dir(&dir) else {
+            return 0;
+        };
+        let candidates: Vec<_> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter(|e| {
+                e.metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= min_age)
+            })
+            .map(|e| e.path())
+            .collect();
+        if candidates.is_empty() {
+            return 0;
+        }
+        let named: std::collections::HashSet<String> = self
+            .entries()
+            .into_iter()
+            .map(|e| e.record.depset)
+            .collect();
+        let mut removed = 0;
+        for p in candidates {
+            let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
+            if stem.is_some_and(|s| !named.contains(&s)) && fs::remove_file(&p).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// When an entry was last used: its record's modification time, set at
-    /// publish and refreshed by `Cache::touch` on every cache hit.
+    /// publish and refreshed on a cache hit when older than
+    /// [`TOUCH_EVERY`].
     pub fn last_used(&self, entry: &Entry) -> Option<SystemTime> {
         fs::symlink_metadata(&entry.record_path)
             .and_then(|m| m.modified())
@@ -805,7 +1168,7 @@ impl Cache {
             return out;
         };
         for b in blobs.flatten() {
-            entries_under(&b.path(), &mut out);
+            self.entries_under(&b.path(), &mut out);
         }
         out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
         out
@@ -816,37 +1179,63 @@ impl Cache {
     /// number of other blobs in the cache.
     pub fn entries_of(&self, blob: &str) -> Vec<Entry> {
         let mut out = Vec::new();
-        entries_under(&self.blob_dir(blob), &mut out);
+        self.entries_under(&self.blob_dir(blob), &mut out);
         out.sort_by(|a, b| a.record_path.cmp(&b.record_path));
         out
     }
 }
 
-/// Appends the entries under one blob directory (`v1/<blob>/`).
-fn entries_under(blob_dir: &Path, out: &mut Vec<Entry>) {
-    let Ok(prekeys) = fs::read_dir(blob_dir) else {
-        return;
-    };
-    for p in prekeys.flatten() {
-        if !p.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let Ok(files) = fs::read_dir(p.path()) else {
-            continue;
+impl Cache {
+    /// Appends the entries under one blob directory (`v1/<blob>/`).
+    fn entries_under(&self, blob_dir: &Path, out: &mut Vec<Entry>) {
+        let Ok(prekeys) = fs::read_dir(blob_dir) else {
+            return;
         };
-        for f in files.flatten() {
-            let path = f.path();
-            if path.extension().is_some_and(|x| x == "json") {
-                if let Some(record) = read_record(&path) {
-                    out.push(Entry {
-                        object: path.with_extension("so"),
-                        record_path: path,
-                        record,
-                    });
+        for p in prekeys.flatten() {
+            if !p.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let Ok(files) = fs::read_dir(p.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let path = f.path();
+                if path.extension().is_some_and(|x| x == "json") {
+                    if let Some((record, used)) = self.read_record(&path, false) {
+                        out.push(Entry {
+                            object: path.with_extension("so"),
+                            record_path: path,
+                            record,
+                            used,
+                        });
+                    }
                 }
             }
         }
     }
+}
+
+fn open_object(entry: &Entry) -> Result<(File, fs::Metadata), String> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&entry.object)
+        .map_err(|e| format!("cannot open: {e}"))?;
+    let md = f.metadata().map_err(|e| e.to_string())?;
+    if md.len() != entry.record.size {
+        return Err(format!("size {}, recorded {}", md.len(), entry.record.size));
+    }
+    Ok((f, md))
+}
+
+fn hash_check(entry: &Entry, f: &mut File, len: u64) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(len as usize + 1);
+    f.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    let sum = blake3::hash(&bytes).to_hex().to_string();
+    if sum != entry.record.checksum {
+        return Err("checksum mismatch".into());
+    }
+    Ok(bytes)
 }
 
 /// The fixed parts of a temp name: `<pid>-` before the random part (the
@@ -871,18 +1260,107 @@ fn process_alive(pid: i32) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-fn read_record(path: &Path) -> Option<Record> {
+fn read_small(path: &Path) -> Option<Vec<u8>> {
     let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
-    let mut text = Vec::new();
-    Read::by_ref(&mut f)
-        .take(16 << 20)
-        .read_to_end(&mut text)
-        .ok()?;
-    serde_json::from_slice(&text).ok()
+    let len = f.metadata().ok()?.len();
+    read_capped(&mut f, len)
+}
+
+/// Reads a file of the cache that is never rewritten in place (records and
+/// header sets are replaced by rename), `len` bytes long by `fstat`, up to
+/// 16 MiB: one `read`.
+fn read_capped(f: &mut File, len: u64) -> Option<Vec<u8>> {
+    if len > 16 << 20 {
+        return None;
+    }
+    read_len(f, len).ok()
+}
+
+/// Reads the first `len` bytes of `f` with no other system call than
+/// `read` (`File::read_to_end` also stats and seeks); fewer if it ends
+/// sooner.
+fn read_len(f: &mut File, len: u64) -> io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(len as usize);
+    f.take(len).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// Parsed header sets of this process, by digest.
+static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<Vec<Dep>>>>> =
+    Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// Headers and header sets found unchanged in this process, and when
+/// ([`CHECK_REUSE`]).
+#[derive(Default)]
+struct Checked {
+    /// Header path → (the hash it was found to have, when).
+    headers: HashMap<PathBuf, (String, Instant)>,
+    /// (tree root, set digest) → when its oldest header check was made.
+    sets: HashMap<(PathBuf, String), Instant>,
+}
+
+static CHECKED: Lazy<Mutex<Checked>> = Lazy::new(|| Mutex::new(Checked::default()));
+
+fn fresh(t: Instant, now: Instant) -> bool {
+    now.saturating_duration_since(t) < CHECK_REUSE
+}
+
+/// Forgets every header check and parsed header set of this process, as
+/// a new process would start (for tests that edit a header, or remove a
+/// set, and look again within [`CHECK_REUSE`]).
+pub fn forget_checks() {
+    if let Ok(mut c) = CHECKED.lock() {
+        *c = Checked::default();
+    }
+    if let Ok(mut m) = DEPSET_MEMO.lock() {
+        m.clear();
+    }
+}
+
+/// Whether every header of a set still has its recorded contents: trusted
+/// without a look when the set, or the header, was found so less than
+/// [`CHECK_REUSE`] ago in this process.
+fn deps_verified(depset: &str, deps: &[Dep], root: &Path) -> bool {
+    let now = Instant::now();
+    let set_key = (!depset.is_empty()).then(|| (root.to_path_buf(), depset.to_string()));
+    if let Some(k) = &set_key {
+        if let Ok(c) = CHECKED.lock() {
+            if c.sets.get(k).is_some_and(|t| fresh(*t, now)) {
+                return true;
+            }
+        }
+    }
+    let mut oldest = now;
+    for d in deps {
+        let p = dep_path(&d.path, root);
+        let memo = CHECKED
+            .lock()
+            .ok()
+            .and_then(|c| c.headers.get(&p).cloned())
+            .filter(|(h, t)| *h == d.hash && fresh(*t, now));
+        if let Some((_, t)) = memo {
+            oldest = oldest.min(t);
+            continue;
+        }
+        let checked = Instant::now();
+        if !dep_matches(d, &p) {
+            return false;
+        }
+        if let Ok(mut c) = CHECKED.lock() {
+            c.headers.insert(p, (d.hash.clone(), checked));
+        }
+        oldest = oldest.min(checked);
+    }
+    if let Some(k) = set_key {
+        if let Ok(mut c) = CHECKED.lock() {
+            c.sets.insert(k, oldest);
+        }
+    }
+    true
 }
 
 /// Expands a recorded dependency path.
@@ -901,14 +1379,11 @@ pub fn dep_name(path: &Path, root: &Path) -> String {
     }
 }
 
-fn deps_match(deps: &[Dep], root: &Path) -> bool {
-    deps.iter().all(|d| {
-        let p = dep_path(&d.path, root);
-        if !d.stat.is_empty() && fs::metadata(&p).is_ok_and(|m| stat_string(&m) == d.stat) {
-            return true;
-        }
-        file_hash(&p).map(|h| h == d.hash).unwrap_or(false)
-    })
+fn dep_matches(d: &Dep, p: &Path) -> bool {
+    if !d.stat.is_empty() && fs::metadata(p).is_ok_and(|m| stat_string(&m) == d.stat) {
+        return true;
+    }
+    file_hash(p).map(|h| h == d.hash).unwrap_or(false)
 }
 
 /// A file's identity for [`Dep::stat`].
@@ -979,6 +1454,24 @@ mod tests {
     }
 
     #[test]
+    fn open_makes_its_directories_once_and_refuses_a_file_in_their_place() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("c");
+        Cache::open(&root, false).unwrap();
+        for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
+            assert!(root.join(sub).is_dir(), "{sub}");
+        }
+        Cache::open(&root, false).unwrap();
+        fs::remove_dir(root.join("logs")).unwrap();
+        fs::write(root.join("logs"), b"").unwrap();
+        let err = Cache::open(&root, false).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+        fs::remove_file(root.join("logs")).unwrap();
+        std::os::unix::fs::symlink(base.path(), root.join("logs")).unwrap();
+        assert!(Cache::open(&root, false).is_err());
+    }
+
+    #[test]
     fn compile_temps_live_in_tmp_and_stale_ones_are_swept() {
         let base = tempfile::tempdir().unwrap();
         let cache = Cache::open(&base.path().join("c"), false).unwrap();
@@ -997,6 +1490,144 @@ mod tests {
         let path = work.path().to_path_buf();
         drop(work);
         assert!(!path.exists());
+    }
+
+    /// Publishes a small fake object of `blob` that read `deps`.
+    fn publish_fake(cache: &Cache, blob: &str, deps: Vec<Dep>) -> Entry {
+        publish_bytes(cache, blob, deps, b"\x7fELF fake object")
+    }
+
+    fn publish_bytes(cache: &Cache, blob: &str, deps: Vec<Dep>, bytes: &[u8]) -> Entry {
+        let tmp = cache.root().join("tmp").join(format!("{blob}.so"));
+        fs::write(&tmp, bytes).unwrap();
+        let prekey = Prekey(short_hash(&blake3::hash(blob.as_bytes())));
+        let record = Record {
+            format: CACHE_FORMAT,
+            blob: blob.into(),
+            inputs: "i".into(),
+            prekey: prekey.to_string(),
+            key: prekey.key(&deps).to_string(),
+            size: bytes.len() as u64,
+            checksum: blake3::hash(bytes).to_hex().to_string(),
+            object_stat: String::new(),
+            depset: String::new(),
+            deps: Arc::new(deps),
+            command: vec![],
+            created: 0,
+        };
+        cache.publish(&tmp, record).unwrap()
+    }
+
+    fn age(path: &Path, secs: u64) {
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_hit_writes_last_use_only_when_it_is_an_hour_old() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        let e = publish_fake(&cache, "t", vec![]);
+        assert!(!e.record.object_stat.is_empty());
+        let found = || cache.entries_of("t").pop().unwrap();
+        // Used moments ago (at publish): nothing written.
+        let before = cache.last_used(&e).unwrap();
+        assert!(!cache.touch(&found()));
+        assert_eq!(cache.last_used(&e).unwrap(), before);
+        // Used 59 minutes ago: still nothing.
+        age(&e.record_path, TOUCH_EVERY.as_secs() - 60);
+        let before = cache.last_used(&e).unwrap();
+        assert!(!cache.touch(&found()));
+        assert_eq!(cache.last_used(&e).unwrap(), before);
+        // Over an hour: refreshed to now.
+        age(&e.record_path, TOUCH_EVERY.as_secs() + 60);
+        assert!(cache.touch(&found()));
+        let age = cache.last_used(&e).unwrap().elapsed().unwrap_or_default();
+        assert!(age < Duration::from_secs(60), "{age:?}");
+    }
+
+    #[test]
+    fn an_unchanged_object_is_trusted_by_identity_and_a_changed_one_hashed() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        // A shared object of a few MB: this test executable (PIE).
+        let exe = fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(exe.len() as u64 > MAP_ABOVE);
+        let e = publish_bytes(&cache, "big", vec![], &exe);
+        let got = cache.verify_for_load(&e, false).unwrap();
+        assert!(!got.was_hashed());
+        assert!(format!("{got:?}").contains("mapped: true"), "{got:?}");
+        assert!(*got == *exe);
+        drop(got);
+        assert!(cache.verify_for_load(&e, true).unwrap().was_hashed());
+        // Same size and bytes, but rewritten: its identity moved, so it is
+        // hashed (and passes).
+        fs::write(&e.object, &exe).unwrap();
+        let got = cache.verify_for_load(&e, false).unwrap();
+        assert!(got.was_hashed());
+        // One byte changed in place, size and mtime put back: hashed, caught.
+        let mtime = fs::metadata(&e.object).unwrap().modified().unwrap();
+        let mut bad = exe.clone();
+        bad[exe.len() / 2] ^= 1;
+        fs::write(&e.object, &bad).unwrap();
+        File::options()
+            .write(true)
+            .open(&e.object)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(
+            cache.verify_for_load(&e, false).unwrap_err(),
+            "checksum mismatch"
+        );
+        // Truncated: caught by its size before anything is read.
+        fs::write(&e.object, &exe[..exe.len() / 2]).unwrap();
+        assert!(cache
+            .verify_for_load(&e, false)
+            .unwrap_err()
+            .starts_with("size"));
+    }
+
+    #[test]
+    fn header_sets_are_shared_and_swept_only_when_unnamed_and_old() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        let dep = |p: &str| Dep {
+            path: p.into(),
+            hash: "00".into(),
+            stat: String::new(),
+        };
+        let a = publish_fake(&cache, "a", vec![dep("/x.h"), dep("/y.h")]);
+        let b = publish_fake(&cache, "b", vec![dep("/x.h"), dep("/y.h")]);
+        let c = publish_fake(&cache, "c", vec![dep("/z.h")]);
+        assert_eq!(a.record.depset, b.record.depset);
+        assert_ne!(a.record.depset, c.record.depset);
+        let sets = cache.root().join(DEPSETS);
+        let set = |d: &str| sets.join(format!("{d}.json"));
+        assert_eq!(fs::read_dir(&sets).unwrap().count(), 2);
+        // Records stay small: the list is not in them.
+        let text = fs::read_to_string(&a.record_path).unwrap();
+        assert!(!text.contains("/x.h"), "{text}");
+        // c goes; its set is then named by nobody, but young: kept.
+        cache.remove(&c).unwrap();
+        assert_eq!(cache.sweep_depsets(DEPSET_GRACE), 0);
+        // Old and unnamed: removed. Old and named by a and b: kept.
+        age(&set(&c.record.depset), DEPSET_GRACE.as_secs() + 60);
+        age(&set(&a.record.depset), DEPSET_GRACE.as_secs() + 60);
+        assert_eq!(cache.sweep_depsets(DEPSET_GRACE), 1);
+        assert!(set(&a.record.depset).exists() && !set(&c.record.depset).exists());
+        // Republishing a set refreshes it, so a sweep racing the record
+        // that is about to name it finds it young.
+        cache.remove(&a).unwrap();
+        cache.remove(&b).unwrap();
+        let again = publish_fake(&cache, "a2", vec![dep("/x.h"), dep("/y.h")]);
+        assert_eq!(again.record.depset, a.record.depset);
+        assert_eq!(cache.sweep_depsets(DEPSET_GRACE), 0);
+        assert_eq!(cache.entries_of("a2")[0].record.deps.len(), 2);
     }
 
     #[test]

@@ -309,8 +309,12 @@ pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
 }
 
 /// `clang++`, `clang` or the highest versioned `clang++-N` in `dir`
-/// (probed by name: listing a directory like `/usr/bin` costs more).
+/// (probed by name: listing a directory like `/usr/bin` costs more; a
+/// directory that is not there costs one look, not 36).
 fn find_clang(dir: &Path) -> Option<PathBuf> {
+    if !dir.is_dir() {
+        return None;
+    }
     let versioned = (7..=40).rev().map(|v| format!("clang++-{v}"));
     ["clang++".to_string(), "clang".to_string()]
         .into_iter()

@@ -9,7 +9,8 @@
 //! | `CK_JIT_VERBOSE` | `1`: one line on stderr per compile and load |
 //! | `CK_JIT_OFFLINE` | `1`: never compile; a miss is an error |
 //! | `CK_JIT_JOBS` | most compiles at once (default: available cores) |
-//! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root |
+//! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root (every load then hashes the whole object) |
+//! | `CK_JIT_VERIFY` | `full`: hash the whole object on every load, also in a private cache (default: hash it only when its size, mtime, ctime or inode differ from those recorded at publish) |
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
@@ -42,6 +43,8 @@ pub struct Config {
     pub jobs: usize,
     /// `CK_JIT_SHARED_CACHE`.
     pub shared_cache: bool,
+    /// `CK_JIT_VERIFY=full`: hash every object on load.
+    pub verify_full: bool,
     /// `CK_JIT_LAUNCHER`, split on whitespace.
     pub launcher: Vec<String>,
     /// `CK_JIT_COMPILE_TIMEOUT`.
@@ -98,6 +101,7 @@ impl Config {
             offline: flag("CK_JIT_OFFLINE"),
             jobs,
             shared_cache: flag("CK_JIT_SHARED_CACHE"),
+            verify_full: var("CK_JIT_VERIFY").is_some_and(|v| v.eq_ignore_ascii_case("full")),
             launcher: var("CK_JIT_LAUNCHER")
                 .map(|v| {
                     v.to_string_lossy()

@@ -62,6 +62,7 @@ mod stats;
 mod store;
 mod symbol;
 
+pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
 pub use compile::CompilerCheck;
 pub use error::{shell_quote, Error};
@@ -76,7 +77,7 @@ pub use stats::Stats;
 /// exercise directly; not part of the API, may change at any time.
 #[doc(hidden)]
 pub mod __internals {
-    pub use crate::cache::safe_component;
+    pub use crate::cache::{forget_checks, safe_component};
     pub use crate::compile::{
         expand, find_program, forget_identities, identify, normalise_args, split_for_launcher,
         wrapped_files, CompilerId, TAIL_BYTES,

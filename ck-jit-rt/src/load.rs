@@ -1,10 +1,14 @@
 //! Loads a verified object with `dlopen(RTLD_NOW | RTLD_LOCAL)` and
 //! resolves entry points in it.
 //!
-//! A loaded library is never closed: the pointers taken from it are stored
-//! in `'static` slots, so the library must live as long as the process.
+//! A loaded library is never closed, not even when its [`Loaded`] (or the
+//! runtime holding it) is dropped: the pointers taken from it are stored
+//! in `'static` slots and handed to callers, so the library must live as
+//! long as the process (and a `dlclose` per kernel at exit is time spent
+//! for nothing).
 
 use std::ffi::CString;
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 
 use ck_jit_manifest::SymbolSpec;
@@ -18,7 +22,7 @@ use crate::symbol::{self, DynSym};
 pub struct Loaded {
     blob: String,
     path: PathBuf,
-    lib: Library,
+    lib: ManuallyDrop<Library>,
     symbols: Vec<DynSym>,
 }
 
@@ -50,7 +54,7 @@ impl Loaded {
         Ok(Loaded {
             blob: blob.to_string(),
             path: path.to_path_buf(),
-            lib,
+            lib: ManuallyDrop::new(lib),
             symbols,
         })
     }

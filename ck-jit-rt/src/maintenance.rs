@@ -8,5 +8,6 @@
 //! the one a lazy call loads.
 
 pub use crate::cache::{
-    default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, Prekey, Record, CACHE_FORMAT,
+    default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
+    CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
-use crate::cache::{self, Cache, Entry, InputsKey, Prekey, Record, CACHE_FORMAT};
+use crate::cache::{self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, CACHE_FORMAT};
 use crate::compile::{self, CompilerId, Jobs};
 use crate::config::{config, Config};
 use crate::depfile;
@@ -144,6 +145,11 @@ pub struct Runtime {
     store: Arc<Store>,
     origin: String,
     root: PathBuf,
+    /// `root` with symlinks resolved, once (sources must stay under it).
+    canon_root: OnceCell<PathBuf>,
+    /// Source directories with symlinks resolved, by their path as
+    /// joined from the root (most blobs share a few).
+    canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Result<Cache, Error>>,
@@ -179,6 +185,8 @@ impl Runtime {
             store: Arc::new(store),
             origin,
             root,
+            canon_root: OnceCell::new(),
+            canon_dirs: Mutex::new(HashMap::new()),
             cache_dir: None,
             config,
             cache: OnceCell::new(),
@@ -216,6 +224,7 @@ impl Runtime {
     /// Uses `root` as the tree root instead of the recorded one.
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Runtime {
         self.root = root.into();
+        self.canon_root = OnceCell::new();
         self
     }
 
@@ -223,6 +232,7 @@ impl Runtime {
     pub fn with_config(mut self, config: Config) -> Runtime {
         if let Some(r) = config.root_for(self.store.name()) {
             self.root = r;
+            self.canon_root = OnceCell::new();
         }
         self.config = config;
         self.cache = OnceCell::new();
@@ -425,7 +435,10 @@ impl Runtime {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
         let g = info.group;
         let source = self.root.join(&*info.source);
-        let source_hash = blake3::hash(&read_source(blob, &source, &self.root)?);
+        let canon_root = self
+            .canon_root
+            .get_or_init(|| fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone()));
+        let source_hash = blake3::hash(&self.read_source(blob, &source, canon_root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         let store = self.cache_dir().ok().map(|d| d.join("compilers"));
         let compiler = compile::identify(
@@ -463,8 +476,10 @@ impl Runtime {
     }
 
     /// The verified cache entry for a plan, if there is one. An entry that
-    /// fails verification is moved aside (and so counts as a miss).
-    pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+    /// fails verification is moved aside (and so counts as a miss). How
+    /// the object is checked: see [`Cache::verify_for_load`]
+    /// (`CK_JIT_VERIFY=full` always hashes it).
+    pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let cache = self.cache()?;
         let entry = match plan.prekey() {
             Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
@@ -473,7 +488,7 @@ impl Runtime {
             None => self.lookup_any_compiler(cache, plan)?,
         };
         let Some(entry) = entry else { return Ok(None) };
-        match cache.verify(&entry) {
+        match cache.verify_for_load(&entry, self.config.verify_full) {
             Ok(bytes) => Ok(Some((entry, bytes))),
             Err(why) => {
                 log::warn!(
@@ -556,7 +571,7 @@ impl Runtime {
     /// Makes sure a verified entry for `blob` is in the cache, compiling it
     /// if needed (or always, with `force`), and returns it with its bytes.
     /// This is the exact path a lazy call takes, minus the `dlopen`.
-    pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, Vec<u8>, Outcome), Error> {
+    pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, ObjectBytes, Outcome), Error> {
         let owner = self.owner(blob)?;
         if !std::ptr::eq(owner, self) {
             return owner.ensure(blob, force);
@@ -609,7 +624,7 @@ impl Runtime {
 
     /// Runs the compiler and publishes the result. `None` when the source
     /// changed during the compile (nothing is published then).
-    fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, Vec<u8>)>, Error> {
+    fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let blob = plan.blob.as_str();
         let (id, prekey) = plan.compilable()?;
         // Everything the compiler writes goes in here, removed on return
@@ -666,7 +681,9 @@ impl Runtime {
             key: prekey.key(&deps).to_string(),
             size: bytes.len() as u64,
             checksum: blake3::hash(&bytes).to_hex().to_string(),
-            deps,
+            object_stat: String::new(),
+            depset: String::new(),
+            deps: Arc::new(deps),
             command: jobs.iter().map(|j| j.argv.join(" ")).collect(),
             created: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
@@ -679,29 +696,79 @@ impl Runtime {
         } else {
             fs::read(&entry.object).map_err(|e| Error::io("reading", &entry.object, e))?
         };
-        Ok(Some((entry, bytes)))
+        Ok(Some((entry, ObjectBytes::hashed(bytes))))
     }
 }
 
-fn read_source(blob: &str, source: &Path, root: &Path) -> Result<Vec<u8>, Error> {
-    let canon = fs::canonicalize(source).map_err(|e| Error::Source {
-        blob: blob.to_string(),
-        path: source.to_path_buf(),
-        error: Arc::new(e),
-    })?;
-    let canon_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    if !canon.starts_with(&canon_root) {
-        return Err(Error::SourceOutsideRoot {
+impl Runtime {
+    /// Reads a blob's source, refusing one that resolves outside the tree
+    /// (`canon_root`: the root with symlinks resolved). The source's
+    /// directory is resolved once per runtime; the file itself is opened
+    /// without following a symlink, and a source that is one is resolved
+    /// in full.
+    fn read_source(&self, blob: &str, source: &Path, canon_root: &Path) -> Result<Vec<u8>, Error> {
+        let err = |e: std::io::Error| Error::Source {
             blob: blob.to_string(),
-            path: canon,
-            root: canon_root,
-        });
+            path: source.to_path_buf(),
+            error: Arc::new(e),
+        };
+        let parts = source
+            .parent()
+            .zip(source.file_name())
+            .filter(|(_, name)| Path::new(name) != Path::new(".."));
+        let opened = match parts {
+            Some((dir, name)) => {
+                let known = self
+                    .canon_dirs
+                    .lock()
+                    .ok()
+                    .and_then(|m| m.get(dir).cloned());
+                let canon_dir = match known {
+                    Some(d) => d,
+                    None => {
+                        let d = fs::canonicalize(dir).map_err(err)?;
+                        if let Ok(mut m) = self.canon_dirs.lock() {
+                            m.insert(dir.to_path_buf(), d.clone());
+                        }
+                        d
+                    }
+                };
+                match fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(canon_dir.join(name))
+                {
+                    Ok(f) => Some((canon_dir.join(name), f)),
+                    // A symlink: resolved below.
+                    Err(e) if e.raw_os_error() == Some(libc::ELOOP) => None,
+                    Err(e) => return Err(err(e)),
+                }
+            }
+            None => None,
+        };
+        let (canon, file) = match opened {
+            Some(o) => o,
+            None => {
+                let canon = fs::canonicalize(source).map_err(err)?;
+                let f = fs::File::open(&canon).map_err(err)?;
+                (canon, f)
+            }
+        };
+        if !canon.starts_with(canon_root) {
+            return Err(Error::SourceOutsideRoot {
+                blob: blob.to_string(),
+                path: canon,
+                root: canon_root.to_path_buf(),
+            });
+        }
+        // Sized by fstat, read to its end whatever it has become (without
+        // `File::read_to_end`'s extra stat and seek).
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(len as usize + 1);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes)
+            .map_err(err)?;
+        Ok(bytes)
     }
-    fs::read(&canon).map_err(|e| Error::Source {
-        blob: blob.to_string(),
-        path: source.to_path_buf(),
-        error: Arc::new(e),
-    })
 }
 
 /// Counters of this process (compiles, hits, loads, failures, time).

@@ -136,6 +136,7 @@ pub fn test_config() -> Config {
     c.manifest = None;
     c.offline = false;
     c.shared_cache = false;
+    c.verify_full = false;
     c.launcher = Vec::new();
     c.compile_timeout = std::time::Duration::from_secs(120);
     c.lock_timeout = std::time::Duration::from_secs(180);

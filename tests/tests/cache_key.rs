@@ -17,6 +17,14 @@ fn outcome(rt: &Runtime, blob: &str) -> Outcome {
 
 /// A fresh runtime (new process state) over the same tree and cache.
 fn fresh(t: &Tree, names: &[&str], extra: &[&str]) -> Runtime {
+    // A new process has checked no header yet.
+    ck_jit_rt::__internals::forget_checks();
+    same_process(t, names, extra)
+}
+
+/// Another runtime over the same tree and cache that shares this
+/// process's recent header checks.
+fn same_process(t: &Tree, names: &[&str], extra: &[&str]) -> Runtime {
     let log = format!("--mock-log={}", t.compile_log().display());
     let mut args = vec![log.as_str()];
     args.extend_from_slice(extra);
@@ -431,4 +439,143 @@ fn a_lookup_without_the_compiler_reads_only_that_blobs_entries() {
         .open(&fifo);
     let got = got.expect("the lookup read another blob's entries (blocked on its FIFO)");
     assert_eq!(got.unwrap(), 11);
+}
+
+#[test]
+fn a_header_check_is_reused_within_a_second_in_a_process_then_made_again() {
+    use ck_jit_rt::maintenance::CHECK_REUSE;
+    let t = Tree::new("reuse");
+    t.write("include/r.h", "#define R 3\n");
+    t.write(
+        "kernels/r.c",
+        "#include \"../include/r.h\"\nint r(int x) { return x * R; }\n",
+    );
+    assert_eq!(outcome(&fresh(&t, &["r"], &[]), "r"), Outcome::Compiled);
+    // This lookup checks the header...
+    let checked = std::time::Instant::now();
+    assert_eq!(
+        outcome(&same_process(&t, &["r"], &[]), "r"),
+        Outcome::Cached
+    );
+    // ...so, within CHECK_REUSE, a later lookup in the process trusts it
+    // without looking (an edit in that second goes unseen here).
+    t.write("include/r.h", "#define R 5\n");
+    let o = outcome(&same_process(&t, &["r"], &[]), "r");
+    if checked.elapsed() < CHECK_REUSE {
+        assert_eq!(o, Outcome::Cached, "a check made just now is reused");
+    }
+    // After the window the header is checked again: the edit is a miss.
+    std::thread::sleep(CHECK_REUSE + std::time::Duration::from_millis(50));
+    let rt = same_process(&t, &["r"], &[]);
+    assert_eq!(
+        outcome(&rt, "r"),
+        Outcome::Compiled,
+        "edited header must miss"
+    );
+    assert_eq!(call(rt.resolve("r", None).unwrap(), 2), 10);
+}
+
+/// Kernels that read the same headers share one header set file; their
+/// records name it by digest and carry no header list of their own.
+#[test]
+fn kernels_with_the_same_headers_share_one_header_set() {
+    let t = Tree::new("depsets");
+    t.write("include/a.h", "#define A 2\n");
+    t.write("include/b.h", "#define B 1\n");
+    for k in ["p", "q"] {
+        t.write(
+            &format!("kernels/{k}.c"),
+            &format!(
+                "#include \"../include/a.h\"\n#include \"../include/b.h\"\n\
+                 int {k}(int x) {{ return x * A + B; }}\n"
+            ),
+        );
+    }
+    let rt = fresh(&t, &["p", "q"], &[]);
+    let mut digests = Vec::new();
+    for k in ["p", "q"] {
+        let (e, _, o) = rt.ensure(k, false).unwrap();
+        assert_eq!(o, Outcome::Compiled);
+        let headers = |n: &str| e.record.deps.iter().any(|d| d.path.ends_with(n));
+        assert!(headers("include/a.h") && headers("include/b.h"), "{e:?}");
+        let on_disk: serde_json::Value =
+            serde_json::from_slice(&fs::read(&e.record_path).unwrap()).unwrap();
+        assert!(on_disk.get("deps").is_none(), "{on_disk}");
+        assert_eq!(on_disk["depset"], e.record.depset.as_str());
+        digests.push(e.record.depset.clone());
+    }
+    assert_eq!(digests[0], digests[1]);
+    let sets: Vec<_> = fs::read_dir(t.cache_dir().join("deps")).unwrap().collect();
+    assert_eq!(sets.len(), 1);
+    // A new process reads the set back: both hit, with their headers.
+    let rt = fresh(&t, &["p", "q"], &[]);
+    for k in ["p", "q"] {
+        let (e, _, o) = rt.ensure(k, false).unwrap();
+        assert_eq!(o, Outcome::Cached);
+        assert!(e
+            .record
+            .deps
+            .iter()
+            .any(|d| d.path.ends_with("include/a.h")));
+    }
+    assert_eq!(call(rt.resolve("q", None).unwrap(), 3), 7);
+}
+
+/// A record whose header set is missing or damaged is a miss (and the
+/// compile writes the set again), never a hit with unchecked headers.
+#[test]
+fn a_missing_or_damaged_header_set_is_a_miss() {
+    let t = Tree::new("depset-gone");
+    t.write("include/g.h", "#define G 3\n");
+    t.write(
+        "kernels/g.c",
+        "#include \"../include/g.h\"\nint g(int x) { return x * G; }\n",
+    );
+    let (e, _, _) = fresh(&t, &["g"], &[]).ensure("g", false).unwrap();
+    let set = t
+        .cache_dir()
+        .join("deps")
+        .join(format!("{}.json", e.record.depset));
+    let text = fs::read(&set).unwrap();
+    fs::remove_file(&set).unwrap();
+    // Maintenance still sees the entry (so gc and clean can remove it).
+    ck_jit_rt::__internals::forget_checks();
+    let cache = ck_jit_rt::maintenance::Cache::open(&t.cache_dir(), false).unwrap();
+    assert_eq!(cache.entries().len(), 1);
+    assert_eq!(outcome(&fresh(&t, &["g"], &[]), "g"), Outcome::Compiled);
+    assert_eq!(fs::read(&set).unwrap(), text, "the set is written again");
+    // Same name, other bytes (a list without the header).
+    fs::write(&set, b"[]").unwrap();
+    assert_eq!(outcome(&fresh(&t, &["g"], &[]), "g"), Outcome::Compiled);
+    assert_eq!(t.compiles(), 3);
+}
+
+/// Entries of the previous format (header list inside the record) are
+/// never found by a lookup, even one planted in the current prekey's
+/// directory; maintenance still lists them, so `ck-jit gc` can evict them.
+#[test]
+fn entries_of_the_previous_cache_format_are_misses_but_still_listed() {
+    use ck_jit_rt::maintenance::Cache;
+    let t = Tree::new("old-format");
+    t.write("include/o.h", "#define O 3\n");
+    t.write(
+        "kernels/o.c",
+        "#include \"../include/o.h\"\nint o(int x) { return x * O; }\n",
+    );
+    let (e, _, _) = fresh(&t, &["o"], &[]).ensure("o", false).unwrap();
+    // Rewrite it as format 1 wrote it: same object, headers inline.
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fs::read(&e.record_path).unwrap()).unwrap();
+    v["format"] = 1.into();
+    v["deps"] = serde_json::to_value(&*e.record.deps).unwrap();
+    v.as_object_mut().unwrap().remove("depset");
+    v.as_object_mut().unwrap().remove("object_stat");
+    fs::write(&e.record_path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let cache = Cache::open(&t.cache_dir(), false).unwrap();
+    let listed = cache.entries();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].record.format, 1);
+    assert_eq!(listed[0].record.deps, e.record.deps);
+    assert!(cache.verify(&listed[0]).is_ok());
+    assert_eq!(outcome(&fresh(&t, &["o"], &[]), "o"), Outcome::Compiled);
 }

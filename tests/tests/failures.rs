@@ -254,6 +254,27 @@ fn blob_deleted_after_build_is_a_clear_error() {
 }
 
 #[test]
+fn blob_directory_symlinked_outside_the_root_is_refused() {
+    // Source directories are resolved once per runtime; a directory that
+    // leads out of the tree is still refused, and a symlink that stays
+    // inside is followed.
+    let t = Tree::new("escape-dir");
+    let outside = Tree::new("escape-dir-outside");
+    outside.write("k.c", "int k(int x) { return x; }\n");
+    std::os::unix::fs::symlink(&outside.dir, t.path("kernels")).unwrap();
+    let err = mocked(&t, &["k"], "").resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::SourceOutsideRoot { .. }), "{err}");
+    assert_eq!(t.compiles(), 0);
+    t.write("real/k.c", "int k(int x) { return x * 5; }\n");
+    fs::remove_file(t.path("kernels")).unwrap();
+    std::os::unix::fs::symlink(t.path("real"), t.path("kernels")).unwrap();
+    assert_eq!(
+        call(mocked(&t, &["k"], "").resolve("k", None).unwrap(), 2),
+        10
+    );
+}
+
+#[test]
 fn blob_symlinked_outside_the_root_is_refused() {
     let t = Tree::new("escape");
     let outside = Tree::new("escape-outside");
@@ -319,4 +340,82 @@ fn byte_flipped_entry_is_rebuilt_once() {
         b[i] ^= 0xff;
         fs::write(p, &b).unwrap();
     });
+}
+
+#[test]
+fn an_object_replaced_by_another_of_the_same_size_is_rebuilt_once() {
+    corrupt_then_rebuild("replaced", |p| {
+        let mut b = fs::read(p).unwrap();
+        let i = b.len() / 2;
+        b[i] ^= 0x01;
+        let other = p.with_extension("other");
+        fs::write(&other, &b).unwrap();
+        let mtime = fs::metadata(p).unwrap().modified().unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        fs::rename(&other, p).unwrap();
+    });
+}
+
+#[test]
+fn an_object_rewritten_in_place_with_its_size_and_mtime_put_back_is_rebuilt_once() {
+    // Only ctime (which cannot be set back) tells this one apart.
+    corrupt_then_rebuild("same-stat", |p| {
+        let mtime = fs::metadata(p).unwrap().modified().unwrap();
+        let mut b = fs::read(p).unwrap();
+        let i = b.len() / 2;
+        b[i] ^= 0x01;
+        let mut f = fs::File::options().write(true).open(p).unwrap();
+        std::io::Write::write_all(&mut f, &b).unwrap();
+        f.set_modified(mtime).unwrap();
+    });
+}
+
+/// In a private cache an object whose identity is the one recorded at
+/// publish is not hashed; `CK_JIT_VERIFY=full` and a shared cache hash it
+/// on every load.
+#[test]
+fn an_unchanged_object_in_a_private_cache_is_not_hashed_unless_asked() {
+    let t = Tree::new("cheap-verify");
+    t.c_blob("k", 3, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log]);
+    let (_, bytes, o) = t.runtime(&m, test_config()).ensure("k", false).unwrap();
+    assert_eq!(o, Outcome::Compiled);
+    assert!(bytes.was_hashed());
+    let (_, bytes, o) = t.runtime(&m, test_config()).ensure("k", false).unwrap();
+    assert_eq!(o, Outcome::Cached);
+    assert!(!bytes.was_hashed(), "{bytes:?}");
+    let mut full = test_config();
+    full.verify_full = true;
+    let (_, bytes, _) = t.runtime(&m, full).ensure("k", false).unwrap();
+    assert!(bytes.was_hashed());
+    let mut shared = test_config();
+    shared.shared_cache = true;
+    let (_, bytes, _) = t.runtime(&m, shared).ensure("k", false).unwrap();
+    assert!(bytes.was_hashed());
+    let rt = t.runtime(&m, test_config());
+    assert_eq!(call(rt.resolve("k", None).unwrap(), 2), 6);
+    assert_eq!(t.compiles(), 1);
+}
+
+/// The entry points a runtime hands out stay valid for the process: its
+/// objects are never closed, not even when the runtime is dropped.
+#[test]
+fn kernels_stay_loaded_after_their_runtime_is_dropped() {
+    let t = Tree::new("kept-loaded");
+    t.c_blob("k", 3, 1);
+    let rt = mocked(&t, &["k"], "");
+    let p = rt.resolve("k", None).unwrap();
+    let object = rt.load("k").unwrap().path().to_path_buf();
+    drop(rt);
+    let path = std::ffi::CString::new(object.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: RTLD_NOLOAD only looks the object up among those loaded.
+    let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    assert!(!h.is_null(), "{} was closed", object.display());
+    assert_eq!(call(p, 2), 7);
 }

@@ -1,6 +1,7 @@
 //! `ck-jit clean`: removes the cache entries of the selected blobs (every
 //! entry of theirs, whatever inputs it was built from), or with `--all`
-//! every entry in the cache plus quarantined files and compile logs.
+//! every entry in the cache plus quarantined files and compile logs (and,
+//! either way, the header sets no remaining record names).
 //! Entries whose compile is running are left alone and reported.
 
 use std::collections::BTreeSet;
@@ -81,6 +82,18 @@ pub fn run(ctx: &Context, args: &CleanArgs) -> Result<(), CliError> {
         for sub in ["bad", "logs"] {
             report.other_files += remove_files_in(&cache.root().join(sub), args.dry_run);
         }
+    }
+    if !args.dry_run {
+        // Header sets no record names any more: all of them after `--all`
+        // (a publish racing with it loses its set and is simply a miss
+        // next time), else only those old enough that no publish in
+        // progress is about to name them.
+        let grace = if args.all {
+            std::time::Duration::ZERO
+        } else {
+            ck_jit_rt::maintenance::DEPSET_GRACE
+        };
+        cache.sweep_depsets(grace);
     }
     for b in &report.busy {
         ctx.out.warn(&format!(

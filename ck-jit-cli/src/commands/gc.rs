@@ -1,6 +1,8 @@
 //! `ck-jit gc`: shrinks the cache to a size and/or entry limit, removing
 //! the least recently used entries first. Last use is the record's
-//! modification time, which the runtime refreshes on every cache hit.
+//! modification time, which the runtime refreshes on a cache hit when it
+//! is more than an hour old. Header sets (`deps/`) that no record names
+//! any more are removed too, once an hour old.
 //!
 //! Safe under concurrent use: an entry whose compile lock is held is
 //! skipped, removal unlinks (a process that has an object loaded keeps a
@@ -93,6 +95,11 @@ pub fn run(ctx: &Context, args: &GcArgs) -> Result<(), CliError> {
         }
         count -= 1;
         bytes -= size;
+    }
+    if !args.dry_run {
+        // Header sets no remaining record names (old enough that no
+        // publish in progress is about to name one).
+        cache.sweep_depsets(ck_jit_rt::maintenance::DEPSET_GRACE);
     }
     let within_limits = !over(count, bytes);
     let report = Report {
