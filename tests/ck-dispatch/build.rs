@@ -36,6 +36,7 @@ fn main() {
         fs::write(out.join("ck_jit_glue.rs"), "").unwrap();
         let m = ck_jit_build::manifest::Manifest::new("ck_jit_dispatch_test", ".");
         fs::write(out.join("ck_jit_manifest.json"), m.to_json()).unwrap();
+        fs::write(out.join("ck_jit_manifest.ckm"), m.to_compact()).unwrap();
         println!("cargo:rustc-env=CK_DISPATCH_SKIP=no HIP toolchain (.ci/hip-toolchain.sh) or no CK tree at ../shared/data/ck/ck-2025-11");
         return;
     };
