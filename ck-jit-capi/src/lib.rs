@@ -249,6 +249,24 @@ fn resolve(blob: &str, symbol: Option<SymbolSpec>) -> Result<usize, String> {
     Ok(p)
 }
 
+/// A symbol name or prefix argument (`what` names it in errors): not
+/// NULL, UTF-8, not empty.
+///
+/// # Safety
+///
+/// `p` is NULL or a NUL-terminated string.
+unsafe fn symbol_arg(p: *const c_char, what: &str) -> Result<String, String> {
+    // SAFETY: the caller's contract.
+    let s = unsafe { c_str(p, what) }?;
+    let s = s
+        .to_str()
+        .map_err(|_| format!("ck-jit: {what} is not UTF-8"))?;
+    if s.is_empty() {
+        return Err(format!("ck-jit: {what} is empty"));
+    }
+    Ok(s.to_string())
+}
+
 /// The function pointer C sees for an address `resolve` returned.
 fn entry(p: usize) -> CkJitFn {
     // SAFETY: a non-null address of a function in a loaded object that
@@ -290,17 +308,8 @@ pub unsafe extern "C" fn ck_jit_resolve_symbol(
         // SAFETY: the caller's contract.
         let name = unsafe { blob_name(blob) }?;
         // SAFETY: the caller's contract.
-        let symbol = unsafe { c_str(symbol, "the symbol") }?;
-        let symbol = symbol
-            .to_str()
-            .map_err(|_| "ck-jit: the symbol is not UTF-8".to_string())?;
-        if symbol.is_empty() {
-            return Err("ck-jit: the symbol is empty".to_string());
-        }
-        Ok(entry(resolve(
-            name,
-            Some(SymbolSpec::Exact(symbol.to_string())),
-        )?))
+        let symbol = unsafe { symbol_arg(symbol, "the symbol") }?;
+        Ok(entry(resolve(name, Some(SymbolSpec::Exact(symbol)))?))
     })
 }
 
@@ -322,17 +331,8 @@ pub unsafe extern "C" fn ck_jit_resolve_prefix(
         // SAFETY: the caller's contract.
         let name = unsafe { blob_name(blob) }?;
         // SAFETY: the caller's contract.
-        let prefix = unsafe { c_str(symbol_prefix, "the symbol prefix") }?;
-        let prefix = prefix
-            .to_str()
-            .map_err(|_| "ck-jit: the symbol prefix is not UTF-8".to_string())?;
-        if prefix.is_empty() {
-            return Err("ck-jit: the symbol prefix is empty".to_string());
-        }
-        Ok(entry(resolve(
-            name,
-            Some(SymbolSpec::Prefix(prefix.to_string())),
-        )?))
+        let prefix = unsafe { symbol_arg(symbol_prefix, "the symbol prefix") }?;
+        Ok(entry(resolve(name, Some(SymbolSpec::Prefix(prefix)))?))
     })
 }
 

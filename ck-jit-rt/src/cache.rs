@@ -887,22 +887,8 @@ impl Cache {
             path: record_path.clone(),
             error: std::sync::Arc::new(io::Error::other(e)),
         })?;
-        let (prefix, suffix) = temp_affixes(&record.blob, "json");
-        let tmp = self.root.join("tmp");
-        let mut f = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(&suffix)
-            .permissions(fs::Permissions::from_mode(self.file_mode()))
-            .tempfile_in(&tmp)
-            .map_err(|e| Error::io("creating a temp file in", &tmp, e))?;
-        f.write_all(&text)
-            .map_err(|e| Error::io("writing", f.path(), e))?;
-        f.as_file()
-            .sync_all()
-            .map_err(|e| Error::io("syncing", f.path(), e))?;
         // A rename: readers see the old record or the whole new one.
-        f.persist(&record_path)
-            .map_err(|e| Error::io("publishing", &record_path, e.error))?;
+        self.write_renamed(&record.blob, &text, &record_path)?;
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -960,24 +946,32 @@ impl Cache {
                 return Ok(digest);
             }
         }
+        // Same digest, same bytes: replacing a concurrent writer's copy
+        // changes nothing a reader can see.
+        self.write_renamed("deps", &text, &path)?;
+        Ok(digest)
+    }
+
+    /// Writes `bytes` to a synced private temp file (named for `owner`)
+    /// and renames it to `path`: a reader sees the old file or the whole
+    /// new one.
+    fn write_renamed(&self, owner: &str, bytes: &[u8], path: &Path) -> Result<(), Error> {
         let tmp = self.root.join("tmp");
-        let (prefix, suffix) = temp_affixes("deps", "json");
+        let (prefix, suffix) = temp_affixes(owner, "json");
         let mut f = tempfile::Builder::new()
             .prefix(&prefix)
             .suffix(&suffix)
             .permissions(fs::Permissions::from_mode(self.file_mode()))
             .tempfile_in(&tmp)
             .map_err(|e| Error::io("creating a temp file in", &tmp, e))?;
-        f.write_all(&text)
+        f.write_all(bytes)
             .map_err(|e| Error::io("writing", f.path(), e))?;
         f.as_file()
             .sync_all()
             .map_err(|e| Error::io("syncing", f.path(), e))?;
-        // Same digest, same bytes: replacing a concurrent writer's copy
-        // changes nothing a reader can see.
-        f.persist(&path)
-            .map_err(|e| Error::io("publishing", &path, e.error))?;
-        Ok(digest)
+        f.persist(path)
+            .map_err(|e| Error::io("publishing", path, e.error))?;
+        Ok(())
     }
 
     /// Reads a header set by digest, checking the bytes against it; parsed

@@ -164,3 +164,20 @@ pub fn call(p: *const (), x: i32) -> i32 {
     let f: extern "C" fn(i32) -> i32 = unsafe { std::mem::transmute(p) };
     f(x)
 }
+
+/// Whether the launcher `program` (from the Debian package `package`) is
+/// installed; a skip says so on stderr, and under
+/// `CK_JIT_REQUIRE_LAUNCHERS` a missing one fails the test instead.
+pub fn launcher_available(program: &str, package: &str) -> bool {
+    if ck_jit_rt::__internals::find_program(program).is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CK_JIT_REQUIRE_LAUNCHERS").is_none(),
+        "{program} is required (CK_JIT_REQUIRE_LAUNCHERS is set) but not installed"
+    );
+    eprintln!(
+        "skipping: {program} not found; install it (apt-get install {package}) to run this test"
+    );
+    false
+}

@@ -5,21 +5,7 @@
 use std::process::Command;
 
 use ck_jit_rt::Outcome;
-use ck_jit_tests::{c_manifest, call, test_config, Tree};
-
-fn available(program: &str) -> bool {
-    if ck_jit_rt::__internals::find_program(program).is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CK_JIT_REQUIRE_LAUNCHERS").is_none(),
-        "{program} is required (CK_JIT_REQUIRE_LAUNCHERS is set) but not installed"
-    );
-    eprintln!(
-        "skipping: {program} not found; install it (apt-get install {program}) to run this test"
-    );
-    false
-}
+use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
 
 fn ccache_hits(dir: &std::path::Path) -> u64 {
     let out = Command::new("ccache")
@@ -37,7 +23,7 @@ fn ccache_hits(dir: &std::path::Path) -> u64 {
 
 #[test]
 fn second_build_of_a_cleaned_cache_is_served_by_ccache() {
-    if !available("ccache") {
+    if !launcher_available("ccache", "ccache") {
         return;
     }
     let t = Tree::new("ccache");

@@ -4,28 +4,21 @@
 //! unless `CK_JIT_REQUIRE_LAUNCHERS=1`.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ck_jit_rt::Outcome;
-use ck_jit_tests::{c_manifest, call, test_config, Tree};
+use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
 
-fn available(program: &str) -> bool {
-    if ck_jit_rt::__internals::find_program(program).is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CK_JIT_REQUIRE_LAUNCHERS").is_none(),
-        "{program} is required (CK_JIT_REQUIRE_LAUNCHERS is set) but not installed"
-    );
-    eprintln!("skipping: {program} not found; install distcc to run this test");
-    false
-}
-
+/// distccd in a process group of its own: it forks workers, which must go
+/// with it (left running, they keep the test's output pipe open).
 struct Daemon(std::process::Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // SAFETY: signals the group this test created for the daemon.
+        unsafe { libc::kill(-(self.0.id() as libc::pid_t), libc::SIGTERM) };
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -33,7 +26,7 @@ impl Drop for Daemon {
 
 #[test]
 fn compiles_go_through_a_local_distccd() {
-    if !available("distccd") || !available("distcc") {
+    if !launcher_available("distccd", "distcc") || !launcher_available("distcc", "distcc") {
         return;
     }
     let t = Tree::new("distcc");
@@ -62,7 +55,9 @@ fn compiles_go_through_a_local_distccd() {
                 "--enable-tcp-insecure",
             ])
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
             .stderr(Stdio::from(log))
+            .process_group(0)
             .spawn()
             .expect("distccd starts"),
     );

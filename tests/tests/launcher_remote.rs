@@ -15,21 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ck_jit_rt::{Outcome, Runtime};
-use ck_jit_tests::{c_manifest, call, test_config, Tree};
-
-fn available(program: &str, package: &str) -> bool {
-    if ck_jit_rt::__internals::find_program(program).is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CK_JIT_REQUIRE_LAUNCHERS").is_none(),
-        "{program} is required (CK_JIT_REQUIRE_LAUNCHERS is set) but not installed"
-    );
-    eprintln!(
-        "skipping: {program} not found; install it (apt-get install {package}) to run this test"
-    );
-    false
-}
+use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
 
 /// A redis-server of this test, killed when dropped.
 struct Redis {
@@ -121,7 +107,9 @@ impl Node {
 
 #[test]
 fn a_second_node_is_served_from_the_remote_ccache_without_compiling() {
-    if !available("ccache", "ccache") || !available("redis-server", "redis-server") {
+    if !launcher_available("ccache", "ccache")
+        || !launcher_available("redis-server", "redis-server")
+    {
         return;
     }
     let t = Tree::new("remote-ccache");
