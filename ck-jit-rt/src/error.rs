@@ -138,8 +138,11 @@ pub enum Error {
     Offline {
         /// The blob.
         blob: String,
-        /// What switched it off.
-        reason: &'static str,
+        /// What switched it off, with the value as it was set
+        /// (`CK_JIT_OFFLINE=yes`, `ck_jit_rt::freeze() was called`).
+        reason: String,
+        /// The cache directory that was looked in, when known.
+        cache: Option<PathBuf>,
     },
     /// A file operation in the cache failed.
     Io {
@@ -291,10 +294,23 @@ impl fmt::Display for Error {
                  raise CK_JIT_LOCK_TIMEOUT or check that process",
                 lock.display()
             ),
-            Error::Offline { blob, reason } => write!(
-                f,
-                "ck-jit: blob '{blob}' is not in the cache and compiling is off ({reason})"
-            ),
+            Error::Offline {
+                blob,
+                reason,
+                cache,
+            } => {
+                let (looked, dir) = match cache {
+                    Some(c) => (format!(" {}", c.display()), format!(" --cache-dir {}", c.display())),
+                    None => (String::new(), String::new()),
+                };
+                write!(
+                    f,
+                    "ck-jit: blob '{blob}' is not in the cache{looked} and compiling is off \
+                     ({reason}); fill the cache where compiling is allowed: \
+                     `ck-jit build --manifest MANIFEST{dir} {blob}` (a program's embedded \
+                     manifest: `ck-jit export-manifest`)"
+                )
+            }
             Error::Io { op, path, error } => {
                 write!(f, "ck-jit: {op} {}: {error}", path.display())
             }

@@ -331,6 +331,21 @@ impl Runtime {
         &self.store
     }
 
+    /// Why a miss may not compile, if it may not: [`freeze`], or offline
+    /// mode, named with the value `CK_JIT_OFFLINE` has.
+    fn offline_reason(&self) -> Option<String> {
+        if FROZEN.load(Ordering::SeqCst) {
+            return Some("ck_jit_rt::freeze() was called".to_string());
+        }
+        if !(self.config.offline || config().offline) {
+            return None;
+        }
+        Some(match std::env::var_os("CK_JIT_OFFLINE") {
+            Some(v) => format!("CK_JIT_OFFLINE={}", v.to_string_lossy()),
+            None => "offline mode (Config::offline)".to_string(),
+        })
+    }
+
     /// Where the manifest came from, as errors name it.
     pub(crate) fn origin(&self) -> &str {
         &self.origin
@@ -589,12 +604,11 @@ impl Runtime {
                     return Ok((e, bytes, Outcome::Cached));
                 }
             }
-            if let Some(reason) =
-                frozen_reason().or(self.config.offline.then_some("CK_JIT_OFFLINE=1"))
-            {
+            if let Some(reason) = self.offline_reason() {
                 return Err(Error::Offline {
                     blob: blob.to_string(),
                     reason,
+                    cache: self.cache_dir().ok(),
                 });
             }
             let (_, prekey) = plan.compilable()?;

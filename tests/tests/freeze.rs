@@ -34,18 +34,24 @@ fn freeze_and_offline_turn_misses_into_errors_without_compiling() {
     assert_eq!(call(rt.resolve("cold", None).unwrap(), 5), 15);
     assert_eq!(t.compiles(), 2);
 
-    // CK_JIT_OFFLINE=1 in a new process.
+    // CK_JIT_OFFLINE (set to "yes") in a new process.
     t.c_blob("cold", 4, 0);
     let manifest = t.write_manifest(&m);
     let out = Command::new(PROBE)
         .arg(&manifest)
         .arg(t.cache_dir())
         .args(["cold", "1"])
-        .env("CK_JIT_OFFLINE", "1")
+        .env("CK_JIT_OFFLINE", "yes")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
-    assert!(text.contains("CK_JIT_OFFLINE=1"), "{text}");
+    // The value as set, the directory looked in, and how to fill it.
+    assert!(text.contains("CK_JIT_OFFLINE=yes"), "{text}");
+    assert!(
+        text.contains(&t.cache_dir().display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("ck-jit build --manifest"), "{text}");
     assert_eq!(t.compiles(), 2);
 }
