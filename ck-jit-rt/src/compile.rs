@@ -85,7 +85,7 @@ impl CompilerCheck {
     }
 }
 
-type Identities = HashMap<String, Result<Arc<CompilerId>, String>>;
+type Identities = HashMap<String, Arc<CompilerId>>;
 static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(HashMap::new()));
 
 /// Looks a program up in `PATH` (or takes it as a path when it has a `/`).
@@ -116,12 +116,14 @@ pub fn identify(
 ) -> Result<Arc<CompilerId>, Error> {
     let overridden = compiler_override(program);
     let cache_key = format!("{program}\0{overridden:?}\0{}", check.tag());
-    if let Some(r) = IDS.lock().ok().and_then(|m| m.get(&cache_key).cloned()) {
-        return r.map_err(|detail| not_found(program, blob, detail));
+    if let Some(id) = IDS.lock().ok().and_then(|m| m.get(&cache_key).cloned()) {
+        return Ok(id);
     }
     let r = identify_uncached(program, overridden, check, store);
-    if let Ok(mut m) = IDS.lock() {
-        m.insert(cache_key, r.clone());
+    // Only an identity is kept: a compiler that is missing now may be
+    // installed before the next call.
+    if let (Ok(id), Ok(mut m)) = (&r, IDS.lock()) {
+        m.insert(cache_key, id.clone());
     }
     r.map_err(|detail| not_found(program, blob, detail))
 }

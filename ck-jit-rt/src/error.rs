@@ -186,7 +186,10 @@ impl Error {
     /// Whether the failure should be remembered for the process, so a loop
     /// calling a broken blob does not run the compiler in a loop.
     pub(crate) fn is_sticky(&self) -> bool {
-        !matches!(self, Error::Offline { .. } | Error::LockTimeout { .. })
+        matches!(
+            self,
+            Error::CompileFailed { .. } | Error::BadObject { .. } | Error::SymbolNotFound { .. }
+        )
     }
 }
 

@@ -30,7 +30,7 @@ use crate::store::{BlobInfo, Store};
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
 static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs()));
-static FALLBACK: OnceCell<Result<Runtime, Error>> = OnceCell::new();
+static FALLBACK: OnceCell<Runtime> = OnceCell::new();
 
 /// After this, any cache miss is an error instead of a compile (for code
 /// that must not stall: graph capture, latency-critical serving).
@@ -67,15 +67,18 @@ pub fn frozen_reason() -> Option<&'static str> {
 }
 
 /// The runtime for `CK_JIT_MANIFEST`, if set (shared by every embedded
-/// manifest as the place to look for blobs they do not know).
+/// manifest as the place to look for blobs they do not know). A manifest
+/// that cannot be read is not remembered: the next call reads it again.
 pub fn fallback() -> Option<Result<&'static Runtime, Error>> {
-    let path = config().manifest.clone()?;
-    Some(
-        FALLBACK
-            .get_or_init(|| Runtime::from_file(&path).map(|r| r.into_fallback()))
-            .as_ref()
-            .map_err(Clone::clone),
-    )
+    let path = config().manifest.as_ref()?;
+    Some(FALLBACK.get_or_try_init(|| Runtime::from_file(path).map(|r| r.into_fallback())))
+}
+
+/// Forgets what this process keeps between calls about the machine:
+/// compiler identities and recent header checks.
+fn forget_process_state() {
+    compile::forget_identities();
+    cache::forget_checks();
 }
 
 /// Whether a request found the cache entry or had to compile it.
@@ -137,7 +140,32 @@ impl Plan {
 struct BlobState {
     init: Mutex<()>,
     loaded: OnceCell<Arc<Loaded>>,
-    failure: Mutex<Option<Error>>,
+    failure: Mutex<Option<Remembered>>,
+}
+
+/// A failure that retrying cannot fix, with the key of the inputs it
+/// happened on: a call made after the source, the flags or the compiler
+/// changed (a new prekey) tries again.
+#[derive(Clone)]
+struct Remembered {
+    error: Error,
+    prekey: Option<String>,
+}
+
+/// A failure of the cold path, with the prekey it was planned under when
+/// planning got that far.
+struct Failure {
+    error: Error,
+    prekey: Option<String>,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure {
+            error,
+            prekey: None,
+        }
+    }
 }
 
 /// A runtime over one manifest: resolves its blobs to loaded entry points.
@@ -152,7 +180,7 @@ pub struct Runtime {
     canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
     cache_dir: Option<PathBuf>,
     config: Config,
-    cache: OnceCell<Result<Cache, Error>>,
+    cache: OnceCell<Cache>,
     states: Mutex<HashMap<String, Arc<BlobState>>>,
     is_fallback: bool,
 }
@@ -261,23 +289,22 @@ impl Runtime {
         }
     }
 
-    /// The opened cache (created and checked on first use).
+    /// The opened cache (created and checked on first use; a cache that
+    /// cannot be opened is tried again on the next call, so a full disk or
+    /// a permission fixed meanwhile does not last until exit).
     pub fn cache(&self) -> Result<&Cache, Error> {
-        self.cache
-            .get_or_init(|| {
-                let dir = self.cache_dir()?;
-                let c = Cache::open(&dir, self.config.shared_cache)?;
-                let swept = c.sweep_temps(self.config.compile_timeout * 2);
-                if swept > 0 {
-                    log::info!(
-                        "ck-jit: removed {swept} stale temp files from {}",
-                        dir.display()
-                    );
-                }
-                Ok(c)
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        self.cache.get_or_try_init(|| {
+            let dir = self.cache_dir()?;
+            let c = Cache::open(&dir, self.config.shared_cache)?;
+            let swept = c.sweep_temps(self.config.compile_timeout * 2);
+            if swept > 0 {
+                log::info!(
+                    "ck-jit: removed {swept} stale temp files from {}",
+                    dir.display()
+                );
+            }
+            Ok(c)
+        })
     }
 
     fn state(&self, blob: &str) -> Arc<BlobState> {
@@ -363,8 +390,14 @@ impl Runtime {
         loaded.resolve(&spec)
     }
 
-    /// Compiles (if needed) and loads a blob; the result, or the failure,
-    /// is remembered for the process (see [`Runtime::reset`]).
+    /// Compiles (if needed) and loads a blob. A loaded blob stays loaded
+    /// for the process. A failure that retrying cannot fix (the compiler
+    /// failed or wrote an unusable object) is remembered with the key of
+    /// the inputs it happened on, so a loop calling a broken blob does not
+    /// run the compiler in a loop; any other failure (a missing compiler, a
+    /// cache that cannot be written, a lock timeout, offline mode) is tried
+    /// again on the next call. A remembered failure is forgotten when the
+    /// source, flags or compiler change, and by [`Runtime::reset`].
     pub fn load(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
         let owner = self.owner(blob)?;
         if !std::ptr::eq(owner, self) {
@@ -378,13 +411,18 @@ impl Runtime {
         if let Some(l) = state.loaded.get() {
             return Ok(l.clone());
         }
-        if let Some(e) = state
+        let remembered = state
             .failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            return Err(e);
+            .clone();
+        if let Some(r) = remembered {
+            // Still the inputs it failed on? Then the answer is the same.
+            let plan = self.plan(blob)?;
+            if plan.prekey().map(|p| p.to_string()) == r.prekey {
+                return Err(r.error);
+            }
+            *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
         match self.load_uncached(blob) {
             Ok(l) => {
@@ -392,32 +430,40 @@ impl Runtime {
                 let _ = state.loaded.set(l.clone());
                 Ok(l)
             }
-            Err(e) => {
+            Err(Failure { error, prekey }) => {
                 stats::FAILURES.add(1);
-                log::warn!("{e}");
+                log::warn!("{error}");
                 if self.config.verbose {
-                    eprintln!("{e}");
+                    eprintln!("{error}");
                 }
-                if e.is_sticky() {
-                    *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+                if error.is_sticky() && prekey.is_some() {
+                    *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(Remembered {
+                        error: error.clone(),
+                        prekey,
+                    });
                 }
-                Err(e)
+                Err(error)
             }
         }
     }
 
-    /// Forgets a remembered failure of `blob`, so the next call retries.
+    /// Forgets a remembered failure of `blob`, and the compiler identities
+    /// and header checks this process keeps, so the next call retries from
+    /// scratch.
     pub fn reset(&self, blob: &str) {
         let state = self.state(blob);
         *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        forget_process_state();
     }
 
-    /// Forgets every remembered failure.
+    /// Forgets every remembered failure (and what [`Runtime::reset`]
+    /// forgets).
     pub fn reset_all(&self) {
         let m = self.states.lock().unwrap_or_else(|e| e.into_inner());
         for s in m.values() {
             *s.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
+        forget_process_state();
     }
 
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
@@ -536,9 +582,9 @@ impl Runtime {
         Ok(None)
     }
 
-    fn load_uncached(&self, blob: &str) -> Result<Loaded, Error> {
+    fn load_uncached(&self, blob: &str) -> Result<Loaded, Failure> {
         let t0 = Instant::now();
-        let (mut entry, mut bytes, mut outcome) = self.ensure(blob, false)?;
+        let (mut entry, mut bytes, mut outcome) = self.ensure_planned(blob, false)?;
         let mut retries = 0;
         let loaded = loop {
             match Loaded::open(blob, &entry.object, &bytes) {
@@ -547,9 +593,14 @@ impl Runtime {
                 // the check and the dlopen: look again.
                 Err(Error::DlOpen { .. }) if !entry.object.exists() && retries < 3 => {
                     retries += 1;
-                    (entry, bytes, outcome) = self.ensure(blob, false)?;
+                    (entry, bytes, outcome) = self.ensure_planned(blob, false)?;
                 }
-                Err(e) => return Err(e),
+                Err(error) => {
+                    return Err(Failure {
+                        error,
+                        prekey: Some(entry.record.prekey.clone()),
+                    })
+                }
             }
         };
         let dt = t0.elapsed();
@@ -587,9 +638,18 @@ impl Runtime {
     /// if needed (or always, with `force`), and returns it with its bytes.
     /// This is the exact path a lazy call takes, minus the `dlopen`.
     pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, ObjectBytes, Outcome), Error> {
+        self.ensure_planned(blob, force).map_err(|f| f.error)
+    }
+
+    /// [`Runtime::ensure`], saying which prekey a failure happened under.
+    fn ensure_planned(
+        &self,
+        blob: &str,
+        force: bool,
+    ) -> Result<(Entry, ObjectBytes, Outcome), Failure> {
         let owner = self.owner(blob)?;
         if !std::ptr::eq(owner, self) {
-            return owner.ensure(blob, force);
+            return owner.ensure_planned(blob, force);
         }
         // A source that changes under the compiler is planned again, so the
         // result is stored under the key of what was compiled; a source
@@ -609,7 +669,8 @@ impl Runtime {
                     blob: blob.to_string(),
                     reason,
                     cache: self.cache_dir().ok(),
-                });
+                }
+                .into());
             }
             let (_, prekey) = plan.compilable()?;
             let cache = self.cache()?;
@@ -626,14 +687,22 @@ impl Runtime {
                 stats::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
-            if let Some((e, bytes)) = self.compile(cache, &plan)? {
-                return Ok((e, bytes, Outcome::Compiled));
+            match self.compile(cache, &plan) {
+                Ok(Some((e, bytes))) => return Ok((e, bytes, Outcome::Compiled)),
+                Ok(None) => {}
+                Err(error) => {
+                    return Err(Failure {
+                        error,
+                        prekey: Some(prekey.to_string()),
+                    })
+                }
             }
         }
         Err(Error::SourceChanged {
             blob: blob.to_string(),
             path: last_source,
-        })
+        }
+        .into())
     }
 
     /// Runs the compiler and publishes the result. `None` when the source

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use ck_jit_rt::{Error, Outcome};
+use ck_jit_rt::{Error, Outcome, Runtime};
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
 
 const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
@@ -58,6 +58,50 @@ fn failing_compile_reports_command_status_stderr_and_log_and_is_remembered() {
     rt.reset("broken");
     assert!(rt.resolve("broken", None).is_err());
     assert_eq!(t.compiles(), 2);
+    // So does an edit of the source: a failure is remembered for the
+    // inputs it happened on, not for the blob.
+    t.write("kernels/broken.c", "int broken(int x) { return x; }\n");
+    assert!(rt.resolve("broken", None).is_err());
+    assert_eq!(t.compiles(), 3);
+    assert!(rt.resolve("broken", None).is_err());
+    assert_eq!(t.compiles(), 3);
+}
+
+#[test]
+fn a_compiler_installed_after_a_failed_call_is_used_by_the_next_call() {
+    let t = Tree::new("lateinstall");
+    t.c_blob("k", 3, 1);
+    let cc = t.path("bin/late-cc");
+    let rt = t.runtime(
+        &c_manifest(&t.dir, &["k"], &cc.to_string_lossy(), &[]),
+        test_config(),
+    );
+    let err = rt.resolve("k", None).unwrap_err();
+    assert!(matches!(err, Error::CompilerNotFound { .. }), "{err}");
+    t.write("bin/late-cc", "#!/bin/sh\nexec cc \"$@\"\n");
+    fs::set_permissions(&cc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // No reset, no new runtime: the next call finds it.
+    let p = rt.resolve("k", None).expect("compiler installed since");
+    assert_eq!(call(p, 5), 16);
+}
+
+#[test]
+fn a_cache_directory_that_could_not_be_created_is_tried_again() {
+    let t = Tree::new("latecache");
+    t.c_blob("k", 2, 2);
+    // A file where the cache's parent directory should be: ENOTDIR, the
+    // kind of failure a full disk or a missing mount also gives.
+    t.write("blocked", "not a directory");
+    let rt = Runtime::new(c_manifest(&t.dir, &["k"], "cc", &[]), "test")
+        .with_config(test_config())
+        .with_root(&t.dir)
+        .with_cache_dir(t.path("blocked/cache"));
+    let err = rt.resolve("k", None).unwrap_err();
+    assert!(!err.to_string().is_empty());
+    assert!(rt.resolve("k", None).is_err());
+    fs::remove_file(t.path("blocked")).unwrap();
+    let p = rt.resolve("k", None).expect("the cache can be created now");
+    assert_eq!(call(p, 5), 12);
 }
 
 #[test]

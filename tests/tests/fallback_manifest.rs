@@ -48,6 +48,43 @@ fn unknown_blobs_are_looked_up_in_the_fallback_manifest() {
 }
 
 #[test]
+fn a_fallback_manifest_that_could_not_be_read_is_read_again_on_the_next_call() {
+    use std::io::{BufRead, BufReader, Write};
+    let own = Tree::new("own-late");
+    own.c_blob("mine", 2, 0);
+    let own_manifest = own.write_manifest(&c_manifest(&own.dir, &["mine"], "cc", &[]));
+    let other = Tree::new("other-late");
+    other.c_blob("theirs", 3, 0);
+    let late = other.path("late/manifest.json");
+    let mut child = probe(&own_manifest, &own.cache_dir(), "theirs")
+        .arg("--again")
+        .env("CK_JIT_MANIFEST", &late)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(
+        first.contains("error") && first.contains("late/manifest.json"),
+        "{first}"
+    );
+    // The manifest appears (a volume mounted late, a deploy finishing).
+    std::fs::create_dir_all(late.parent().unwrap()).unwrap();
+    std::fs::write(
+        &late,
+        c_manifest(&other.dir, &["theirs"], "cc", &[]).to_json(),
+    )
+    .unwrap();
+    writeln!(child.stdin.take().unwrap()).unwrap();
+    let mut second = String::new();
+    out.read_line(&mut second).unwrap();
+    assert!(child.wait().unwrap().success(), "{second}");
+    assert!(second.contains("\"value\":15"), "{second}");
+}
+
+#[test]
 fn ck_jit_root_relocates_the_tree() {
     let t = Tree::new("reloc");
     t.c_blob("k", 4, 0);

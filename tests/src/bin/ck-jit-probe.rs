@@ -2,7 +2,10 @@
 //! runtime exactly as a lazy call would, calls it as `extern "C" fn(i32) ->
 //! i32`, and prints one JSON line with the result and the counters.
 //!
-//! `ck-jit-probe <manifest> <cache-dir> <blob> <arg> [--hold-ms N]`
+//! `ck-jit-probe <manifest> <cache-dir> <blob> <arg> [--hold-ms N] [--again]`
+//!
+//! With `--again`, a failed resolve prints its error line, waits for a line
+//! on standard input, and resolves once more in the same process.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -10,7 +13,9 @@ use std::time::{Duration, Instant};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 4 {
-        eprintln!("usage: ck-jit-probe <manifest> <cache-dir> <blob> <arg> [--hold-ms N]");
+        eprintln!(
+            "usage: ck-jit-probe <manifest> <cache-dir> <blob> <arg> [--hold-ms N] [--again]"
+        );
         std::process::exit(2);
     }
     let hold = args
@@ -27,8 +32,16 @@ fn main() {
         }
     };
     let arg: i32 = args[3].parse().unwrap_or(0);
-    let t0 = Instant::now();
-    match rt.resolve(&args[2], None) {
+    let mut t0 = Instant::now();
+    let mut resolved = rt.resolve(&args[2], None);
+    if let (Err(e), true) = (&resolved, args.iter().any(|a| a == "--again")) {
+        println!("{}", serde_json::json!({"error": e.to_string()}));
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        t0 = Instant::now();
+        resolved = rt.resolve(&args[2], None);
+    }
+    match resolved {
         Ok(p) => {
             let dt = t0.elapsed();
             // SAFETY: the test blobs export `int f(int)`.
