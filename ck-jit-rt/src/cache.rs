@@ -350,14 +350,19 @@ impl InputsKey {
         InputsKey(h.finalize())
     }
 
-    /// The key of these inputs compiled by `compiler` (its resolved path
-    /// and `--version` output).
-    pub fn prekey(&self, compiler: &CompilerId) -> Prekey {
+    /// The key of these inputs compiled by `compiler` (its resolved path,
+    /// `--version` output and files) in an environment whose compiler
+    /// variables are `env` ([`compile::key_env`]).
+    pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
         let mut h = blake3::Hasher::new();
         h.update(self.0.as_bytes());
         h.update(compiler.real.as_os_str().as_encoded_bytes());
         h.update(b"\0");
         h.update(compiler.version.as_bytes());
+        h.update(b"\0files\0");
+        h.update(compiler.files.as_bytes());
+        h.update(b"\0env\0");
+        h.update(env.as_bytes());
         Prekey(short_hash(&h.finalize()))
     }
 }

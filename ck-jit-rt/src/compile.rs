@@ -38,6 +38,64 @@ pub struct CompilerId {
     pub real: PathBuf,
     /// Its `--version` output.
     pub version: String,
+    /// The compiler's files themselves, as the policy identifies them:
+    /// size and modification time of each (`mtime`), or a hash of each
+    /// (`content`), over the compiler and the files behind a wrapper; empty
+    /// for `command` and `string:`. An upgrade in place that prints the
+    /// same `--version` text is still a new key. Inode and device are not
+    /// part of it, so machines that install the same package share keys.
+    pub files: String,
+}
+
+/// Variables, besides the arguments, that change what a compiler produces:
+/// include and library search paths the driver reads, the ROCm/HIP and
+/// CUDA installation a wrapper picks, and flags a wrapper appends. Their
+/// values (set or not) are part of every cache key; `CK_JIT_KEY_ENV` adds
+/// more (comma- or space-separated names).
+pub const KEY_ENV: &[&str] = &[
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "LIBRARY_PATH",
+    "GCC_EXEC_PREFIX",
+    "COMPILER_PATH",
+    "CCC_OVERRIDE_OPTIONS",
+    "SOURCE_DATE_EPOCH",
+    "HIP_PATH",
+    "ROCM_PATH",
+    "HIP_CLANG_PATH",
+    "HIP_PLATFORM",
+    "HIP_COMPILER",
+    "HIP_RUNTIME",
+    "HIP_DEVICE_LIB_PATH",
+    "DEVICE_LIB_PATH",
+    "HIPCC_COMPILE_FLAGS_APPEND",
+    "HIPCC_LINK_FLAGS_APPEND",
+    "HSA_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "NVCC_CCBIN",
+];
+
+/// The values of [`KEY_ENV`] and of `extra` as they are now, in a form
+/// for the key: `NAME=value` for each variable that is set.
+pub fn key_env(extra: &[String]) -> String {
+    let mut out = String::new();
+    for name in KEY_ENV
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+    {
+        if let Some(v) = std::env::var_os(name) {
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&v.to_string_lossy());
+            out.push('\0');
+        }
+    }
+    out
 }
 
 /// How a compiler is identified for the cache key (`CK_JIT_COMPILER_CHECK`),
@@ -174,6 +232,7 @@ fn identify_uncached(
                 path,
                 real,
                 version: format!("string:{text}"),
+                files: String::new(),
             }))
         }
         CompilerCheck::Invalid(v) => {
@@ -184,12 +243,21 @@ fn identify_uncached(
         }
         CompilerCheck::Mtime | CompilerCheck::Content => {
             let mut id = check.tag();
+            let mut files = String::new();
             for file in std::iter::once(real.clone()).chain(wrapped_files(&real)) {
+                let (key, local) = file_identity(&file, check)?;
+                files.push_str(&key);
+                files.push('\0');
                 id.push('\0');
-                id.push_str(&file_identity(&file, check)?);
+                id.push_str(&key);
+                id.push_str(&local);
             }
-            Some(id)
+            Some((id, files))
         }
+    };
+    let (file_id, files) = match file_id {
+        Some((id, files)) => (Some(id), files),
+        None => (None, String::new()),
     };
     // The version text of this very file, when an earlier process kept it.
     let kept = match (&file_id, store) {
@@ -201,6 +269,7 @@ fn identify_uncached(
             path,
             real,
             version: text,
+            files,
         }));
     }
     let out = Command::new(&path)
@@ -216,6 +285,7 @@ fn identify_uncached(
         path,
         real,
         version,
+        files,
     }))
 }
 
@@ -234,28 +304,30 @@ fn version_text(out: &std::process::Output) -> String {
     text
 }
 
-/// One file's part of a compiler identity: its resolved path with its
-/// size, modification time, inode and device (`mtime`), or a hash of its
-/// bytes (`content`).
-fn file_identity(file: &Path, check: &CompilerCheck) -> Result<String, String> {
+/// One file's part of a compiler identity, in two pieces: what goes in
+/// the cache key (its resolved path with its size and modification time
+/// for `mtime`, or a hash of its bytes for `content`), and what else tells
+/// this machine's file apart (inode and device, for `mtime`), which only
+/// decides whether a kept `--version` text still applies.
+fn file_identity(file: &Path, check: &CompilerCheck) -> Result<(String, String), String> {
     use std::os::unix::fs::MetadataExt;
     if *check == CompilerCheck::Content {
         let bytes = fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        return Ok(format!(
-            "{}\0{}",
-            file.display(),
-            blake3::hash(&bytes).to_hex()
+        return Ok((
+            format!("{}\0{}", file.display(), blake3::hash(&bytes).to_hex()),
+            String::new(),
         ));
     }
     let m = fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(format!(
-        "{}\0{}\0{}.{}\0{}\0{}",
-        file.display(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ino(),
-        m.dev()
+    Ok((
+        format!(
+            "{}\0{}\0{}.{}",
+            file.display(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec()
+        ),
+        format!("\0{}\0{}", m.ino(), m.dev()),
     ))
 }
 
@@ -879,6 +951,7 @@ mod tests {
             path: "/usr/bin/c++".into(),
             real: "/usr/bin/g++".into(),
             version: "1".into(),
+            files: String::new(),
         };
         let req = Request {
             blob: "k",

@@ -55,6 +55,9 @@ pub struct Config {
     pub cache_max_size: Option<String>,
     /// `CK_JIT_COMPILER_CHECK`: how a compiler is identified.
     pub compiler_check: crate::compile::CompilerCheck,
+    /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
+    /// [`crate::compile::KEY_ENV`].
+    pub key_env: Vec<String>,
 }
 
 static CONFIG: Lazy<Config> = Lazy::new(Config::from_env);
@@ -113,6 +116,15 @@ impl Config {
             compile_timeout,
             lock_timeout,
             cache_max_size: var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned()),
+            key_env: var("CK_JIT_KEY_ENV")
+                .map(|v| {
+                    v.to_string_lossy()
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
             compiler_check: crate::compile::CompilerCheck::parse(
                 var("CK_JIT_COMPILER_CHECK")
                     .map(|v| v.to_string_lossy().into_owned())

@@ -509,7 +509,7 @@ impl Runtime {
             store.as_deref(),
         )
         .map(|id| {
-            let prekey = inputs_key.prekey(&id);
+            let prekey = inputs_key.prekey(&id, &compile::key_env(&self.config.key_env));
             (id, prekey)
         });
         let cwd = match &g.cwd {

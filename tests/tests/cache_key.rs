@@ -297,17 +297,18 @@ fn hipcc_is_followed_to_its_clang_and_its_stderr_noise_is_not_in_the_key() {
     assert_eq!(next("mtime"), Outcome::Cached);
     assert_eq!(version_calls(&t), 1);
 
-    // No GPU driver: the same installation, the same key.
+    // No GPU driver: the same installation, the same key (`command` keys
+    // on the version text alone, so only the text can tell them apart).
     t.write("no-gpu", "");
-    assert_eq!(next("command"), Outcome::Cached);
+    assert_eq!(next("command"), Outcome::Compiled);
     fs::remove_file(t.path("no-gpu")).unwrap();
     assert_eq!(next("command"), Outcome::Cached);
     assert_eq!(version_calls(&t), 3);
 
-    // The clang behind the wrapper replaced: asked again (same text here,
-    // so the entry still fits); then a new version is a new key.
+    // The clang behind the wrapper replaced: asked again, and a new key
+    // although it prints the same text; then a new version is a new key.
     exe("bin/clang++", "#!/bin/sh\n# clang 15.0.7\n");
-    assert_eq!(next("mtime"), Outcome::Cached);
+    assert_eq!(next("mtime"), Outcome::Compiled);
     assert_eq!(version_calls(&t), 4);
     assert_eq!(next("mtime"), Outcome::Cached);
     assert_eq!(version_calls(&t), 4);
@@ -578,4 +579,79 @@ fn entries_of_the_previous_cache_format_are_misses_but_still_listed() {
     assert_eq!(listed[0].record.deps, e.record.deps);
     assert!(cache.verify(&listed[0]).is_ok());
     assert_eq!(outcome(&fresh(&t, &["o"], &[]), "o"), Outcome::Compiled);
+}
+
+/// A compiler upgraded in place whose `--version` prints what the old one
+/// printed is still a new key: the compiler's own file is part of it.
+#[test]
+fn a_compiler_replaced_in_place_with_the_same_version_text_is_a_miss() {
+    let t = Tree::new("same-version");
+    t.c_blob("v", 1, 1);
+    let script = versioned_compiler(&t);
+    let m = c_manifest(&t.dir, &["v"], script.to_str().unwrap(), &[]);
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "v"),
+        Outcome::Compiled
+    );
+    ck_jit_rt::__internals::forget_identities();
+    assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
+    let text = fs::read_to_string(&script).unwrap();
+    let new = t.write("bin/cc-versioned.new", &format!("{text}# rebuilt\n"));
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&new, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::rename(&new, &script).unwrap();
+    for check in ["mtime", "content"] {
+        let mut c = test_config();
+        c.compiler_check = ck_jit_rt::CompilerCheck::parse(Some(check));
+        ck_jit_rt::__internals::forget_identities();
+        let first = outcome(&t.runtime(&m, c.clone()), "v");
+        ck_jit_rt::__internals::forget_identities();
+        assert_eq!(outcome(&t.runtime(&m, c), "v"), Outcome::Cached, "{check}");
+        if check == "mtime" {
+            assert_eq!(first, Outcome::Compiled, "{check}");
+        }
+    }
+    // The same version text every time: only the file told them apart.
+    assert!(fs::read_to_string(t.path("version.txt"))
+        .unwrap()
+        .contains("cc 1.0"));
+}
+
+/// Variables that change what a compiler produces are part of the key:
+/// the documented list (`CPATH` here, in a process of its own) and the
+/// names `CK_JIT_KEY_ENV` adds.
+#[test]
+fn compiler_variables_are_part_of_the_key() {
+    let t = Tree::new("key-env");
+    t.c_blob("e", 2, 1);
+    let manifest = t.write_manifest(&c_manifest(&t.dir, &["e"], "cc", &[]));
+    let probe = |vars: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ck-jit-probe"));
+        c.arg(&manifest).arg(t.cache_dir()).arg("e").arg("3");
+        for v in ["CPATH", "CK_JIT_KEY_ENV", "MY_SDK_FLAVOUR"] {
+            c.env_remove(v);
+        }
+        c.envs(vars.iter().copied());
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("\"value\":7"), "{text}");
+        text.contains("\"compiles\":1")
+    };
+    assert!(probe(&[]), "first compile");
+    assert!(!probe(&[]), "same environment: a hit");
+    let inc = t.path("inc");
+    fs::create_dir_all(&inc).unwrap();
+    let inc = inc.to_string_lossy().into_owned();
+    assert!(probe(&[("CPATH", &inc)]), "CPATH set: a miss");
+    assert!(!probe(&[("CPATH", &inc)]), "same CPATH: a hit");
+    // Not in the list: no effect until CK_JIT_KEY_ENV names it.
+    assert!(!probe(&[("CPATH", &inc), ("MY_SDK_FLAVOUR", "a")]));
+    let named = [
+        ("CPATH", inc.as_str()),
+        ("CK_JIT_KEY_ENV", "MY_SDK_FLAVOUR"),
+        ("MY_SDK_FLAVOUR", "b"),
+    ];
+    assert!(probe(&named), "a named variable set: a miss");
+    assert!(!probe(&named));
 }
