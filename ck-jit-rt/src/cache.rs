@@ -185,6 +185,10 @@ pub struct Entry {
 pub struct ObjectBytes {
     bytes: Bytes,
     hashed: bool,
+    /// The file these bytes were read from and checked, open: what a
+    /// shared cache's loads go through, so nothing can swap the file
+    /// between the check and the `dlopen`.
+    file: Option<File>,
 }
 
 /// Objects up to this size are read when their identity is trusted;
@@ -209,7 +213,19 @@ impl ObjectBytes {
         ObjectBytes {
             bytes: Bytes::Owned(bytes),
             hashed: true,
+            file: None,
         }
+    }
+
+    /// These bytes, with the open file they were checked in.
+    fn from_file(mut self, file: File) -> ObjectBytes {
+        self.file = Some(file);
+        self
+    }
+
+    /// The open file the bytes were checked in, when there is one.
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_ref()
     }
 
     /// The bytes of `f` (`len` long), not hashed: read when small, mapped
@@ -223,6 +239,7 @@ impl ObjectBytes {
         Some(ObjectBytes {
             bytes,
             hashed: false,
+            file: None,
         })
     }
 
@@ -292,6 +309,18 @@ impl fmt::Debug for ObjectBytes {
 #[derive(Debug)]
 pub struct LockGuard {
     _file: Option<File>,
+}
+
+/// A file found under an object's final name at publish time.
+enum Existing {
+    /// It holds the bytes being published (a concurrent identical
+    /// compile): keep it, describe it with the new record.
+    Same(File),
+    /// Its writer's record describes it (a concurrent compile whose output
+    /// differs in bytes, not in meaning): keep both, drop ours.
+    Vouched(Entry, ObjectBytes),
+    /// Nothing vouches for it.
+    Unvouched,
 }
 
 /// Hex BLAKE3, truncated to 128 bits (enough for a cache key).
@@ -816,68 +845,105 @@ impl Cache {
                     return Err(format!("read {} bytes of {}", bytes.len(), md.len()));
                 }
                 crate::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
-                return Ok(bytes);
+                return Ok(bytes.from_file(f));
             }
         }
-        hash_check(entry, &mut f, md.len()).map(ObjectBytes::hashed)
+        let bytes = hash_check(entry, &mut f, md.len())?;
+        Ok(ObjectBytes::hashed(bytes).from_file(f))
     }
 
     /// Moves an entry that failed verification into `bad/` (never deleted
     /// in place: a process may still have the old object mapped, and a
     /// person may want to look at it).
     pub fn quarantine(&self, entry: &Entry) {
+        for p in [&entry.record_path, &entry.object] {
+            self.move_aside(p);
+        }
+    }
+
+    /// Moves one file into `bad/` (removes it if that fails).
+    fn move_aside(&self, p: &Path) {
         let stamp = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        for p in [&entry.record_path, &entry.object] {
-            if let Some(name) = p.file_name() {
-                let to = self
-                    .root
-                    .join("bad")
-                    .join(format!("{stamp}-{}", name.to_string_lossy()));
-                if fs::rename(p, &to).is_err() {
-                    let _ = fs::remove_file(p);
-                }
+        if let Some(name) = p.file_name() {
+            let to = self
+                .root
+                .join("bad")
+                .join(format!("{stamp}-{}", name.to_string_lossy()));
+            if fs::rename(p, &to).is_err() {
+                let _ = fs::remove_file(p);
             }
         }
     }
 
-    /// Publishes a compiled object: fsync the temp file, link it under its
+    /// Publishes a compiled object (`bytes`, the contents of `tmp_object`,
+    /// which `record` describes): fsync the temp file, link it under its
     /// final name (never replacing an existing object, which some process
     /// may have mapped), then write the record the same way. Returns the
-    /// published entry.
-    pub(crate) fn publish(&self, tmp_object: &Path, mut record: Record) -> Result<Entry, Error> {
+    /// published entry with its bytes and the open file they are in.
+    ///
+    /// A file already under the final name is kept only when it is vouched
+    /// for: it holds these very bytes, or the record its writer published
+    /// describes it. Anything else (an orphan, a planted file) is moved to
+    /// `bad/` and this compile's object takes its place: a record never
+    /// describes a file its writer did not check.
+    pub(crate) fn publish(
+        &self,
+        tmp_object: &Path,
+        mut record: Record,
+        bytes: Vec<u8>,
+    ) -> Result<(Entry, ObjectBytes), Error> {
         // The header set first: a record is never visible before it.
         record.depset = self.write_depset(&record.deps)?;
         let dir = self.prekey_dir(&record.blob, &record.prekey);
         self.mkdir(&self.blob_dir(&record.blob))?;
         self.mkdir(&dir)?;
         let object = dir.join(format!("{}.so", record.key));
-        {
-            let f = File::open(tmp_object).map_err(|e| Error::io("opening", tmp_object, e))?;
-            f.sync_all()
-                .map_err(|e| Error::io("syncing", tmp_object, e))?;
-        }
+        let record_path = dir.join(format!("{}.json", record.key));
+        let ours = File::open(tmp_object).map_err(|e| Error::io("opening", tmp_object, e))?;
+        ours.sync_all()
+            .map_err(|e| Error::io("syncing", tmp_object, e))?;
         let _ = fs::set_permissions(
             tmp_object,
             fs::Permissions::from_mode(self.file_mode() | 0o100),
         );
-        match fs::hard_link(tmp_object, &object) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                // An identical-key object is already there (a concurrent
-                // compile on a shared cache, or an orphan of a killed one,
-                // which was complete: it had been synced before linking).
-                // Keep it and describe it, rather than replace a file some
-                // process may have mapped.
-                let bytes = fs::read(&object).map_err(|e| Error::io("reading", &object, e))?;
-                record.size = bytes.len() as u64;
-                record.checksum = blake3::hash(&bytes).to_hex().to_string();
-            }
-            Err(_) => {
-                // File systems without hard links: rename is still atomic.
-                fs::rename(tmp_object, &object).map_err(|e| Error::io("publishing", &object, e))?;
+        let mut file = ours;
+        let mut tries = 0;
+        loop {
+            match fs::hard_link(tmp_object, &object) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 3 => {
+                    tries += 1;
+                    match self.existing_object(&object, &record, &record_path) {
+                        Existing::Same(f) => {
+                            file = f;
+                            break;
+                        }
+                        Existing::Vouched(entry, theirs) => {
+                            let _ = fs::remove_file(tmp_object);
+                            return Ok((entry, theirs));
+                        }
+                        Existing::Unvouched => {
+                            log::warn!(
+                                "ck-jit: {} was in the cache with no record describing it; \
+                                 moved to bad/",
+                                object.display()
+                            );
+                            self.move_aside(&object);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(Error::io("publishing", &object, e))
+                }
+                Err(_) => {
+                    // File systems without hard links: rename is still atomic.
+                    fs::rename(tmp_object, &object)
+                        .map_err(|e| Error::io("publishing", &object, e))?;
+                    break;
+                }
             }
         }
         let _ = fs::remove_file(tmp_object);
@@ -886,7 +952,6 @@ impl Cache {
         record.object_stat = fs::symlink_metadata(&object)
             .map(|m| stat_string(&m))
             .unwrap_or_default();
-        let record_path = dir.join(format!("{}.json", record.key));
         let text = serde_json::to_vec(&record).map_err(|e| Error::Io {
             op: "encoding the record for",
             path: record_path.clone(),
@@ -897,12 +962,54 @@ impl Cache {
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
-        Ok(Entry {
-            object,
-            record_path,
-            record,
-            used: Some(SystemTime::now()),
-        })
+        Ok((
+            Entry {
+                object,
+                record_path,
+                record,
+                used: Some(SystemTime::now()),
+            },
+            ObjectBytes::hashed(bytes).from_file(file),
+        ))
+    }
+
+    /// What the file already under an object's final name is, for
+    /// [`Cache::publish`] of `record`.
+    fn existing_object(&self, object: &Path, record: &Record, record_path: &Path) -> Existing {
+        let Ok(mut f) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(object)
+        else {
+            return Existing::Unvouched;
+        };
+        let mut theirs = Vec::new();
+        if f.read_to_end(&mut theirs).is_err() {
+            return Existing::Unvouched;
+        }
+        let sum = blake3::hash(&theirs).to_hex().to_string();
+        if sum == record.checksum {
+            return Existing::Same(f);
+        }
+        match self.read_record(record_path, true) {
+            Some((rec, used))
+                if rec.checksum == sum
+                    && rec.prekey == record.prekey
+                    && rec.key == record.key
+                    && rec.size == theirs.len() as u64 =>
+            {
+                Existing::Vouched(
+                    Entry {
+                        object: object.to_path_buf(),
+                        record_path: record_path.to_path_buf(),
+                        record: rec,
+                        used,
+                    },
+                    ObjectBytes::hashed(theirs).from_file(f),
+                )
+            }
+            _ => Existing::Unvouched,
+        }
     }
 
     /// Marks an entry as used now (for least-recently-used eviction), unless
@@ -1514,7 +1621,7 @@ mod tests {
             command: vec![],
             created: 0,
         };
-        cache.publish(&tmp, record).unwrap()
+        cache.publish(&tmp, record, bytes.to_vec()).unwrap().0
     }
 
     fn age(path: &Path, secs: u64) {
@@ -1524,6 +1631,28 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::now() - Duration::from_secs(secs))
             .unwrap();
+    }
+
+    /// Two compiles of one key whose bytes differ (a compiler that embeds
+    /// a path): the second keeps the first's object and record. An object
+    /// no record describes is replaced, never described.
+    #[test]
+    fn publish_keeps_a_vouched_object_and_replaces_an_unvouched_one() {
+        let base = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&base.path().join("c"), false).unwrap();
+        let a = publish_bytes(&cache, "t", vec![], b"first object");
+        let b = publish_bytes(&cache, "t", vec![], b"second object!");
+        assert_eq!(b.object, a.object);
+        assert_eq!(b.record.checksum, a.record.checksum);
+        assert_eq!(fs::read(&b.object).unwrap(), b"first object");
+        assert_eq!(cache.verify(&b).unwrap(), b"first object");
+
+        fs::remove_file(&a.record_path).unwrap();
+        let c = publish_bytes(&cache, "t", vec![], b"third object");
+        assert_eq!(fs::read(&c.object).unwrap(), b"third object");
+        assert_eq!(cache.verify(&c).unwrap(), b"third object");
+        let bad = fs::read_dir(cache.root().join("bad")).unwrap().count();
+        assert_eq!(bad, 1);
     }
 
     #[test]

@@ -29,6 +29,23 @@ pub struct Loaded {
 impl Loaded {
     /// Loads `path` (whose bytes, already verified, are `bytes`).
     pub fn open(blob: &str, path: &Path, bytes: &[u8]) -> Result<Loaded, Error> {
+        Loaded::open_through(blob, path, bytes, None)
+    }
+
+    /// Loads `path` (whose bytes, already verified, are `bytes`), through
+    /// `file` when given: the open file those bytes were checked in, loaded
+    /// as `/proc/self/fd/N`, so a file swapped under the path after the
+    /// check is not what gets loaded (a shared cache's other writers). That
+    /// costs one descriptor per object, kept open for the process as the
+    /// object is. The loader then names the object by that path (what
+    /// `dladdr` reports); `/proc/self/maps` still shows the cache file.
+    /// Without `/proc`, by path.
+    pub fn open_through(
+        blob: &str,
+        path: &Path,
+        bytes: &[u8],
+        file: Option<&std::fs::File>,
+    ) -> Result<Loaded, Error> {
         symbol::check_header(bytes, Some(symbol::HOST_MACHINE)).map_err(|e| Error::BadObject {
             blob: blob.to_string(),
             path: path.to_path_buf(),
@@ -39,18 +56,33 @@ impl Loaded {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
+        // The descriptor stays open for the process, as the library does:
+        // the loader remembers objects by the name they were opened by, and
+        // a closed descriptor's number, reused for another object, would
+        // name this one again.
+        let via_fd = file.and_then(|f| {
+            use std::os::fd::{AsRawFd, IntoRawFd};
+            let p = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+            if !p.exists() {
+                return None;
+            }
+            let kept = f.try_clone().ok()?.into_raw_fd();
+            Some(PathBuf::from(format!("/proc/self/fd/{kept}")))
+        });
+        let open_path = via_fd.as_deref().unwrap_or(path);
         // SAFETY: loading runs the object's initialisers. The object is one
         // this process's manifest asked to be compiled from the manifest's
         // source with the manifest's command, verified against the checksum
         // recorded when it was published into a cache only this user can
         // write (or an explicitly shared one).
-        let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
-            Error::DlOpen {
-                blob: blob.to_string(),
-                path: path.to_path_buf(),
-                desc: e.to_string(),
-            }
-        })?;
+        let lib =
+            unsafe { Library::open(Some(open_path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+                Error::DlOpen {
+                    blob: blob.to_string(),
+                    path: path.to_path_buf(),
+                    desc: e.to_string(),
+                }
+            })?;
         Ok(Loaded {
             blob: blob.to_string(),
             path: path.to_path_buf(),

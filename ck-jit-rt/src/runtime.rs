@@ -587,7 +587,12 @@ impl Runtime {
         let (mut entry, mut bytes, mut outcome) = self.ensure_planned(blob, false)?;
         let mut retries = 0;
         let loaded = loop {
-            match Loaded::open(blob, &entry.object, &bytes) {
+            let through = if self.config.shared_cache {
+                bytes.file()
+            } else {
+                None
+            };
+            match Loaded::open_through(blob, &entry.object, &bytes, through) {
                 Ok(l) => break l,
                 // Evicted (`ck-jit gc`/`clean` in another process) between
                 // the check and the dlopen: look again.
@@ -773,13 +778,7 @@ impl Runtime {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
         };
-        let entry = cache.publish(&files.out, record)?;
-        let bytes = if entry.record.size == bytes.len() as u64 {
-            bytes
-        } else {
-            fs::read(&entry.object).map_err(|e| Error::io("reading", &entry.object, e))?
-        };
-        Ok(Some((entry, ObjectBytes::hashed(bytes))))
+        cache.publish(&files.out, record, bytes).map(Some)
     }
 }
 

@@ -463,3 +463,77 @@ fn kernels_stay_loaded_after_their_runtime_is_dropped() {
     assert!(!h.is_null(), "{} was closed", object.display());
     assert_eq!(call(p, 2), 7);
 }
+
+/// A file under an object's final name that no record describes (an
+/// orphan, or one planted there) is not vouched for by the next publish:
+/// it is moved to `bad/` and the new compile's object takes its place.
+#[test]
+fn a_file_planted_under_the_final_name_is_not_vouched_for() {
+    let t = Tree::new("planted");
+    t.c_blob("k", 3, 0);
+    let m = c_manifest(&t.dir, &["k"], "cc", &[]);
+    let (entry, _, o) = t.runtime(&m, test_config()).ensure("k", false).unwrap();
+    assert_eq!(o, Outcome::Compiled);
+    // Another object, compiled from other code, under the same name; the
+    // record gone, as after a compile killed between the two.
+    let other = t.write("other.c", "int k(int x) { return -x; }\n");
+    let planted = t.path("planted.so");
+    let ok = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&planted)
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    fs::remove_file(&entry.record_path).unwrap();
+    fs::remove_file(&entry.object).unwrap();
+    fs::copy(&planted, &entry.object).unwrap();
+
+    let rt = t.runtime(&m, test_config());
+    let (again, _, o) = rt.ensure("k", false).unwrap();
+    assert_eq!(o, Outcome::Compiled);
+    let bytes = fs::read(&again.object).unwrap();
+    assert_eq!(
+        rt.cache().unwrap().verify(&again).as_deref(),
+        Ok(&bytes[..]),
+        "the record describes the object it sits beside"
+    );
+    assert_ne!(
+        bytes,
+        fs::read(&planted).unwrap(),
+        "the planted file was replaced"
+    );
+    assert_eq!(call(rt.resolve("k", None).unwrap(), 2), 6);
+    let bad: Vec<_> = fs::read_dir(t.cache_dir().join("bad"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
+
+/// In a shared cache, what is loaded is the file that was checked: the
+/// object is opened, verified, and loaded through that descriptor.
+#[test]
+fn a_shared_cache_loads_the_descriptor_it_verified() {
+    let t = Tree::new("via-fd");
+    t.c_blob("k", 4, 0);
+    let m = c_manifest(&t.dir, &["k"], "cc", &[]);
+    let mut shared = test_config();
+    shared.shared_cache = true;
+    for round in 0..2 {
+        // Compiled, then a hit (fresh runtime, same cache).
+        let rt = t.runtime(&m, shared.clone());
+        let p = rt.resolve("k", None).unwrap();
+        assert_eq!(call(p, 2), 8);
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: `p` is a function in a loaded object; dladdr only reads.
+        assert_ne!(
+            unsafe { libc::dladdr(p as *const libc::c_void, &mut info) },
+            0
+        );
+        // SAFETY: dladdr filled a NUL-terminated name.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+        assert!(name.starts_with("/proc/self/fd/"), "round {round}: {name}");
+        let _ = rt;
+    }
+}
