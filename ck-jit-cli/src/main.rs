@@ -35,6 +35,17 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     let out = Output::new(cli.global.json);
+    // A variable that cannot be read would silently change what a build
+    // does (how many compiles, whether it compiles at all): refuse.
+    let problems = ck_jit_rt::config::Config::from_env().problems;
+    if !problems.is_empty() {
+        let e = error::CliError::Usage(format!(
+            "fix the environment first: {}",
+            problems.join("; ")
+        ));
+        out.error(&e);
+        return ExitCode::from(e.exit_status());
+    }
     let ctx = Context::new(&cli.global, out);
     let result = match &cli.command {
         Command::List(a) => commands::list::run(&ctx, a),

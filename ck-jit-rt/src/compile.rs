@@ -512,6 +512,9 @@ pub struct Job {
     pub timeout: Duration,
     /// Append to the log instead of starting it (second step of a job).
     pub append_log: bool,
+    /// `argv` starts with the launcher's words (`CK_JIT_LAUNCHER`), not
+    /// with the compiler.
+    pub launched: bool,
 }
 
 impl Job {
@@ -553,7 +556,17 @@ impl Job {
             // everything it started (hipcc runs clang, nvcc runs cicc...).
             .process_group(0)
             .spawn()
-            .map_err(|e| not_found(program, &self.blob, format!("could not be started: {e}")))?;
+            .map_err(|e| {
+                if self.launched {
+                    Error::LauncherNotFound {
+                        blob: self.blob.clone(),
+                        launcher: program.clone(),
+                        detail: e.to_string(),
+                    }
+                } else {
+                    not_found(program, &self.blob, format!("could not be started: {e}"))
+                }
+            })?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(100);
         let status: ExitStatus = loop {
@@ -744,6 +757,7 @@ pub fn jobs(req: &Request, files: &Files) -> Vec<Job> {
                 timeout: req.timeout,
                 // The link step adds to the compile's log.
                 append_log: i > 0,
+                launched: compiles && !req.launcher.is_empty(),
             }
         })
         .collect()

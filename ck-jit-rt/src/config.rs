@@ -17,6 +17,12 @@
 //! | `CK_JIT_CACHE_MAX_SIZE` | size limit `ck-jit gc` shrinks the cache to when given no limit, e.g. `2G` |
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
 //! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
+//! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
+//!
+//! A value that cannot be read (`CK_JIT_JOBS=four`, `CK_JIT_OFFLINE=maybe`)
+//! is not ignored silently: [`Config::problems`] says what was wrong and
+//! what is used instead, the process configuration prints that on stderr
+//! once, and the `ck-jit` tool refuses to run.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -58,9 +64,19 @@ pub struct Config {
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
     /// [`crate::compile::KEY_ENV`].
     pub key_env: Vec<String>,
+    /// Variables whose values could not be read, each a sentence naming
+    /// the variable, the value and what is used instead.
+    pub problems: Vec<String>,
 }
 
-static CONFIG: Lazy<Config> = Lazy::new(Config::from_env);
+static CONFIG: Lazy<Config> = Lazy::new(|| {
+    let c = Config::from_env();
+    for p in &c.problems {
+        log::warn!("ck-jit: {p}");
+        eprintln!("ck-jit: {p}");
+    }
+    c
+});
 
 /// The process's configuration (read from the environment on first use).
 pub fn config() -> &'static Config {
@@ -71,40 +87,102 @@ fn var(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
-fn flag(name: &str) -> bool {
-    var(name).is_some_and(|v| v != "0" && v != "false" && v != "no")
+/// Reads variables, noting each value that cannot be read.
+#[derive(Default)]
+struct Reader {
+    problems: Vec<String>,
 }
 
-fn seconds(name: &str) -> Option<Duration> {
-    var(name)?
-        .to_str()?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+impl Reader {
+    /// A switch: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off` (any
+    /// case); another value is a problem and counts as on (the direction
+    /// that was meant by setting it).
+    fn flag(&mut self, name: &str) -> bool {
+        let Some(v) = var(name) else { return false };
+        let text = v.to_string_lossy().trim().to_ascii_lowercase();
+        match text.as_str() {
+            "1" | "true" | "yes" | "on" => true,
+            "0" | "false" | "no" | "off" | "" => false,
+            _ => {
+                self.problems.push(format!(
+                    "{name}='{}' is not a switch (1/true/yes/on or 0/false/no/off); taken as on",
+                    v.to_string_lossy()
+                ));
+                true
+            }
+        }
+    }
+
+    /// Seconds, a positive number (fractions allowed).
+    fn seconds(&mut self, name: &str, default: &str) -> Option<Duration> {
+        let v = var(name)?;
+        let parsed = v
+            .to_str()
+            .and_then(|t| t.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64);
+        if parsed.is_none() {
+            self.problems.push(format!(
+                "{name}='{}' is not a positive number of seconds; using {default}",
+                v.to_string_lossy()
+            ));
+        }
+        parsed
+    }
+
+    /// A positive whole number.
+    fn count(&mut self, name: &str, default: &str) -> Option<usize> {
+        let v = var(name)?;
+        let parsed = v
+            .to_str()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0);
+        if parsed.is_none() {
+            self.problems.push(format!(
+                "{name}='{}' is not a positive whole number; using {default}",
+                v.to_string_lossy()
+            ));
+        }
+        parsed
+    }
 }
 
 impl Config {
     /// Reads every variable now (tests and the CLI build their own).
     pub fn from_env() -> Config {
-        let jobs = var("CK_JIT_JOBS")
-            .and_then(|v| v.to_str()?.trim().parse::<usize>().ok())
-            .filter(|n| *n > 0)
-            .unwrap_or(0);
-        let compile_timeout =
-            seconds("CK_JIT_COMPILE_TIMEOUT").unwrap_or(Duration::from_secs(3600));
-        let lock_timeout =
-            seconds("CK_JIT_LOCK_TIMEOUT").unwrap_or(compile_timeout + Duration::from_secs(60));
+        let mut r = Reader::default();
+        let jobs = r.count("CK_JIT_JOBS", "the available cores").unwrap_or(0);
+        let compile_timeout = r
+            .seconds("CK_JIT_COMPILE_TIMEOUT", "3600 seconds")
+            .unwrap_or(Duration::from_secs(3600));
+        let lock_timeout = r
+            .seconds("CK_JIT_LOCK_TIMEOUT", "the compile timeout + 60 seconds")
+            .unwrap_or(compile_timeout + Duration::from_secs(60));
+        let verify_full = match var("CK_JIT_VERIFY") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("full") => true,
+            Some(v) if v.eq_ignore_ascii_case("default") => false,
+            Some(v) => {
+                r.problems.push(format!(
+                    "CK_JIT_VERIFY='{}' is not a verification mode (full, or default); \
+                     using the default",
+                    v.to_string_lossy()
+                ));
+                false
+            }
+        };
+        let verbose = r.flag("CK_JIT_VERBOSE");
+        let offline = r.flag("CK_JIT_OFFLINE");
+        let shared_cache = r.flag("CK_JIT_SHARED_CACHE");
         Config {
             cache_dir: var("CK_JIT_CACHE_DIR").map(PathBuf::from),
             root: var("CK_JIT_ROOT").map(PathBuf::from),
             manifest: var("CK_JIT_MANIFEST").map(PathBuf::from),
-            verbose: flag("CK_JIT_VERBOSE"),
-            offline: flag("CK_JIT_OFFLINE"),
+            verbose,
+            offline,
             jobs,
-            shared_cache: flag("CK_JIT_SHARED_CACHE"),
-            verify_full: var("CK_JIT_VERIFY").is_some_and(|v| v.eq_ignore_ascii_case("full")),
+            shared_cache,
+            verify_full,
             launcher: var("CK_JIT_LAUNCHER")
                 .map(|v| {
                     v.to_string_lossy()
@@ -130,6 +208,7 @@ impl Config {
                     .map(|v| v.to_string_lossy().into_owned())
                     .as_deref(),
             ),
+            problems: r.problems,
         }
     }
 

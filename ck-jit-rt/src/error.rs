@@ -65,6 +65,15 @@ pub enum Error {
         /// Details (the search, or the error from starting it).
         detail: String,
     },
+    /// The launcher (`CK_JIT_LAUNCHER`) could not be started.
+    LauncherNotFound {
+        /// The blob being compiled.
+        blob: String,
+        /// The launcher program.
+        launcher: String,
+        /// The error from starting it.
+        detail: String,
+    },
     /// The compiler ran and failed.
     CompileFailed {
         /// The blob.
@@ -172,6 +181,7 @@ impl Error {
             | Error::SourceOutsideRoot { blob, .. }
             | Error::SourceChanged { blob, .. }
             | Error::CompilerNotFound { blob, .. }
+            | Error::LauncherNotFound { blob, .. }
             | Error::CompileFailed { blob, .. }
             | Error::CompileTimeout { blob, .. }
             | Error::BadObject { blob, .. }
@@ -233,6 +243,16 @@ impl fmt::Display for Error {
                 "ck-jit: blob '{blob}': compiler '{program}' not found ({detail}); \
                  install it or add it to PATH, or set {env_var}=/path/to/{base}",
                 base = program.rsplit('/').next().unwrap_or(program)
+            ),
+            Error::LauncherNotFound {
+                blob,
+                launcher,
+                detail,
+            } => write!(
+                f,
+                "ck-jit: blob '{blob}': the compile launcher '{launcher}' (from CK_JIT_LAUNCHER) \
+                 could not be started ({detail}); install it, or unset CK_JIT_LAUNCHER to run \
+                 the compiler directly"
             ),
             Error::CompileFailed {
                 blob,

@@ -537,3 +537,55 @@ fn a_shared_cache_loads_the_descriptor_it_verified() {
         let _ = rt;
     }
 }
+
+/// A launcher that is not installed is named as the launcher, with the
+/// variable that set it, not as a compiler with a variable that would
+/// change nothing.
+#[test]
+fn a_missing_launcher_is_reported_as_the_launcher() {
+    let t = Tree::new("nolauncher");
+    t.c_blob("k", 1, 1);
+    let mut c = test_config();
+    c.launcher = vec!["ck-jit-no-such-launcher".into()];
+    let err = t
+        .runtime(&c_manifest(&t.dir, &["k"], "cc", &[]), c)
+        .resolve("k", None)
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::LauncherNotFound { .. }), "{text}");
+    assert!(
+        text.contains("launcher 'ck-jit-no-such-launcher'") && text.contains("CK_JIT_LAUNCHER"),
+        "{text}"
+    );
+    assert!(!text.contains("CK_JIT_CK_JIT_NO_SUCH_LAUNCHER"), "{text}");
+    assert!(!text.contains("compiler '"), "{text}");
+}
+
+/// A program using the runtime is told once, on stderr, about a variable
+/// it could not read, and goes on with the default it names.
+#[test]
+fn a_malformed_variable_is_reported_once_and_the_default_used() {
+    let t = Tree::new("badvar");
+    t.c_blob("k", 2, 0);
+    let manifest = t.write_manifest(&c_manifest(&t.dir, &["k"], "cc", &[]));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ck-jit-probe"))
+        .arg(&manifest)
+        .arg(t.cache_dir())
+        .arg("k")
+        .arg("4")
+        .env("CK_JIT_JOBS", "lots")
+        .env_remove("CK_JIT_MANIFEST")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("\"value\":8"), "{stdout}");
+    assert_eq!(
+        stderr
+            .matches("CK_JIT_JOBS='lots' is not a positive whole number; using the available cores")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
