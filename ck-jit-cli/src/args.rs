@@ -248,36 +248,7 @@ pub struct ExportArgs {
     pub root: Option<PathBuf>,
 }
 
-/// Parses a size: a number with an optional `K`, `M`, `G` or `T` suffix
-/// (powers of 1024; `B`, `KB`, `KiB`, ... are accepted too).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let expected = || {
-        format!(
-            "expected a size such as 500M or 2G (a number with an optional K, M, G or T \
-             suffix, powers of 1024), got '{}'",
-            text.escape_debug()
-        )
-    };
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: f64 = number.parse().map_err(|_| expected())?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return Err(expected()),
-    };
-    let bytes = number * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
-        return Err(expected());
-    }
-    Ok(bytes.round() as u64)
-}
+pub use ck_jit_rt::maintenance::parse_size;
 
 /// Parses `KEY=VALUE` (split at the first `=`; the key must not be empty).
 pub fn parse_key_value(text: &str) -> Result<(String, String), String> {

@@ -218,7 +218,7 @@ impl ObjectBytes {
     }
 
     /// These bytes, with the open file they were checked in.
-    fn from_file(mut self, file: File) -> ObjectBytes {
+    fn with_file(mut self, file: File) -> ObjectBytes {
         self.file = Some(file);
         self
     }
@@ -318,7 +318,7 @@ enum Existing {
     Same(File),
     /// Its writer's record describes it (a concurrent compile whose output
     /// differs in bytes, not in meaning): keep both, drop ours.
-    Vouched(Entry, ObjectBytes),
+    Vouched(Box<(Entry, ObjectBytes)>),
     /// Nothing vouches for it.
     Unvouched,
 }
@@ -845,11 +845,11 @@ impl Cache {
                     return Err(format!("read {} bytes of {}", bytes.len(), md.len()));
                 }
                 crate::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
-                return Ok(bytes.from_file(f));
+                return Ok(bytes.with_file(f));
             }
         }
         let bytes = hash_check(entry, &mut f, md.len())?;
-        Ok(ObjectBytes::hashed(bytes).from_file(f))
+        Ok(ObjectBytes::hashed(bytes).with_file(f))
     }
 
     /// Moves an entry that failed verification into `bad/` (never deleted
@@ -921,9 +921,9 @@ impl Cache {
                             file = f;
                             break;
                         }
-                        Existing::Vouched(entry, theirs) => {
+                        Existing::Vouched(theirs) => {
                             let _ = fs::remove_file(tmp_object);
-                            return Ok((entry, theirs));
+                            return Ok(*theirs);
                         }
                         Existing::Unvouched => {
                             log::warn!(
@@ -969,7 +969,7 @@ impl Cache {
                 record,
                 used: Some(SystemTime::now()),
             },
-            ObjectBytes::hashed(bytes).from_file(file),
+            ObjectBytes::hashed(bytes).with_file(file),
         ))
     }
 
@@ -998,15 +998,15 @@ impl Cache {
                     && rec.key == record.key
                     && rec.size == theirs.len() as u64 =>
             {
-                Existing::Vouched(
+                Existing::Vouched(Box::new((
                     Entry {
                         object: object.to_path_buf(),
                         record_path: record_path.to_path_buf(),
                         record: rec,
                         used,
                     },
-                    ObjectBytes::hashed(theirs).from_file(f),
-                )
+                    ObjectBytes::hashed(theirs).with_file(f),
+                )))
             }
             _ => Existing::Unvouched,
         }

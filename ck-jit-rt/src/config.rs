@@ -14,7 +14,8 @@
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
-//! | `CK_JIT_CACHE_MAX_SIZE` | size limit `ck-jit gc` shrinks the cache to when given no limit, e.g. `2G` |
+//! | `CK_JIT_CACHE_MAX_SIZE` | size limit kept after every publish (least recently used entries go) and by `ck-jit gc` given no limit, e.g. `2G` |
+//! | `CK_JIT_CACHE_MAX_ENTRIES` | entry limit, kept the same way |
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
 //! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
@@ -57,8 +58,11 @@ pub struct Config {
     pub compile_timeout: Duration,
     /// `CK_JIT_LOCK_TIMEOUT`.
     pub lock_timeout: Duration,
-    /// `CK_JIT_CACHE_MAX_SIZE`, as written (`ck-jit gc` parses it).
+    /// `CK_JIT_CACHE_MAX_SIZE`, as written.
     pub cache_max_size: Option<String>,
+    /// `CK_JIT_CACHE_MAX_SIZE` and `CK_JIT_CACHE_MAX_ENTRIES`: the limits
+    /// every publish keeps the cache within.
+    pub cache_limits: crate::evict::Limits,
     /// `CK_JIT_COMPILER_CHECK`: how a compiler is identified.
     pub compiler_check: crate::compile::CompilerCheck,
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
@@ -171,6 +175,21 @@ impl Config {
                 false
             }
         };
+        let cache_max_size = var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned());
+        let cache_limits = crate::evict::Limits {
+            max_size: cache_max_size.as_deref().and_then(|v| {
+                crate::evict::parse_size(v)
+                    .map_err(|e| {
+                        r.problems.push(format!(
+                            "CK_JIT_CACHE_MAX_SIZE: {e}; the cache is not limited"
+                        ))
+                    })
+                    .ok()
+            }),
+            max_entries: r
+                .count("CK_JIT_CACHE_MAX_ENTRIES", "no limit")
+                .map(|n| n as u64),
+        };
         let verbose = r.flag("CK_JIT_VERBOSE");
         let offline = r.flag("CK_JIT_OFFLINE");
         let shared_cache = r.flag("CK_JIT_SHARED_CACHE");
@@ -193,7 +212,8 @@ impl Config {
                 .unwrap_or_default(),
             compile_timeout,
             lock_timeout,
-            cache_max_size: var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned()),
+            cache_max_size,
+            cache_limits,
             key_env: var("CK_JIT_KEY_ENV")
                 .map(|v| {
                     v.to_string_lossy()

@@ -53,6 +53,7 @@ pub mod config;
 mod depfile;
 mod embed;
 mod error;
+mod evict;
 pub mod family;
 mod load;
 pub mod maintenance;

@@ -11,3 +11,4 @@ pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
+pub use crate::evict::{entry_bytes, parse_size, Eviction, Limits, Removal};

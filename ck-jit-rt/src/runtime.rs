@@ -155,14 +155,23 @@ struct Remembered {
 /// A failure of the cold path, with the prekey it was planned under when
 /// planning got that far.
 struct Failure {
-    error: Error,
+    error: Box<Error>,
     prekey: Option<String>,
+}
+
+impl Failure {
+    fn at(error: Error, prekey: String) -> Failure {
+        Failure {
+            error: Box::new(error),
+            prekey: Some(prekey),
+        }
+    }
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Failure {
         Failure {
-            error,
+            error: Box::new(error),
             prekey: None,
         }
     }
@@ -431,6 +440,7 @@ impl Runtime {
                 Ok(l)
             }
             Err(Failure { error, prekey }) => {
+                let error = *error;
                 stats::FAILURES.add(1);
                 log::warn!("{error}");
                 if self.config.verbose {
@@ -600,12 +610,7 @@ impl Runtime {
                     retries += 1;
                     (entry, bytes, outcome) = self.ensure_planned(blob, false)?;
                 }
-                Err(error) => {
-                    return Err(Failure {
-                        error,
-                        prekey: Some(entry.record.prekey.clone()),
-                    })
-                }
+                Err(error) => return Err(Failure::at(error, entry.record.prekey.clone())),
             }
         };
         let dt = t0.elapsed();
@@ -643,7 +648,7 @@ impl Runtime {
     /// if needed (or always, with `force`), and returns it with its bytes.
     /// This is the exact path a lazy call takes, minus the `dlopen`.
     pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, ObjectBytes, Outcome), Error> {
-        self.ensure_planned(blob, force).map_err(|f| f.error)
+        self.ensure_planned(blob, force).map_err(|f| *f.error)
     }
 
     /// [`Runtime::ensure`], saying which prekey a failure happened under.
@@ -695,12 +700,7 @@ impl Runtime {
             match self.compile(cache, &plan) {
                 Ok(Some((e, bytes))) => return Ok((e, bytes, Outcome::Compiled)),
                 Ok(None) => {}
-                Err(error) => {
-                    return Err(Failure {
-                        error,
-                        prekey: Some(prekey.to_string()),
-                    })
-                }
+                Err(error) => return Err(Failure::at(error, prekey.to_string())),
             }
         }
         Err(Error::SourceChanged {
@@ -778,7 +778,26 @@ impl Runtime {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
         };
-        cache.publish(&files.out, record, bytes).map(Some)
+        let published = cache.publish(&files.out, record, bytes)?;
+        if self.config.cache_limits.any() {
+            // Bounded caches stay bounded without a cron job; a failure to
+            // evict costs space, not this call.
+            match cache.evict(
+                &self.config.cache_limits,
+                Some(&published.0.record_path),
+                false,
+            ) {
+                Ok(ev) if !ev.removed.is_empty() => log::info!(
+                    "ck-jit: evicted {} least recently used entries ({} bytes) from {}",
+                    ev.removed.len(),
+                    ev.bytes_before - ev.bytes_after,
+                    cache.root().display()
+                ),
+                Ok(_) => {}
+                Err(e) => log::warn!("ck-jit: evicting from {}: {e}", cache.root().display()),
+            }
+        }
+        Ok(Some(published))
     }
 }
 

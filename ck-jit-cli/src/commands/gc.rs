@@ -9,13 +9,12 @@
 //! valid mapping) and never truncates, and the record goes first so no
 //! lookup finds a half-removed entry.
 
-use std::time::SystemTime;
-
 use ck_jit_rt::config::config;
+use ck_jit_rt::maintenance::Limits;
 use serde::Serialize;
 
-use crate::args::{parse_size, GcArgs};
-use crate::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Removal};
+use crate::args::GcArgs;
+use crate::commands::removal::EntryDoc;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output;
@@ -27,7 +26,7 @@ struct Usage {
 }
 
 #[derive(Debug, Serialize)]
-struct Limits {
+struct LimitsDoc {
     max_size: Option<u64>,
     max_entries: Option<u64>,
 }
@@ -36,7 +35,7 @@ struct Limits {
 struct Report {
     cache: String,
     dry_run: bool,
-    limits: Limits,
+    limits: LimitsDoc,
     before: Usage,
     after: Usage,
     removed: Vec<EntryDoc>,
@@ -50,75 +49,40 @@ struct Report {
 pub fn run(ctx: &Context, args: &GcArgs) -> Result<(), CliError> {
     let limits = limits(args)?;
     let cache = ctx.cache()?;
-    // Least recently used first; ties broken by path so runs are repeatable.
-    let mut entries: Vec<_> = cache
-        .entries()
-        .into_iter()
-        .map(|e| {
-            let used = cache.last_used(&e).unwrap_or(SystemTime::UNIX_EPOCH);
-            let bytes = entry_bytes(&e);
-            (used, bytes, e)
-        })
-        .collect();
-    entries.sort_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| a.2.record_path.cmp(&b.2.record_path))
-    });
-    let before = Usage {
-        entries: entries.len() as u64,
-        bytes: entries.iter().map(|e| e.1).sum(),
-    };
-    let mut count = before.entries;
-    let mut bytes = before.bytes;
-    let over = |count: u64, bytes: u64| {
-        limits.max_entries.is_some_and(|n| count > n) || limits.max_size.is_some_and(|s| bytes > s)
-    };
-    let mut removed = Vec::new();
-    let mut busy = 0;
-    for (_, size, e) in &entries {
-        if !over(count, bytes) {
-            break;
-        }
-        let outcome = if args.dry_run {
-            Removal::Removed
-        } else {
-            remove_unless_busy(&cache, e)?
-        };
-        match outcome {
-            Removal::Removed => removed.push(EntryDoc::new(e, *size)),
-            Removal::Busy => {
-                busy += 1;
-                continue;
-            }
-            // Someone else removed it: it no longer counts either way.
-            Removal::Gone => {}
-        }
-        count -= 1;
-        bytes -= size;
-    }
+    let ev = cache.evict(&limits, None, args.dry_run)?;
     if !args.dry_run {
-        // Header sets no remaining record names (old enough that no
-        // publish in progress is about to name one).
+        // Header sets no remaining record names, also when no entry went.
         cache.sweep_depsets(ck_jit_rt::maintenance::DEPSET_GRACE);
     }
-    let within_limits = !over(count, bytes);
     let report = Report {
         cache: cache.root().display().to_string(),
         dry_run: args.dry_run,
-        within_limits,
-        limits,
-        before,
-        after: Usage {
-            entries: count,
-            bytes,
+        within_limits: ev.within(&limits),
+        limits: LimitsDoc {
+            max_size: limits.max_size,
+            max_entries: limits.max_entries,
         },
-        removed,
-        busy,
+        before: Usage {
+            entries: ev.entries_before,
+            bytes: ev.bytes_before,
+        },
+        after: Usage {
+            entries: ev.entries_after,
+            bytes: ev.bytes_after,
+        },
+        removed: ev
+            .removed
+            .iter()
+            .map(|(e, bytes)| EntryDoc::new(e, *bytes))
+            .collect(),
+        busy: ev.busy,
     };
     ctx.out.result(&report, || text(&report));
     Ok(())
 }
 
+/// The limits given on the command line, else those of the environment
+/// (`CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_CACHE_MAX_ENTRIES`).
 fn limits(args: &GcArgs) -> Result<Limits, CliError> {
     if args.max_size.is_some() || args.max_entries.is_some() {
         return Ok(Limits {
@@ -126,19 +90,15 @@ fn limits(args: &GcArgs) -> Result<Limits, CliError> {
             max_entries: args.max_entries,
         });
     }
-    match &config().cache_max_size {
-        Some(v) => parse_size(v)
-            .map(|s| Limits {
-                max_size: Some(s),
-                max_entries: None,
-            })
-            .map_err(|e| CliError::Usage(format!("CK_JIT_CACHE_MAX_SIZE: {e}"))),
-        None => Err(CliError::Usage(
-            "gc needs a limit: expected --max-size SIZE (e.g. 2G), --max-entries N, \
-             or CK_JIT_CACHE_MAX_SIZE in the environment"
-                .into(),
-        )),
+    let env = config().cache_limits;
+    if env.any() {
+        return Ok(env);
     }
+    Err(CliError::Usage(
+        "gc needs a limit: expected --max-size SIZE (e.g. 2G), --max-entries N, \
+         or CK_JIT_CACHE_MAX_SIZE / CK_JIT_CACHE_MAX_ENTRIES in the environment"
+            .into(),
+    ))
 }
 
 fn text(r: &Report) -> String {
