@@ -55,6 +55,40 @@ pub struct Build {
     groups: Vec<BlobGroup>,
     config_files: Vec<PathBuf>,
     cargo_metadata: bool,
+    watch: Option<Watch>,
+}
+
+/// What cargo watches to decide when to rerun the build script, which
+/// rewrites the manifest (see [`Build::watch`]).
+///
+/// The manifest depends on which blob files exist, never on what they
+/// hold: the runtime hashes a blob's source when it compiles, so an edited
+/// blob is recompiled at its next first call whichever is chosen. But cargo
+/// cannot watch only a directory's listing (a watched directory counts as
+/// changed when any file under it does), and it recompiles a crate whenever
+/// the crate's build script reruns, even when the script writes the same
+/// bytes. So each choice trades one of: adding a blob alone is noticed, or
+/// editing a blob recompiles nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Watch {
+    /// The top-most directories the globs list, and the config files: a
+    /// blob added, removed or renamed is recorded at the next build, and
+    /// editing a blob also reruns the build script and so recompiles the
+    /// crate and its binaries (the manifest stays byte-identical).
+    #[default]
+    BlobDirectories,
+    /// The crate's `src` directory, and the config files: the manifest is
+    /// rewritten when the crate's own sources change, that is when the crate
+    /// is recompiled anyway, so editing, adding or removing a blob alone
+    /// recompiles nothing. A blob added together with its `#[lazy_kernel]`
+    /// declaration is recorded with that change; one added with no change to
+    /// the crate's sources (a new member of a family, say) is recorded at
+    /// the next one, or when `build.rs` or a config file changes. Blobs
+    /// kept under `src` are watched with it, as with `BlobDirectories`
+    /// (a `cargo:warning` says so), and a package without a `src`
+    /// directory falls back to `BlobDirectories`.
+    CrateSources,
 }
 
 impl Default for Build {
@@ -96,6 +130,7 @@ struct Plan {
     config_files: Vec<PathBuf>,
     watched: BTreeSet<PathBuf>,
     blob_files: Vec<PathBuf>,
+    watch: Watch,
 }
 
 impl Build {
@@ -115,6 +150,7 @@ impl Build {
             groups: Vec::new(),
             config_files: Vec::new(),
             cargo_metadata: true,
+            watch: None,
         }
     }
 
@@ -221,6 +257,26 @@ impl Build {
         self
     }
 
+    /// What cargo watches to rerun the build script: the blob directories
+    /// (default; a blob added alone is recorded at the next build, and
+    /// editing a blob recompiles the crate) or the crate's own sources
+    /// (editing a blob recompiles nothing). See [`Watch`] for the trade.
+    /// Default: the config file's `watch`, else [`Watch::BlobDirectories`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use ck_jit_build::{Build, Watch};
+    ///
+    /// // Iterating on kernels: an edited blob is recompiled by the runtime at
+    /// // its next first call, the Rust crate is not.
+    /// Build::new().watch(Watch::CrateSources);
+    /// ```
+    pub fn watch(&mut self, watch: Watch) -> &mut Build {
+        self.watch = Some(watch);
+        self
+    }
+
     /// Builds the manifest without writing it or printing anything.
     ///
     /// # Example
@@ -324,7 +380,14 @@ impl Build {
             &mut cargo,
         )?;
         let plan = self.plan(&mut cargo, Some(&out_dir))?;
-        let (lines, warnings) = rerun_lines(&plan, &out_dir)?;
+        let crate_src = match plan.watch {
+            Watch::CrateSources => env::var(env::CARGO_MANIFEST_DIR, &mut cargo)
+                .map(|dir| PathBuf::from(dir).join("src"))
+                .and_then(|src| fs::canonicalize(src).ok())
+                .filter(|src| src.is_dir()),
+            Watch::BlobDirectories => None,
+        };
+        let (lines, warnings) = rerun_lines(&plan, &out_dir, crate_src.as_deref())?;
         for line in &lines {
             cargo.rerun_if_changed(line);
         }
@@ -376,6 +439,7 @@ impl Build {
     fn plan(&self, cargo: &mut CargoOutput<'_>, out_dir: Option<&Path>) -> Result<Plan, Error> {
         let mut config_name = None;
         let mut config_root = None;
+        let mut config_watch = None;
         let mut groups = self.groups.clone();
         let mut config_files = Vec::new();
         for path in &self.config_files {
@@ -383,6 +447,9 @@ impl Build {
             config_files.push(fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
             if c.name.is_some() {
                 config_name = c.name;
+            }
+            if c.watch.is_some() {
+                config_watch = c.watch;
             }
             config_root = Some(c.root);
             groups.extend(c.groups);
@@ -463,6 +530,7 @@ impl Build {
             config_files,
             watched,
             blob_files,
+            watch: self.watch.or(config_watch).unwrap_or_default(),
         })
     }
 }
@@ -653,9 +721,36 @@ fn blob(
 /// 10,000. A directory holding the build output is the exception: watching
 /// it would see cargo's own writes and rerun the build script every time, so
 /// its subdirectories and its matched files are watched instead.
-fn rerun_lines(plan: &Plan, out_dir: &Path) -> Result<(Vec<String>, Vec<String>), Error> {
+///
+/// With [`Watch::CrateSources`] and the crate's `src` directory at hand
+/// (`crate_src`), that directory replaces the blob directories.
+fn rerun_lines(
+    plan: &Plan,
+    out_dir: &Path,
+    crate_src: Option<&Path>,
+) -> Result<(Vec<String>, Vec<String>), Error> {
     let mut paths: Vec<&Path> = plan.config_files.iter().map(PathBuf::as_path).collect();
     let mut warnings = Vec::new();
+    if plan.watch == Watch::CrateSources {
+        match crate_src {
+            Some(src) => {
+                if let Some(inside) = plan.watched.iter().find(|dir| dir.starts_with(src)) {
+                    warnings.push(format!(
+                        "blobs in '{}' are watched with the crate's sources: editing one \
+                         still reruns the build script; keep blobs outside 'src'",
+                        shown(inside)
+                    ));
+                }
+                paths.push(src);
+                return report(paths, warnings);
+            }
+            None => warnings.push(
+                "Watch::CrateSources: the package has no 'src' directory; \
+                 watching the blob directories instead"
+                    .to_string(),
+            ),
+        }
+    }
     let mut covered: Option<&Path> = None;
     // Sorted: a directory comes right before everything under it.
     for dir in &plan.watched {
@@ -679,6 +774,11 @@ fn rerun_lines(plan: &Plan, out_dir: &Path) -> Result<(Vec<String>, Vec<String>)
         paths.push(dir);
         covered = Some(dir);
     }
+    report(paths, warnings)
+}
+
+/// `paths` as `rerun-if-changed` values, with `warnings`.
+fn report(paths: Vec<&Path>, warnings: Vec<String>) -> Result<(Vec<String>, Vec<String>), Error> {
     let lines = paths
         .into_iter()
         .map(|p| match p.to_str() {

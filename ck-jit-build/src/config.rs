@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::build::Watch;
 use crate::error::Error;
 use crate::group::BlobGroup;
 use crate::manifest::SymbolSpec;
@@ -25,6 +26,8 @@ pub(crate) struct Config {
     pub root: PathBuf,
     /// Groups, in file order.
     pub groups: Vec<BlobGroup>,
+    /// What cargo watches, if the file says.
+    pub watch: Option<Watch>,
 }
 
 #[derive(Deserialize)]
@@ -32,6 +35,7 @@ pub(crate) struct Config {
 struct ConfigFile {
     name: Option<String>,
     root: Option<PathBuf>,
+    watch: Option<WatchKey>,
     #[serde(default)]
     group: Vec<GroupTable>,
 }
@@ -71,6 +75,23 @@ struct GroupTable {
 struct SymbolTable {
     exact: Option<String>,
     prefix: Option<String>,
+}
+
+/// `watch = "blob-directories"` or `watch = "crate-sources"`.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum WatchKey {
+    BlobDirectories,
+    CrateSources,
+}
+
+impl From<WatchKey> for Watch {
+    fn from(key: WatchKey) -> Watch {
+        match key {
+            WatchKey::BlobDirectories => Watch::BlobDirectories,
+            WatchKey::CrateSources => Watch::CrateSources,
+        }
+    }
 }
 
 /// `glob = "k/*.cpp"` or `glob = ["a/*.cpp", "b/*.cpp"]`.
@@ -167,6 +188,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Error> {
         name: file.name,
         root,
         groups,
+        watch: file.watch.map(Watch::from),
     })
 }
 
@@ -347,5 +369,32 @@ depfile = false
             "{e:?}"
         );
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn watch_takes_either_choice_and_nothing_else() {
+        let parse_watch = |value: &str| {
+            parse(
+                Path::new("/p/ck-jit.toml"),
+                &format!("watch = \"{value}\"\n"),
+            )
+            .map(|c| c.watch)
+        };
+        assert_eq!(
+            parse_watch("crate-sources").unwrap(),
+            Some(Watch::CrateSources)
+        );
+        assert_eq!(
+            parse_watch("blob-directories").unwrap(),
+            Some(Watch::BlobDirectories)
+        );
+        assert!(parse(Path::new("/p/ck-jit.toml"), FULL)
+            .unwrap()
+            .watch
+            .is_none());
+        let Err(err) = parse_watch("files") else {
+            panic!("accepted")
+        };
+        assert!(err.to_string().contains("crate-sources"), "{err}");
     }
 }

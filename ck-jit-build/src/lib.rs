@@ -43,6 +43,7 @@
 //! ```toml
 //! name = "my_kernels"          # optional: the cache name
 //! root = "."                   # optional: relative to this file's directory (the default)
+//! watch = "blob-directories"   # optional: or "crate-sources" (see `Watch`)
 //!
 //! [[group]]
 //! name = "vec"
@@ -95,12 +96,20 @@
 //! added or removed, so it prints `cargo:rerun-if-changed` for the
 //! top-most directories its globs list (and for each config file), never one
 //! line per blob. Cargo checks a directory line recursively, so editing a
-//! blob also reruns the build script and rebuilds the crate; the manifest
-//! stays the same. A directory holding the cargo target directory (blobs
-//! globbed from the package root of a single-crate project) cannot be
-//! watched without rerunning every build: its subdirectories and matched
-//! files are watched instead, and a `cargo:warning` says that new files
-//! directly in it go unnoticed; keeping blobs in a subdirectory avoids this.
+//! blob also reruns the build script, and cargo recompiles a crate whenever
+//! its build script reruns, even though the manifest stays the same.
+//! [`Build::watch`]`(`[`Watch::CrateSources`]`)` watches the crate's `src`
+//! directory instead of the blob directories: the manifest is then rewritten
+//! when the crate is recompiled anyway, and editing a blob recompiles no Rust
+//! code (the runtime still recompiles the edited blob at its next first
+//! call, since its cache key covers the source); a blob added with no change
+//! to the crate's sources is recorded at the next change.
+//!
+//! A directory holding the cargo target directory (blobs globbed from the
+//! package root of a single-crate project) cannot be watched without
+//! rerunning every build: its subdirectories and matched files are watched
+//! instead, and a `cargo:warning` says that new files directly in it go
+//! unnoticed; keeping blobs in a subdirectory avoids this.
 //!
 //! [`Build`] compiles nothing and starts no program.
 //!
@@ -148,7 +157,7 @@ mod group;
 mod record;
 pub use ck_jit_manifest as manifest;
 
-pub use build::{from_config, Build};
+pub use build::{from_config, Build, Watch};
 pub use ck::intercept;
 pub use error::Error;
 pub use group::BlobGroup;

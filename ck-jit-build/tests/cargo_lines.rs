@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 
-use ck_jit_build::{BlobGroup, Build};
+use ck_jit_build::{BlobGroup, Build, Watch};
 use common::Tree;
 
 fn lines_of(build: &Build) -> Vec<String> {
@@ -165,4 +165,62 @@ fn a_root_holding_the_out_dir_is_not_watched_but_its_subdirectories_are() {
     fs::write(out.join("generated.cpp"), "").unwrap();
     let m = b.try_manifest().unwrap();
     assert_eq!(common::sources(&m), ["k/a.cpp", "top.cpp"]);
+}
+
+#[test]
+fn watching_crate_sources_names_src_and_the_config_not_the_blob_directories() {
+    let t = Tree::new("watch-src");
+    t.files(&["k/a.cpp", "deep/x/y.cpp"]);
+    let config = t.base.join("ck-jit.toml");
+    fs::write(
+        &config,
+        "root = \"tree\"\nwatch = \"crate-sources\"\n[[group]]\nname = \"deep\"\nglob = \"deep/**/*.cpp\"\n",
+    )
+    .unwrap();
+    let mut b = ck_jit_build::from_config(&config);
+    b.out_dir(&t.out)
+        .name("t")
+        .group(BlobGroup::new("k").glob("k/*.cpp"));
+    // Cargo runs tests with the package directory in CARGO_MANIFEST_DIR,
+    // as it runs build scripts.
+    let src = fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/src")).unwrap();
+    let reruns: Vec<_> = lines_of(&b)
+        .into_iter()
+        .filter(|l| l.starts_with("cargo:rerun-if-changed="))
+        .collect();
+    assert_eq!(
+        reruns,
+        [rerun(&fs::canonicalize(&config).unwrap()), rerun(&src)]
+    );
+
+    // The builder's setting wins over the file's.
+    b.watch(Watch::BlobDirectories);
+    let lines = lines_of(&b);
+    assert!(!lines.contains(&rerun(&src)), "{lines:?}");
+    assert!(
+        lines.contains(&rerun(&t.canonical().join("k"))),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn blobs_under_src_are_still_watched_with_it_and_a_warning_says_so() {
+    let src = fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/src")).unwrap();
+    let t = Tree::new("watch-src-inside");
+    let mut b = Build::new();
+    // This crate's own sources stand in for blobs kept under `src`.
+    b.root(&src)
+        .out_dir(&t.out)
+        .name("t")
+        .watch(Watch::CrateSources)
+        .group(BlobGroup::new("rs").glob("ck/intercept/*.rs"));
+    let lines = lines_of(&b);
+    assert!(lines.contains(&rerun(&src)), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("cargo:warning=")
+                && l.contains("watched with the crate's sources")),
+        "{lines:?}"
+    );
 }

@@ -14,11 +14,16 @@ use syn::{
 };
 
 use crate::errors::Errors;
-use crate::valid::{Checked, Symbol};
+use crate::valid::{Checked, ManifestRef, Symbol};
 use crate::{manifest, parse, valid};
 
-/// `#[lazy_kernel(args)] item`, expanded.
-pub(crate) fn lazy_kernel(args: TokenStream, item: TokenStream) -> TokenStream {
+/// `#[lazy_kernel(args)] item`, expanded; `source_file` is the file the
+/// attribute is written in, when it has one on disk.
+pub(crate) fn lazy_kernel(
+    args: TokenStream,
+    item: TokenStream,
+    source_file: Option<std::path::PathBuf>,
+) -> TokenStream {
     let mut errors = Errors::default();
     let outer = parse::args(args, &mut errors);
     let input = match parse::input(item.clone()) {
@@ -32,14 +37,18 @@ pub(crate) fn lazy_kernel(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let found = manifest::find();
-    let kernels = valid::check(outer, &input, found.as_ref(), &mut errors);
+    let base = manifest::base_dir(source_file);
+    let kernels = valid::check(outer, &input, found.as_ref(), &base, &mut errors);
     let mut out = errors.to_compile_errors();
     for checked in &kernels {
+        // A family's table needs an embedded manifest; `valid` refused a
+        // manifest file with one.
+        let family_ok = !matches!(checked.manifest, Some(ManifestRef::File(_)));
         out.extend(match (&checked.family, checked.sig_ok) {
             (None, true) => kernel(checked),
             (None, false) => stub(checked),
-            (Some(family), true) => family_kernel(checked, family),
-            (Some(family), false) => family_stub(checked, family),
+            (Some(family), true) if family_ok => family_kernel(checked, family),
+            (Some(family), _) => family_stub(checked, family),
         });
     }
     out
@@ -55,8 +64,15 @@ struct Parts<'a> {
     mod_tys: Vec<Type>,
     /// The return type as the companion module names it.
     mod_output: ReturnType,
-    /// The `Embedded` manifest static, as the companion module names it.
+    /// The `Embedded` manifest static, as the companion module names it
+    /// (the crate's default for a kernel of a manifest file, which has no
+    /// family and so does not use it).
     manifest: TokenStream,
+    /// The expression of the kernel's `Slot` (from the module's `BLOB`).
+    slot: TokenStream,
+    /// Items that make cargo rebuild the crate when the kernel's manifest
+    /// file changes; empty for an embedded manifest.
+    tracking: TokenStream,
     /// The `SymbolOverride` expression.
     symbol: TokenStream,
 }
@@ -87,12 +103,12 @@ fn parts<'a>(k: &'a Checked) -> Parts<'a> {
         rebase_type(ty);
     }
     let manifest = match &k.manifest {
-        Some(path) => {
+        Some(ManifestRef::Static(path)) => {
             let mut path = path.clone();
             rebase_path(&mut path);
             quote!(#path)
         }
-        None => quote_spanned!(span=> crate::__CK_JIT_MANIFEST),
+        Some(ManifestRef::File(_)) | None => quote_spanned!(span=> crate::__CK_JIT_MANIFEST),
     };
     let symbol = match &k.symbol {
         Symbol::Manifest => quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Manifest),
@@ -103,6 +119,28 @@ fn parts<'a>(k: &'a Checked) -> Parts<'a> {
             quote_spanned!(span=> ::ck_jit_rt::__private::SymbolOverride::Prefix(#s))
         }
     };
+    let (slot, tracking) = match &k.manifest {
+        Some(ManifestRef::File(file)) => {
+            // An unreadable file was reported; an empty path keeps the
+            // expansion free of a second error about it.
+            let path = file.usable_path().unwrap_or_default();
+            let tracking = (!path.is_empty()).then(|| {
+                // Read by the compiler, so its dep-info lists the file and
+                // cargo rebuilds the crate when it changes; never used.
+                quote_spanned!(span=> const _: &[u8] = ::core::include_bytes!(#path);)
+            });
+            (
+                quote_spanned!(span=>
+                    ::ck_jit_rt::__private::Slot::in_manifest_file(#path, BLOB, #symbol)
+                ),
+                quote!(#tracking),
+            )
+        }
+        _ => (
+            quote_spanned!(span=> ::ck_jit_rt::__private::Slot::new(&#manifest, BLOB, #symbol)),
+            TokenStream::new(),
+        ),
+    };
     Parts {
         tys,
         args,
@@ -110,6 +148,8 @@ fn parts<'a>(k: &'a Checked) -> Parts<'a> {
         mod_output,
         manifest,
         symbol,
+        slot,
+        tracking,
     }
 }
 
@@ -131,8 +171,9 @@ fn kernel(k: &Checked) -> TokenStream {
         args,
         mod_tys,
         mod_output,
-        manifest,
-        symbol,
+        slot,
+        tracking,
+        ..
     } = parts(k);
     let output = &sig.output;
     let abi = &k.abi;
@@ -169,8 +210,9 @@ fn kernel(k: &Checked) -> TokenStream {
 
             /// Where the loaded entry point is cached.
             #[doc(hidden)]
-            pub static __SLOT: ::ck_jit_rt::__private::Slot =
-                ::ck_jit_rt::__private::Slot::new(&#manifest, BLOB, #symbol);
+            pub static __SLOT: ::ck_jit_rt::__private::Slot = #slot;
+
+            #tracking
 
             /// Compiles (unless a cached build is found) and loads the
             /// kernel, returning its entry point or the runtime's error.
@@ -598,12 +640,12 @@ mod tests {
     use syn::parse_quote;
 
     fn expand(args: TokenStream, item: TokenStream) -> String {
-        lazy_kernel(args, item).to_string()
+        lazy_kernel(args, item, None).to_string()
     }
 
     /// The expansion parsed back as items, to look at them by structure.
     fn items(args: TokenStream, item: TokenStream) -> Vec<syn::Item> {
-        syn::parse2::<syn::File>(lazy_kernel(args, item))
+        syn::parse2::<syn::File>(lazy_kernel(args, item, None))
             .expect("expansion parses")
             .items
     }
@@ -808,6 +850,7 @@ mod tests {
             quote!(
                 unsafe extern "C" fn fwd<T>(x: T);
             ),
+            None,
         );
         let out = tokens.to_string();
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
@@ -842,6 +885,7 @@ mod tests {
             quote!(
                 unsafe extern "C" fn k<T>(x: T, ...);
             ),
+            None,
         );
         let out = items_and_error.to_string();
         assert_eq!(out.matches("compile_error").count(), 2, "{out}");
@@ -861,5 +905,50 @@ mod tests {
         );
         assert!(out.contains("compile_error"));
         assert!(out.ends_with("struct S ;"), "{out}");
+    }
+
+    #[test]
+    fn a_manifest_file_kernel_has_a_file_slot_and_tracks_the_file() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let out = lazy_kernel(
+            quote!(manifest_file = "fallback/ck_jit_manifest.json"),
+            quote!(
+                pub unsafe extern "C" fn fb_scale(x: i32) -> i32;
+            ),
+            Some(fixtures.join("kernels.rs")),
+        )
+        .to_string();
+        let path = fixtures.join("fallback/ck_jit_manifest.json");
+        let path = format!("{:?}", path.to_str().unwrap());
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains(&format!(
+                ":: ck_jit_rt :: __private :: Slot :: in_manifest_file ({path} , BLOB , \
+                 :: ck_jit_rt :: __private :: SymbolOverride :: Manifest)"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "const _ : & [u8] = :: core :: include_bytes ! ({path}) ;"
+            )),
+            "{out}"
+        );
+        assert!(!out.contains("__CK_JIT_MANIFEST"), "{out}");
+    }
+
+    #[test]
+    fn an_unreadable_manifest_file_is_not_included_again() {
+        let out = lazy_kernel(
+            quote!(manifest_file = "missing.json"),
+            quote!(
+                pub unsafe extern "C" fn k(x: i32) -> i32;
+            ),
+            Some("/nowhere/kernels.rs".into()),
+        )
+        .to_string();
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(!out.contains("include_bytes"), "{out}");
+        assert!(out.contains("pub static __SLOT"), "{out}");
     }
 }

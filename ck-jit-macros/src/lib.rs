@@ -117,11 +117,44 @@
 //! | `symbol = "name"` | the entry point's exact symbol | the manifest's symbol spec |
 //! | `symbol_prefix = "prefix"` | the first function symbol starting with this | the manifest's symbol spec |
 //! | `manifest = path` | the `Embedded` manifest static | `crate::__CK_JIT_MANIFEST` |
+//! | `manifest_file = "path"` | a manifest file: the blob is one only the fallback manifest records (see [Blobs of the fallback manifest](#blobs-of-the-fallback-manifest)) | none |
 //!
-//! `symbol` and `symbol_prefix` exclude each other. On an extern block the
-//! outer attribute's `symbol`, `symbol_prefix` and `manifest` apply to every
-//! fn; a `#[lazy_kernel(...)]` on one fn inside the block sets that fn's
-//! own `blob` and overrides the others for it.
+//! `symbol` and `symbol_prefix` exclude each other, as do `manifest` and
+//! `manifest_file`. On an extern block the outer attribute's `symbol`,
+//! `symbol_prefix`, `manifest` and `manifest_file` apply to every fn; a
+//! `#[lazy_kernel(...)]` on one fn inside the block sets that fn's own
+//! `blob` and overrides the others for it.
+//!
+//! # Blobs of the fallback manifest
+//!
+//! A program can compile blobs that its own manifest does not record: the
+//! runtime also looks in the manifest file that `CK_JIT_MANIFEST` names at
+//! run time (the fallback manifest; another package's tree, exported with
+//! `ck-jit export-manifest`, say). `manifest_file = "path"` declares such a
+//! kernel, with `path` a copy of that manifest at build time:
+//!
+//! ```ignore
+//! #[lazy_kernel(manifest_file = "vendor/ck_jit_manifest.json")]
+//! pub unsafe extern "C" fn conv2d_f16(args: *const ConvArgs) -> i32;
+//! ```
+//!
+//! - A relative `path` starts from the directory of the file the attribute
+//!   is written in, as for `include_str!`.
+//! - The blob is looked up in that file at expansion time: a name it does
+//!   not record is a compile error naming the file, with the closest names;
+//!   an unreadable file is one too. `CK_JIT_CHECK_MANIFEST` does not apply
+//!   to these kernels.
+//! - The expansion reads the file with `include_bytes!` (into an unused
+//!   constant, so nothing of it reaches the binary): cargo rebuilds the crate
+//!   when the file changes.
+//! - At run time the kernel resolves through the fallback manifest when
+//!   `CK_JIT_MANIFEST` is set and records the blob (the deployment decides
+//!   where the tree and its manifest are), else through the file at the
+//!   absolute path the build read, parsed at the first call.
+//!
+//! The generated fn, module and signature checks are those of any other
+//! kernel. A family needs an embedded manifest, so `family` and
+//! `manifest_file` exclude each other.
 //!
 //! # Families
 //!
@@ -222,7 +255,8 @@
 //! | `OUT_DIR` (set by cargo) | check attributes using the default manifest against `$OUT_DIR/ck_jit_manifest.json`, when that file exists |
 //!
 //! Without either the check is skipped and a wrong name is reported by the
-//! runtime at the first call. A manifest file that exists but cannot be
+//! runtime at the first call. A kernel with `manifest_file` is checked
+//! against its own file instead. A manifest file that exists but cannot be
 //! parsed is a compile error. Cargo does not know that the macro reads
 //! `CK_JIT_CHECK_MANIFEST`: changing only the variable rebuilds nothing.
 #![deny(missing_docs)]
@@ -239,5 +273,6 @@ use proc_macro::TokenStream;
 /// crate documentation.
 #[proc_macro_attribute]
 pub fn lazy_kernel(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::lazy_kernel(args.into(), item.into()).into()
+    let source_file = proc_macro::Span::call_site().local_file();
+    expand::lazy_kernel(args.into(), item.into(), source_file).into()
 }

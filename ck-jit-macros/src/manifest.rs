@@ -1,6 +1,7 @@
 //! The manifest as the macro sees it at expansion time: where it is (the
-//! only place this crate reads the environment) and its parsed content,
-//! cached so that many attributes in one crate read and parse it once.
+//! only place this crate reads the environment), where a `manifest_file`
+//! path starts from, and parsed content, cached so that many attributes in
+//! one crate read and parse each file once.
 //!
 //! It only reads. No manifest means no check, never an error; a manifest
 //! that exists but cannot be read or parsed is reported by `valid`.
@@ -54,6 +55,22 @@ fn locate(var: impl Fn(&str) -> Option<OsString>) -> Option<(PathBuf, bool)> {
     // script; without the file the crate's manifest comes from elsewhere.
     let path = Path::new(&var("OUT_DIR")?).join(MANIFEST_FILE);
     path.is_file().then_some((path, false))
+}
+
+/// The directory a relative `manifest_file = "..."` path starts from: the
+/// one holding the source file of the attribute, as for `include_str!`;
+/// else (a source without a file on disk) `CARGO_MANIFEST_DIR`; else the
+/// current directory. Absolute, since the expansion embeds it.
+pub(crate) fn base_dir(source_file: Option<PathBuf>) -> PathBuf {
+    let dir = source_file
+        .and_then(|file| file.parent().map(Path::to_path_buf))
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from))
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    // Relative paths are the compiler's, relative to its working directory,
+    // which is this process's.
+    std::path::absolute(&dir).unwrap_or(dir)
 }
 
 /// What identifies one version of a file: its modification time and size.

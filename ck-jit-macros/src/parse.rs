@@ -19,7 +19,7 @@ use crate::errors::Errors;
 
 /// What an argument list may hold, for messages.
 pub(crate) const EXPECTED_ARGS: &str = "expected blob = \"...\", family = \"...\", \
-     symbol = \"...\", symbol_prefix = \"...\" or manifest = path";
+     symbol = \"...\", symbol_prefix = \"...\", manifest = path or manifest_file = \"...\"";
 
 /// What the attribute may be put on, for messages.
 pub(crate) const EXPECTED_ITEM: &str = "expected `extern \"C\" { fn name(...); }` or \
@@ -38,6 +38,8 @@ pub(crate) struct Args {
     pub symbol_prefix: Option<LitStr>,
     /// `manifest = path`.
     pub manifest: Option<Path>,
+    /// `manifest_file = "..."`.
+    pub manifest_file: Option<LitStr>,
 }
 
 /// The annotated item.
@@ -141,7 +143,9 @@ impl Parse for RawArg {
 /// What `key` should look like, or the whole list for an unknown key.
 fn expected_form(key: &Ident) -> String {
     match key.to_string().as_str() {
-        k @ ("blob" | "family" | "symbol" | "symbol_prefix") => format!("expected {k} = \"...\""),
+        k @ ("blob" | "family" | "symbol" | "symbol_prefix" | "manifest_file") => {
+            format!("expected {k} = \"...\"")
+        }
         "manifest" => "expected manifest = path".to_string(),
         other => format!("unknown argument `{other}`: {EXPECTED_ARGS}"),
     }
@@ -160,6 +164,7 @@ impl Args {
             "symbol" => set(&mut self.symbol, string(&arg.key, value, errors)),
             "symbol_prefix" => set(&mut self.symbol_prefix, string(&arg.key, value, errors)),
             "manifest" => set(&mut self.manifest, path(value, errors)),
+            "manifest_file" => set(&mut self.manifest_file, string(&arg.key, value, errors)),
             _ => {
                 errors.spanned(&arg.key, expected_form(&arg.key));
                 false
@@ -332,6 +337,17 @@ mod tests {
         assert_eq!(quote!(#manifest).to_string(), "crate :: M");
         let (args, _) = parse_args(quote!(symbol_prefix = "p",));
         assert_eq!(args.symbol_prefix.unwrap().value(), "p");
+        let (args, errors) = parse_args(quote!(manifest_file = "vendor/m.json"));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(args.manifest_file.unwrap().value(), "vendor/m.json");
+        let (_, errors) = parse_args(quote!(manifest_file = crate::M, manifest_file));
+        assert_eq!(
+            errors,
+            [
+                "expected a string literal: manifest_file = \"...\"",
+                "expected manifest_file = \"...\"",
+            ]
+        );
         let (args, errors) = parse_args(quote!(family = "fwd"));
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(args.family.unwrap().value(), "fwd");

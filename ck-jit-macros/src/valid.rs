@@ -6,6 +6,9 @@
 //! is still returned so that `expand` can emit something in its place and
 //! the one mistake does not cascade into errors at every call site.
 
+use std::path::{Path as FsPath, PathBuf};
+use std::rc::Rc;
+
 use ck_jit_manifest::{check_name, closest, escape, Manifest, ManifestError};
 use proc_macro2::Span;
 use quote::quote;
@@ -16,7 +19,7 @@ use syn::{
 };
 
 use crate::errors::Errors;
-use crate::manifest::Found;
+use crate::manifest::{self, Found, Loaded};
 use crate::parse::{self, Args, Block, Input, Kernel};
 
 /// Where the runtime finds a kernel's entry point.
@@ -28,6 +31,37 @@ pub(crate) enum Symbol {
     Exact(LitStr),
     /// `symbol_prefix = "..."`.
     Prefix(LitStr),
+}
+
+/// The manifest a kernel's blob is looked up in, when not the crate's
+/// default.
+#[derive(Clone)]
+pub(crate) enum ManifestRef {
+    /// `manifest = path`: an `Embedded` static.
+    Static(Path),
+    /// `manifest_file = "..."`: a manifest file, checked now and found at
+    /// run time through the fallback manifest or the file itself.
+    File(Rc<NamedFile>),
+}
+
+/// A manifest file named by `manifest_file = "..."`.
+pub(crate) struct NamedFile {
+    /// The path as written.
+    pub written: LitStr,
+    /// The path the expansion uses: absolute, relative ones taken from the
+    /// directory of the attribute's source file.
+    pub path: PathBuf,
+    /// Its content, read at expansion time.
+    pub manifest: Loaded,
+}
+
+impl NamedFile {
+    /// The path as the expansion's string literal, when it can be one and
+    /// the file was read: only then does the expansion name it.
+    pub(crate) fn usable_path(&self) -> Option<&str> {
+        self.manifest.as_ref().as_ref().ok()?;
+        self.path.to_str()
+    }
 }
 
 /// One kernel, checked and resolved.
@@ -48,8 +82,9 @@ pub(crate) struct Checked<'a> {
     pub family: Option<LitStr>,
     /// The symbol override.
     pub symbol: Symbol,
-    /// `manifest = ...`; `None` for the crate's default.
-    pub manifest: Option<Path>,
+    /// `manifest = ...` or `manifest_file = "..."`; `None` for the crate's
+    /// default.
+    pub manifest: Option<ManifestRef>,
     /// Whether `blob` is what the user meant, so worth looking up: not when
     /// it is the fn's name standing in for a refused `blob = "..."`.
     pub blob_meant: bool,
@@ -59,20 +94,23 @@ pub(crate) struct Checked<'a> {
 }
 
 /// Checks everything and resolves every kernel. `found` is the manifest
-/// available at expansion time, if any.
+/// available at expansion time, if any; `base` the directory relative
+/// `manifest_file` paths start from.
 pub(crate) fn check<'a>(
     outer: Args,
     input: &'a Input,
     found: Option<&Found>,
+    base: &FsPath,
     errors: &mut Errors,
 ) -> Vec<Checked<'a>> {
     let kernels = match input {
-        Input::Single(kernel) => vec![single(outer, kernel, errors)],
-        Input::Block(block) => self::block(outer, block, errors),
+        Input::Single(kernel) => vec![single(outer, kernel, base, errors)],
+        Input::Block(block) => self::block(outer, block, base, errors),
     };
     if let Some(found) = found {
         check_names(&kernels, found, errors);
     }
+    check_files(&kernels, errors);
     kernels
 }
 
@@ -85,10 +123,10 @@ struct Resolved {
     blob: Option<LitStr>,
     family: Option<LitStr>,
     symbol: Option<Symbol>,
-    manifest: Option<Path>,
+    manifest: Option<ManifestRef>,
 }
 
-fn resolve(args: Args, errors: &mut Errors) -> Resolved {
+fn resolve(args: Args, base: &FsPath, errors: &mut Errors) -> Resolved {
     if let Some(blob) = &args.blob {
         if let Err(e) = check_name(&blob.value()) {
             errors.spanned(blob, e);
@@ -123,17 +161,55 @@ fn resolve(args: Args, errors: &mut Errors) -> Resolved {
         (None, Some(prefix)) => Some(Symbol::Prefix(prefix)),
         (None, None) => None,
     };
+    let manifest = match (args.manifest, args.manifest_file) {
+        (Some(path), Some(file)) => {
+            errors.spanned(
+                &file,
+                "`manifest` and `manifest_file` cannot both be given: expected one of them",
+            );
+            Some(ManifestRef::Static(path))
+        }
+        (Some(path), None) => Some(ManifestRef::Static(path)),
+        (None, Some(file)) => Some(named_file(file, base, errors)),
+        (None, None) => None,
+    };
     Resolved {
         blob: args.blob,
         family: args.family,
         symbol,
-        manifest: args.manifest,
+        manifest,
     }
 }
 
-fn single<'a>(mut args: Args, kernel: &'a Kernel, errors: &mut Errors) -> Checked<'a> {
+/// Resolves and reads `manifest_file = "..."`; a path the expansion cannot
+/// name is reported here, an unreadable file by [`check_files`].
+fn named_file(written: LitStr, base: &FsPath, errors: &mut Errors) -> ManifestRef {
+    let path = base.join(written.value());
+    if path.to_str().is_none() {
+        errors.spanned(
+            &written,
+            format!(
+                "the manifest file path {} is not valid UTF-8: expected a path the expansion can name",
+                path.display()
+            ),
+        );
+    }
+    let manifest = manifest::load(&path);
+    ManifestRef::File(Rc::new(NamedFile {
+        written,
+        path,
+        manifest,
+    }))
+}
+
+fn single<'a>(
+    mut args: Args,
+    kernel: &'a Kernel,
+    base: &FsPath,
+    errors: &mut Errors,
+) -> Checked<'a> {
     parse::helper_args(&kernel.helpers, &mut args, errors);
-    let args = resolve(args, errors);
+    let args = resolve(args, base, errors);
     let abi = single_abi(kernel, errors);
     if let Some(body) = &kernel.body {
         errors.spanned(
@@ -159,9 +235,14 @@ fn single<'a>(mut args: Args, kernel: &'a Kernel, errors: &mut Errors) -> Checke
     }
 }
 
-fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Checked<'a>> {
+fn block<'a>(
+    mut outer: Args,
+    block: &'a Block,
+    base: &FsPath,
+    errors: &mut Errors,
+) -> Vec<Checked<'a>> {
     parse::helper_args(&block.helpers, &mut outer, errors);
-    let outer = resolve(outer, errors);
+    let outer = resolve(outer, base, errors);
     let abi = abi_name(&block.abi, errors);
     if block.kernels.len() > 1 {
         if let Some(blob) = &outer.blob {
@@ -235,7 +316,7 @@ fn block<'a>(mut outer: Args, block: &'a Block, errors: &mut Errors) -> Vec<Chec
     for kernel in &block.kernels {
         let mut own = Args::default();
         parse::helper_args(&kernel.helpers, &mut own, errors);
-        let own = resolve(own, errors);
+        let own = resolve(own, base, errors);
         let family = match (own.family, &outer.family) {
             (Some(own), Some(_)) if one_kernel => {
                 errors.spanned(&own, "duplicate argument `family`");
@@ -464,7 +545,12 @@ fn impl_traits<'a>(ty: &'a Type, found: &mut Vec<&'a Type>) {
 /// Looks every kernel's blob, and every family, up in the manifest
 /// available at expansion time.
 fn check_names(kernels: &[Checked], found: &Found, errors: &mut Errors) {
-    let applies = |k: &&Checked| found.explicit || k.manifest.is_none();
+    // A kernel with its own manifest file is checked against that file.
+    let applies = |k: &&Checked| match &k.manifest {
+        None => true,
+        Some(ManifestRef::Static(_)) => found.explicit,
+        Some(ManifestRef::File(_)) => false,
+    };
     let blobs: Vec<&Checked> = kernels
         .iter()
         .filter(|k| k.blob_meant && k.family.is_none())
@@ -502,9 +588,75 @@ fn check_names(kernels: &[Checked], found: &Found, errors: &mut Errors) {
         errors.spanned(
             &kernel.blob,
             format!(
-                "blob '{}' is not in the manifest ({}){}",
+                "blob '{}' is not in the manifest ({}); {FILE_ROUTE}{}",
                 escape(&name),
                 found.path.display(),
+                did_you_mean(&near)
+            ),
+        );
+    }
+}
+
+/// How to declare a blob that the crate's manifest does not record, for
+/// the message of a miss.
+const FILE_ROUTE: &str = "if only the fallback manifest (CK_JIT_MANIFEST) records it, \
+     declare it with #[lazy_kernel(manifest_file = \"path/to/that/ck_jit_manifest.json\")]";
+
+/// Checks kernels declared with `manifest_file = "..."`: each file read
+/// and parsed (reported once per literal), each blob in its file, and no
+/// family, whose table only an embedded manifest provides.
+fn check_files(kernels: &[Checked], errors: &mut Errors) {
+    let mut reported: Vec<String> = Vec::new();
+    let mut once = |lit: &LitStr| {
+        let site = format!("{:?}", lit.span());
+        let first = !reported.contains(&site);
+        if first {
+            reported.push(site);
+        }
+        first
+    };
+    for kernel in kernels {
+        let Some(ManifestRef::File(file)) = &kernel.manifest else {
+            continue;
+        };
+        if kernel.family.is_some() {
+            if once(&file.written) {
+                errors.spanned(
+                    &file.written,
+                    "`manifest_file` cannot be used with `family`: a family's table is read \
+                     from an embedded manifest; expected manifest = path",
+                );
+            }
+            continue;
+        }
+        let manifest = match file.manifest.as_ref() {
+            Ok(manifest) => manifest,
+            Err(e) => {
+                if once(&file.written) {
+                    errors.spanned(
+                        &file.written,
+                        format!(
+                            "cannot use the manifest file {} ({}): {e}",
+                            file.written.value(),
+                            file.path.display()
+                        ),
+                    );
+                }
+                continue;
+            }
+        };
+        let name = kernel.blob.value();
+        // A name that cannot be a blob name was reported already.
+        if !kernel.blob_meant || check_name(&name).is_err() || manifest.blob(&name).is_some() {
+            continue;
+        }
+        let near = closest(manifest.blobs.iter().map(|b| b.name.as_str()), &name, 3);
+        errors.spanned(
+            &kernel.blob,
+            format!(
+                "blob '{}' is not in the manifest file {} named by manifest_file{}",
+                escape(&name),
+                file.written.value(),
                 did_you_mean(&near)
             ),
         );
@@ -581,11 +733,26 @@ mod tests {
     use std::rc::Rc;
 
     fn run(args: TokenStream, item: TokenStream, found: Option<&Found>) -> Vec<String> {
+        run_in(args, item, found, FsPath::new("/src"))
+    }
+
+    /// As `run`, with relative `manifest_file` paths taken from `base`.
+    fn run_in(
+        args: TokenStream,
+        item: TokenStream,
+        found: Option<&Found>,
+        base: &FsPath,
+    ) -> Vec<String> {
         let mut errors = Errors::default();
         let outer = parse::args(args, &mut errors);
         let input = parse::input(item).expect("parses");
-        check(outer, &input, found, &mut errors);
+        check(outer, &input, found, base, &mut errors);
         errors.messages()
+    }
+
+    /// The directory of the `manifest_file` fixtures.
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
     }
 
     fn errors_of(item: TokenStream) -> Vec<String> {
@@ -636,7 +803,13 @@ mod tests {
             pub unsafe extern "C" fn vadd_f32(n: usize);
         ))
         .unwrap();
-        let checked = check(Args::default(), &input, Some(&found(false)), &mut errors);
+        let checked = check(
+            Args::default(),
+            &input,
+            Some(&found(false)),
+            FsPath::new("/src"),
+            &mut errors,
+        );
         assert!(errors.is_empty(), "{:?}", errors.messages());
         assert_eq!(checked[0].blob.value(), "vadd_f32");
         assert_eq!(checked[0].abi.value(), "C");
@@ -795,8 +968,9 @@ mod tests {
             ),
             [
                 "`blob` names one blob but this block declares 2 fns: expected \
-                 #[lazy_kernel(blob = \"...\")] on each fn instead",
-                "blob 'c' is not in the manifest (/m/ck_jit_manifest.json)",
+                 #[lazy_kernel(blob = \"...\")] on each fn instead"
+                    .to_string(),
+                format!("blob 'c' is not in the manifest (/m/ck_jit_manifest.json); {FILE_ROUTE}"),
             ]
         );
         assert!(run(
@@ -853,7 +1027,13 @@ mod tests {
             unsafe extern "C" fn r#type();
         ))
         .unwrap();
-        let checked = check(Args::default(), &input, None, &mut errors);
+        let checked = check(
+            Args::default(),
+            &input,
+            None,
+            FsPath::new("/src"),
+            &mut errors,
+        );
         assert_eq!(checked[0].blob.value(), "type");
     }
 
@@ -868,7 +1048,10 @@ mod tests {
         );
         assert_eq!(
             errors,
-            ["blob 'vad_f32' is not in the manifest (/m/ck_jit_manifest.json); did you mean 'vadd_f32'?"]
+            [format!(
+                "blob 'vad_f32' is not in the manifest (/m/ck_jit_manifest.json); \
+                 {FILE_ROUTE}; did you mean 'vadd_f32'?"
+            )]
         );
         let errors = run(
             TokenStream::new(),
@@ -883,8 +1066,13 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "blob 'vadd_f16' is not in the manifest (/m/ck_jit_manifest.json); did you mean 'vadd_f32' or 'vadd_f64'?",
-                "blob 'conv2d' is not in the manifest (/m/ck_jit_manifest.json)",
+                format!(
+                    "blob 'vadd_f16' is not in the manifest (/m/ck_jit_manifest.json); \
+                     {FILE_ROUTE}; did you mean 'vadd_f32' or 'vadd_f64'?"
+                ),
+                format!(
+                    "blob 'conv2d' is not in the manifest (/m/ck_jit_manifest.json); {FILE_ROUTE}"
+                ),
             ]
         );
     }
@@ -934,7 +1122,7 @@ mod tests {
             }
         ))
         .unwrap();
-        let checked = check(outer, &input, None, &mut errors);
+        let checked = check(outer, &input, None, FsPath::new("/src"), &mut errors);
         assert!(errors.is_empty(), "{:?}", errors.messages());
         assert!(matches!(&checked[0].symbol, Symbol::Exact(s) if s.value() == "entry"));
         assert!(matches!(&checked[1].symbol, Symbol::Prefix(s) if s.value() == "vmul"));
@@ -1001,7 +1189,13 @@ mod tests {
             pub unsafe extern "C" fn fwd(x: i32) -> i32;
         ))
         .unwrap();
-        let checked = check(outer, &input, Some(&found(false)), &mut errors);
+        let checked = check(
+            outer,
+            &input,
+            Some(&found(false)),
+            FsPath::new("/src"),
+            &mut errors,
+        );
         assert!(errors.is_empty(), "{:?}", errors.messages());
         assert_eq!(checked[0].family.as_ref().unwrap().value(), "fwd");
         assert!(!checked[0].blob_meant, "a family's fn name is not a blob");
@@ -1050,7 +1244,13 @@ mod tests {
             }
         ))
         .unwrap();
-        let checked = check(Args::default(), &input, Some(&found(true)), &mut errors);
+        let checked = check(
+            Args::default(),
+            &input,
+            Some(&found(true)),
+            FsPath::new("/src"),
+            &mut errors,
+        );
         assert!(errors.is_empty(), "{:?}", errors.messages());
         assert!(checked[0].family.is_none() && checked[0].blob_meant);
         assert_eq!(checked[1].family.as_ref().unwrap().value(), "fwd_splitkv");
@@ -1179,5 +1379,105 @@ mod tests {
             unsafe extern "C" fn abort_all() -> !;
         ))
         .is_empty());
+    }
+
+    #[test]
+    fn a_manifest_file_kernel_is_checked_against_its_file_only() {
+        let item = quote!(
+            extern "C" {
+                fn fb_scale();
+                fn fb_scal();
+                fn vadd_f32();
+            }
+        );
+        let args = quote!(manifest_file = "fallback/ck_jit_manifest.json");
+        // The explicit manifest records vadd_f32 but not fb_scale: it is not
+        // asked about a kernel with its own file.
+        assert_eq!(
+            run_in(args, item, Some(&found(true)), &fixtures()),
+            [
+                "blob 'fb_scal' is not in the manifest file fallback/ck_jit_manifest.json \
+                 named by manifest_file; did you mean 'fb_scale'?",
+                "blob 'vadd_f32' is not in the manifest file fallback/ck_jit_manifest.json \
+                 named by manifest_file",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_manifest_file_resolves_from_the_base_and_overrides_per_fn() {
+        let mut errors = Errors::default();
+        let outer = parse::args(quote!(manifest = crate::M), &mut errors);
+        let input = parse::input(quote!(
+            extern "C" {
+                #[lazy_kernel(manifest_file = "fallback/ck_jit_manifest.json")]
+                fn fb_offset();
+                fn vadd_f32();
+            }
+        ))
+        .unwrap();
+        let checked = check(outer, &input, None, &fixtures(), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        let Some(ManifestRef::File(file)) = &checked[0].manifest else {
+            panic!("not a manifest file")
+        };
+        assert_eq!(file.path, fixtures().join("fallback/ck_jit_manifest.json"));
+        assert!(file.usable_path().is_some_and(|p| p.starts_with('/')));
+        assert!(matches!(checked[1].manifest, Some(ManifestRef::Static(_))));
+    }
+
+    #[test]
+    fn manifest_file_excludes_manifest_and_family() {
+        let single = quote!(
+            unsafe extern "C" fn fb_scale();
+        );
+        assert_eq!(
+            run_in(
+                quote!(
+                    manifest = crate::M,
+                    manifest_file = "fallback/ck_jit_manifest.json"
+                ),
+                single.clone(),
+                None,
+                &fixtures()
+            ),
+            ["`manifest` and `manifest_file` cannot both be given: expected one of them"]
+        );
+        assert_eq!(
+            run_in(
+                quote!(
+                    family = "host",
+                    manifest_file = "fallback/ck_jit_manifest.json"
+                ),
+                single,
+                None,
+                &fixtures()
+            ),
+            [
+                "`manifest_file` cannot be used with `family`: a family's table is read from an \
+              embedded manifest; expected manifest = path"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_manifest_file_is_one_error_naming_both_paths() {
+        let errors = run_in(
+            quote!(manifest_file = "missing.json"),
+            quote!(
+                extern "C" {
+                    fn a();
+                    fn b();
+                }
+            ),
+            None,
+            FsPath::new("/nowhere"),
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .starts_with("cannot use the manifest file missing.json (/nowhere/missing.json): "),
+            "{errors:?}"
+        );
     }
 }

@@ -32,6 +32,8 @@
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
+//! - `manifest_file` — kernels declared from a manifest file, found through
+//!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
 //! - [`maintenance`] — the cache as the `ck-jit` command-line tool (crate
 //!   `ck-jit-cli`) sees it: entries, verification, removal.
@@ -57,6 +59,7 @@ mod evict;
 pub mod family;
 mod load;
 pub mod maintenance;
+mod manifest_file;
 mod runtime;
 mod slot;
 mod stats;

@@ -13,6 +13,7 @@ use ck_jit_manifest::SymbolSpec;
 
 use crate::embed::Embedded;
 use crate::error::Error;
+use crate::manifest_file;
 use crate::runtime::Runtime;
 
 /// A symbol override given to `#[lazy_kernel]`.
@@ -54,11 +55,20 @@ impl Source {
     }
 }
 
+/// Where a [`Slot`] finds its runtime: a [`Source`], or a manifest file
+/// named at build time, whose runtime depends on the blob (the fallback
+/// manifest, when it records the blob, else the file).
+#[derive(Debug, Clone, Copy)]
+enum SlotSource {
+    Source(Source),
+    ManifestFile(&'static str),
+}
+
 /// A once-filled pointer to a blob's entry point.
 #[derive(Debug)]
 pub struct Slot {
     ptr: AtomicPtr<()>,
-    source: Source,
+    source: SlotSource,
     blob: &'static str,
     symbol: SymbolOverride,
 }
@@ -74,6 +84,24 @@ impl Slot {
         Slot::from_source(Source::Embedded(manifest), blob, symbol)
     }
 
+    /// An empty slot for `blob` of the manifest file at `path` (what
+    /// `#[lazy_kernel(manifest_file = "...")]` generates, with the path
+    /// the build checked the blob against): resolved through the fallback
+    /// manifest (`CK_JIT_MANIFEST`) when it records the blob, else through
+    /// that file, read at the first call.
+    pub const fn in_manifest_file(
+        path: &'static str,
+        blob: &'static str,
+        symbol: SymbolOverride,
+    ) -> Slot {
+        Slot {
+            ptr: AtomicPtr::new(std::ptr::null_mut()),
+            source: SlotSource::ManifestFile(path),
+            blob,
+            symbol,
+        }
+    }
+
     /// An empty slot for `blob` of whichever runtime `source` names.
     pub(crate) const fn from_source(
         source: Source,
@@ -82,7 +110,7 @@ impl Slot {
     ) -> Slot {
         Slot {
             ptr: AtomicPtr::new(std::ptr::null_mut()),
-            source,
+            source: SlotSource::Source(source),
             blob,
             symbol,
         }
@@ -130,7 +158,10 @@ impl Slot {
         if !p.is_null() {
             return Ok(p);
         }
-        let rt = self.source.runtime()?;
+        let rt = match self.source {
+            SlotSource::Source(source) => source.runtime()?,
+            SlotSource::ManifestFile(path) => manifest_file::runtime_for(path, self.blob)?,
+        };
         let p = rt.resolve(self.blob, self.symbol.spec().as_ref())?;
         self.ptr.store(p as *mut (), Ordering::Release);
         Ok(p)
