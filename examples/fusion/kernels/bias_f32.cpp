@@ -1,0 +1,4 @@
+#include "fused.hpp"
+extern "C" void bias_f32(const float* x, const float* w, const float* bias, float* y, int m, int n, int k) {
+    fused::map(x, y, m, n, bias, fused::bias<float>);
+}
