@@ -121,6 +121,11 @@ impl Query {
         Ok(true)
     }
 
+    /// Whether a constraint or preference of the query is about `key`.
+    pub(super) fn mentions(&self, key: &str) -> bool {
+        self.clauses.iter().any(|c| c.key() == key) || self.prefs.iter().any(|p| p.key() == key)
+    }
+
     /// The first constraint that `clause` cannot be met together with.
     pub(super) fn conflicting(&self, clause: &Clause) -> Option<&Clause> {
         self.clauses.iter().find(|c| !compatible(c, clause))
@@ -128,7 +133,7 @@ impl Query {
 }
 
 impl Conflict {
-    fn between(first: &Clause, second: &Clause) -> Conflict {
+    pub(super) fn between(first: &Clause, second: &Clause) -> Conflict {
         Conflict {
             key: first.key().to_string(),
             first: first.to_string(),
@@ -142,7 +147,7 @@ impl Conflict {
 /// Checking pairs is enough for the conflicts this reports: each clause
 /// admits an interval of integers, a single text or a flag state, and
 /// intervals that meet pairwise meet all together.
-fn compatible(a: &Clause, b: &Clause) -> bool {
+pub(super) fn compatible(a: &Clause, b: &Clause) -> bool {
     use Clause::{Cmp as Bound, Eq, Has, Lacks, Ne};
     if a.key() != b.key() {
         return true;

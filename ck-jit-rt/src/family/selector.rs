@@ -14,10 +14,10 @@
 
 use std::fmt;
 
+use super::compose::{self, Conflict};
 use super::{
     Clause, Error, FamilyData, FamilySlots, Kernel, Members, Query, SelectError, PRIORITY_KEY,
 };
-use crate::family::compose::Conflict;
 
 /// A family's kernels for a region of fused operations, narrowed one
 /// operation at a time ([`Selector::step`], [`Selector::push`]); from
@@ -53,6 +53,74 @@ pub struct Selector<F: 'static = ()> {
     /// Each key column's values as integers, parsed when an order first
     /// reads the key.
     numbers: Vec<Option<Box<[Option<i64>]>>>,
+    /// The family's neutral values as constraints, each with the codes it
+    /// lets through.
+    neutral: Vec<(Clause, Pass)>,
+    /// Per key column, its members grouped by code, made the first time a
+    /// region's first step filters the whole family by that key.
+    postings: Vec<Option<Postings>>,
+}
+
+/// The members of one key column grouped by code: those with code `c` are
+/// `members[starts[c]..starts[c + 1]]`, in index order.
+struct Postings {
+    starts: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Postings {
+    fn build(data: &FamilyData, k: usize) -> Postings {
+        let table = &data.table;
+        let codes = table.dicts[k].len() + 1;
+        let code = |m: usize| (table.code(m, k) as usize).min(codes);
+        // A code past the values (damaged bytes) counts as missing.
+        let code = |m: usize| match code(m) {
+            c if c == codes => 0,
+            c => c,
+        };
+        let mut starts = vec![0u32; codes + 1];
+        for m in 0..table.len() {
+            starts[code(m) + 1] += 1;
+        }
+        for c in 0..codes {
+            starts[c + 1] += starts[c];
+        }
+        let mut next = starts.clone();
+        let mut members = vec![0u32; table.len()];
+        for m in 0..table.len() {
+            let c = code(m);
+            members[next[c] as usize] = m as u32;
+            next[c] += 1;
+        }
+        Postings { starts, members }
+    }
+
+    /// The members whose code `pass` lets through, in index order.
+    fn gather(&self, pass: &[bool], len: usize) -> Vec<u32> {
+        let list = |c: usize| &self.members[self.starts[c] as usize..self.starts[c + 1] as usize];
+        let passing: Vec<usize> = (0..pass.len()).filter(|&c| pass[c]).collect();
+        match passing.as_slice() {
+            [c] => list(*c).to_vec(),
+            _ => {
+                // Several codes: mark them, then read the marks in order.
+                let mut marks = vec![0u64; len.div_ceil(64)];
+                for &c in &passing {
+                    for &m in list(c) {
+                        marks[m as usize / 64] |= 1 << (m % 64);
+                    }
+                }
+                let mut out = Vec::new();
+                for (w, &bits) in marks.iter().enumerate() {
+                    let mut bits = bits;
+                    while bits != 0 {
+                        out.push((w * 64) as u32 + bits.trailing_zeros());
+                        bits &= bits - 1;
+                    }
+                }
+                out
+            }
+        }
+    }
 }
 
 impl<F: 'static> fmt::Debug for Selector<F> {
@@ -251,21 +319,63 @@ fn column(data: &FamilyData, key: &str) -> Option<usize> {
         .ok()
 }
 
-/// The members of `from` that `pass` lets through.
-fn filter(data: &FamilyData, from: &[u32], pass: &Pass) -> Vec<u32> {
+/// Whether member `m` passes (a code past the values only comes from
+/// damaged bytes: it reads as missing, as `Table::value` does).
+#[inline]
+fn passes(data: &FamilyData, m: u32, pass: &Pass) -> bool {
     match pass {
-        Pass::Every => from.to_vec(),
-        Pass::None => Vec::new(),
-        Pass::Codes(k, codes) => from
-            .iter()
+        Pass::Every => true,
+        Pass::None => false,
+        Pass::Codes(k, codes) => {
+            let c = data.table.code(m as usize, *k) as usize;
+            codes.get(c).copied().unwrap_or(codes[0])
+        }
+    }
+}
+
+/// The members of `from` that every one of `passes` lets through, in the
+/// same order.
+fn filter(data: &FamilyData, from: &[u32], tests: &[Pass]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(from.len());
+    out.extend(
+        from.iter()
             .copied()
-            .filter(|&m| {
-                let c = data.table.code(m as usize, *k) as usize;
-                // A code past the values only comes from damaged bytes:
-                // read it as missing, as `Table::value` does.
-                codes.get(c).copied().unwrap_or(codes[0])
-            })
-            .collect(),
+            .filter(|&m| tests.iter().all(|p| passes(data, m, p))),
+    );
+    out
+}
+
+/// How one key orders members, read from the family's preference order
+/// (see [`Query::prefer_by`]).
+#[derive(Clone, Copy)]
+enum Order {
+    /// An explicit preference: members without a value come last.
+    Prefer { smaller_first: bool },
+    /// The fit of a numeric constraint (every member has a value).
+    Fit { smaller_first: bool },
+    /// `priority`, higher first, missing counting as 0.
+    Priority,
+}
+
+impl Order {
+    fn cmp(self, a: Option<i64>, b: Option<i64>) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match self {
+            Order::Prefer { smaller_first } => match (a, b) {
+                (Some(x), Some(y)) if smaller_first => x.cmp(&y),
+                (Some(x), Some(y)) => y.cmp(&x),
+                (Some(_), None) => Less,
+                (None, Some(_)) => Greater,
+                (None, None) => Equal,
+            },
+            Order::Fit {
+                smaller_first: true,
+            } => a.cmp(&b),
+            Order::Fit {
+                smaller_first: false,
+            } => b.cmp(&a),
+            Order::Priority => b.unwrap_or(0).cmp(&a.unwrap_or(0)),
+        }
     }
 }
 
@@ -285,10 +395,18 @@ impl<F: 'static> FamilySlots<F> {
         if let Some(c) = base.conflict() {
             return Err(SelectError::Conflict(c));
         }
-        let mut left: Vec<u32> = (0..data.table.len() as u32).collect();
-        for clause in &base.clauses {
-            left = filter(data, &left, &pass(data, clause));
-        }
+        let all: Vec<u32> = (0..data.table.len() as u32).collect();
+        let tests: Vec<Pass> = base.clauses.iter().map(|c| pass(data, c)).collect();
+        let left = filter(data, &all, &tests);
+        let neutral = data
+            .neutral
+            .iter()
+            .map(|(k, v)| {
+                let clause = Clause::Eq(k.clone(), v.clone());
+                let p = pass(data, &clause);
+                (clause, p)
+            })
+            .collect();
         let mut sel = Selector {
             slots: self,
             data,
@@ -299,9 +417,11 @@ impl<F: 'static> FamilySlots<F> {
             left,
             best: None,
             numbers: vec![None; data.table.keys.len()],
+            neutral,
+            postings: (0..data.table.keys.len()).map(|_| None).collect(),
         };
         let left = sel.left.clone();
-        if !left.is_empty() && sel.best_of(base, &left)?.is_ok() {
+        if !left.is_empty() && sel.best_of(base, &left).is_ok() {
             return Ok(sel);
         }
         // The family's own report of why nothing meets the base.
@@ -345,47 +465,83 @@ impl<F: 'static> Selector<F> {
         if let Some(e) = self.slots.unknown_key(self.data, op) {
             return Err(e);
         }
-        let mut query = self.query.clone();
-        let mut added = Vec::new();
+        // The op's constraints the region does not have yet, each checked
+        // against the region's and the op's earlier ones.
+        let mut added: Vec<&Clause> = Vec::with_capacity(op.clauses.len());
         for clause in &op.clauses {
-            match query.add_clause(clause) {
-                Ok(true) => added.push(clause),
-                Ok(false) => {}
-                Err(c) => return self.refuse(op, FlushReason::Conflict(c), &query),
+            let earlier = self.query.conflicting(clause).or_else(|| {
+                added
+                    .iter()
+                    .copied()
+                    .find(|c| !compose::compatible(c, clause))
+            });
+            if let Some(earlier) = earlier {
+                let c = Conflict::between(earlier, clause);
+                return self.refuse(op, FlushReason::Conflict(c));
+            }
+            if !self.query.clauses.contains(clause) && !added.contains(&clause) {
+                added.push(clause);
             }
         }
+        let tests: Vec<Pass> = added.iter().map(|c| pass(self.data, c)).collect();
+        let data = self.data;
+        let left = match tests.split_first() {
+            None => self.left.clone(),
+            // The whole family left: read the members of the passing
+            // codes rather than every member's code.
+            Some((Pass::Codes(k, codes), rest)) if self.left.len() == data.table.len() => {
+                let postings = self.postings[*k].get_or_insert_with(|| Postings::build(data, *k));
+                filter(data, &postings.gather(codes, data.table.len()), rest)
+            }
+            Some(_) => filter(data, &self.left, &tests),
+        };
+        if left.is_empty() {
+            // Which of the op's constraints left none, applied in order.
+            let mut among = self.left.clone();
+            for (clause, test) in added.iter().zip(&tests) {
+                let next = filter(self.data, &among, std::slice::from_ref(test));
+                if next.is_empty() {
+                    let reason = FlushReason::NoKernel {
+                        constraint: clause.to_string(),
+                        among: among.len(),
+                    };
+                    return self.refuse(op, reason);
+                }
+                among = next;
+            }
+        }
+        // The region's query grows in place (no copy of it per step), and
+        // shrinks back if the op is refused.
+        let (clauses, prefs) = (self.query.clauses.len(), self.query.prefs.len());
+        self.query.clauses.extend(added.into_iter().cloned());
         for pref in &op.prefs {
-            if !query.prefs.iter().any(|p| p.key() == pref.key()) {
-                query.prefs.push(pref.clone());
+            if !self.query.prefs.iter().any(|p| p.key() == pref.key()) {
+                self.query.prefs.push(pref.clone());
             }
         }
-        let mut left: Option<Vec<u32>> = None;
-        for clause in added {
-            let from = left.as_deref().unwrap_or(&self.left);
-            let among = from.len();
-            let next = filter(self.data, from, &pass(self.data, clause));
-            if next.is_empty() {
-                let reason = FlushReason::NoKernel {
-                    constraint: clause.to_string(),
-                    among,
-                };
-                return self.refuse(op, reason, &query);
-            }
-            left = Some(next);
-        }
-        let left = left.unwrap_or_else(|| self.left.clone());
-        let best = match self.best_of(&query, &left)? {
+        let query = std::mem::take(&mut self.query);
+        let best = self.best_of(&query, &left);
+        self.query = query;
+        let best = match best {
             Ok(best) => best,
             Err(neutral) => {
+                self.query.clauses.truncate(clauses);
+                self.query.prefs.truncate(prefs);
                 let reason = FlushReason::NoKernel {
                     constraint: format!("{neutral} (the family's neutral value)"),
                     among: left.len(),
                 };
-                return self.refuse(op, reason, &query);
+                return self.refuse(op, reason);
             }
         };
-        let kernel = self.slots.member(best as usize)?.kernel();
-        self.query = query;
+        let kernel = match self.slots.member(best as usize) {
+            Ok(m) => m.kernel(),
+            Err(e) => {
+                self.query.clauses.truncate(clauses);
+                self.query.prefs.truncate(prefs);
+                return Err(e.into());
+            }
+        };
         self.left = left;
         self.best = Some(kernel);
         self.ops += 1;
@@ -463,19 +619,18 @@ impl<F: 'static> Selector<F> {
 
     /// A flush for a non-empty region; for an empty one, the error the
     /// family gives for the composed query.
-    fn refuse(
-        &self,
-        op: &Query,
-        reason: FlushReason,
-        query: &Query,
-    ) -> Result<Step<F>, SelectError> {
+    fn refuse(&self, op: &Query, reason: FlushReason) -> Result<Step<F>, SelectError> {
         if self.ops == 0 {
             return Err(match reason {
                 FlushReason::Conflict(c) => SelectError::Conflict(c),
                 FlushReason::NoKernel { .. } => {
-                    // The composition so far, plus the rest of the op, so
-                    // the family's report covers every constraint.
-                    let all = query.clone().and(op).unwrap_or_else(|_| query.clone());
+                    // The region and the whole op, so the family's report
+                    // covers every constraint.
+                    let all = self
+                        .query
+                        .clone()
+                        .and(op)
+                        .unwrap_or_else(|_| self.query.clone());
                     match self.slots.select(&all) {
                         Err(e) => e,
                         Ok(_) => SelectError::Runtime(self.disagree(&all)),
@@ -501,54 +656,47 @@ impl<F: 'static> Selector<F> {
     }
 
     /// The best of `left` for `query` under the family's preference order,
-    /// with the family's neutral values for the keys `query` leaves open:
-    /// `Ok(Some(member))`, or `Ok(Err(neutral))` naming the neutral
-    /// constraint that leaves none. The outer error never happens with a
-    /// sound table; it is there so that a damaged one is no panic.
-    #[allow(clippy::type_complexity)]
-    fn best_of(&mut self, query: &Query, left: &[u32]) -> Result<Result<u32, String>, SelectError> {
+    /// among the members with the family's neutral values for the keys
+    /// `query` leaves open, or the neutral constraint that leaves none.
+    fn best_of(&mut self, query: &Query, left: &[u32]) -> Result<u32, String> {
         let data = self.data;
-        let mentioned = query.keys();
-        let mut owned: Option<Vec<u32>> = None;
-        for (k, v) in &data.neutral {
-            if mentioned.contains(k.as_str()) {
-                continue;
-            }
-            let clause = Clause::Eq(k.clone(), v.clone());
-            let next = filter(data, owned.as_deref().unwrap_or(left), &pass(data, &clause));
-            if next.is_empty() {
-                return Ok(Err(clause.to_string()));
-            }
-            owned = Some(next);
-        }
-        let left = owned.as_deref().unwrap_or(left);
-        let Some(&first) = left.first() else {
-            return Err(SelectError::Runtime(self.disagree(query)));
-        };
-        if left.len() == 1 {
-            return Ok(Ok(first));
-        }
-        // The integers of each key the order reads, per code.
-        let mut keys: Vec<&str> = query.prefs.iter().map(|p| p.key()).collect();
+        let open: Vec<&Pass> = self
+            .neutral
+            .iter()
+            .filter(|(c, _)| !query.mentions(c.key()))
+            .map(|(_, p)| p)
+            .collect();
+        // The keys the order reads, in the order it reads them; a key no
+        // member has orders nothing.
+        let mut keys: Vec<(&str, Order)> = query
+            .prefs
+            .iter()
+            .map(|p| {
+                let smaller_first = matches!(p, super::Preference::Min(_));
+                (p.key(), Order::Prefer { smaller_first })
+            })
+            .collect();
         keys.extend(query.clauses.iter().filter_map(|c| match c {
-            Clause::Cmp(k, _, _) => Some(k.as_str()),
+            Clause::Cmp(k, op, _) => Some((
+                k.as_str(),
+                Order::Fit {
+                    smaller_first: matches!(op, super::Cmp::Ge | super::Cmp::Gt),
+                },
+            )),
             _ => None,
         }));
-        keys.push(PRIORITY_KEY);
-        let mut columns: Vec<(&str, Option<usize>)> = Vec::with_capacity(keys.len());
-        for key in keys {
-            let col = column(data, key);
-            if let Some(k) = col {
+        keys.push((PRIORITY_KEY, Order::Priority));
+        let mut order: Vec<(usize, Order)> = Vec::with_capacity(keys.len());
+        for (key, how) in keys {
+            if let Some(k) = column(data, key) {
                 self.numbers[k].get_or_insert_with(|| {
                     data.table.dicts[k].iter().map(|v| v.parse().ok()).collect()
                 });
+                order.push((k, how));
             }
-            columns.push((key, col));
         }
         let numbers = &self.numbers;
-        let num = |m: u32, key: &str| -> Option<i64> {
-            let (_, col) = columns.iter().find(|(name, _)| *name == key)?;
-            let k = (*col)?;
+        let value = |m: u32, k: usize| -> Option<i64> {
             let code = data.table.code(m as usize, k) as usize;
             numbers[k]
                 .as_ref()?
@@ -556,17 +704,46 @@ impl<F: 'static> Selector<F> {
                 .copied()
                 .flatten()
         };
-        // Members are in name order: the index breaks ties by name.
-        let best = left.iter().copied().fold(first, |best, m| {
-            let ord = query
-                .prefer_by(|k| num(m, k), |k| num(best, k))
-                .then_with(|| m.cmp(&best));
-            if ord == std::cmp::Ordering::Less {
-                m
-            } else {
-                best
+        let better = |a: u32, b: u32| -> bool {
+            for &(k, how) in &order {
+                match how.cmp(value(a, k), value(b, k)) {
+                    std::cmp::Ordering::Less => return true,
+                    std::cmp::Ordering::Greater => return false,
+                    std::cmp::Ordering::Equal => {}
+                }
             }
-        });
-        Ok(Ok(best))
+            // Members are in name order: the index breaks ties by name.
+            a < b
+        };
+        let mut best: Option<u32> = None;
+        for &m in left {
+            if !open.iter().all(|p| passes(data, m, p)) {
+                continue;
+            }
+            // `left` is in index order: with nothing to order by, the
+            // first is the best.
+            if order.is_empty() {
+                return Ok(m);
+            }
+            if best.is_none_or(|b| better(m, b)) {
+                best = Some(m);
+            }
+        }
+        if let Some(best) = best {
+            return Ok(best);
+        }
+        // None has the neutral values: name the first that leaves none.
+        let mut among = left.to_vec();
+        for (clause, p) in &self.neutral {
+            if query.mentions(clause.key()) {
+                continue;
+            }
+            let next = filter(data, &among, std::slice::from_ref(p));
+            if next.is_empty() {
+                return Err(clause.to_string());
+            }
+            among = next;
+        }
+        Err("the family's neutral values".to_string())
     }
 }
