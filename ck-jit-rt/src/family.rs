@@ -26,6 +26,14 @@
 //!
 //! The order is total (blob names are unique), so a query over one
 //! manifest always selects the same blob.
+//!
+//! # Regions of fused operations
+//!
+//! Queries compose ([`Query::and`]); two constraints that no value meets
+//! together are a [`Conflict`]. A [`Selector`] takes a region's operations
+//! one at a time, keeps the members that support their composition, and
+//! answers each with the best kernel so far ([`Step::Selectable`]) or with
+//! why the region must be closed first ([`Step::Flush`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
