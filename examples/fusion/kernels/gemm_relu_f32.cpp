@@ -1,4 +1,4 @@
 #include "fused.hpp"
-extern "C" void gemm_relu_f32(const float* x, const float* w, const float* bias, float* y, int m, int n, int k) {
-    fused::gemm(x, w, y, m, n, k, bias, fused::relu<float>);
+extern "C" void gemm_relu_f32(const float* x, const float* w, const float* bias, float* y, fused::Shape s) {
+    fused::gemm(x, w, y, s.m, s.n, s.k, bias, fused::relu<float>);
 }

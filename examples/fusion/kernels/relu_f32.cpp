@@ -1,4 +1,4 @@
 #include "fused.hpp"
-extern "C" void relu_f32(const float* x, const float* w, const float* bias, float* y, int m, int n, int k) {
-    fused::map(x, y, m, n, bias, fused::relu<float>);
+extern "C" void relu_f32(const float* x, const float* w, const float* bias, float* y, fused::Shape s) {
+    fused::map(x, y, s.m, s.n, bias, fused::relu<float>);
 }

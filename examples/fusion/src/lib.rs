@@ -21,6 +21,18 @@ use ck_jit_rt::{Query, SelectError};
 
 ck_jit_rt::embed_manifest!();
 
+/// The sizes a kernel works on (`fused::Shape` in `kernels/include`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Rows of `x` and `y`.
+    pub m: i32,
+    /// Columns of `y` (and of `w`).
+    pub n: i32,
+    /// Columns of `x` (rows of `w`).
+    pub k: i32,
+}
+
 /// Every kernel of the family: `y = ops(x)`, where a kernel that starts
 /// with a gemm multiplies the `m`×`k` matrix `x` by the `k`×`n` matrix
 /// `w`, and the element-wise kernels read `x` as `m`×`n`; `bias` has `n`
@@ -31,9 +43,7 @@ pub unsafe extern "C" fn fused(
     w: *const f32,
     bias: *const f32,
     y: *mut f32,
-    m: i32,
-    n: i32,
-    k: i32,
+    shape: Shape,
 );
 
 /// One operation of a graph, with its parameters.
@@ -177,9 +187,11 @@ pub fn run(
                 w.as_ptr(),
                 bias.as_ptr(),
                 y.as_mut_ptr(),
-                m as i32,
-                n as i32,
-                k as i32,
+                Shape {
+                    m: m as i32,
+                    n: n as i32,
+                    k: k as i32,
+                },
             )
         };
         x = y;

@@ -5,6 +5,12 @@
 
 namespace fused {
 
+// The sizes a kernel works on: y is m x n, x is m x k (m x n for the
+// element-wise kernels), w is k x n.
+struct Shape {
+    int m, n, k;
+};
+
 template <typename T, typename Epilogue>
 void gemm(const T* x, const T* w, T* y, int m, int n, int k, const T* bias, Epilogue epilogue) {
     for (int i = 0; i < m; ++i) {
