@@ -1,9 +1,10 @@
 //! The command line: every command and flag with its help text, and the
-//! parsers of flag values (sizes, `KEY=VALUE`). Parsing only; nothing here
+//! parsers of flag values (sizes, metadata conditions). Parsing only; nothing here
 //! reads a manifest or touches the cache.
 
 use std::path::PathBuf;
 
+use ck_jit_rt::Query;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 const ABOUT: &str = "Inspect, pre-build and maintain the ck-jit kernel cache";
@@ -36,18 +37,24 @@ Blobs can be named by blob name (vadd_f32), file name (vadd_f32.cpp),
 source path (kernels/vadd_f32.cpp, relative to the tree root, or absolute)
 or cached object (~/.cache/ck_jit/v1/vadd_f32/<prekey>/<key>.so), mixed
 freely. --family and --where narrow the selection (all blobs when nothing
-is named); repeated --family means any of them, repeated --where all of them.";
+is named); repeated --family means any of them, repeated --where all of them.
+A --where condition compares a metadata value as a family query does:
+KEY=VALUE, KEY!=VALUE, KEY>=N, KEY>N, KEY<=N, KEY<N (integers), KEY (a set
+flag: present and not 0/false/no/off/empty) or !KEY (an unset flag); one
+--where may hold several, separated by commas.";
 
 const LIST_EXAMPLES: &str = "\
 Examples:
   ck-jit list
   ck-jit list --family fwd --where dtype=bf16
+  ck-jit list --where 'hdim>=128' --where lse --where '!dropout'
   ck-jit list vadd_f32 kernels/vadd_f64.cpp --json";
 
 const BUILD_EXAMPLES: &str = "\
 Examples:
   ck-jit build --all
   ck-jit build --family fwd -j 16
+  ck-jit build --family fwd --where 'dtype=bf16,hdim<=128'
   ck-jit build --blob-list hot_kernels.txt
   grep -l bf16 kernels/*.cpp | ck-jit build --blob-list -
   ck-jit build vadd_f32 --force";
@@ -160,9 +167,9 @@ pub struct Selection {
     /// Only blobs of this family (manifest group); repeat for any of several
     #[arg(long, value_name = "NAME")]
     pub family: Vec<String>,
-    /// Only blobs whose metadata has KEY=VALUE; repeat to require all
-    #[arg(long = "where", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub filters: Vec<(String, String)>,
+    /// Only blobs whose metadata meets COND (KEY=VALUE, KEY!=VALUE, KEY>=N, KEY<N, KEY, !KEY, ...); repeat to require all
+    #[arg(long = "where", value_name = "COND", value_parser = parse_condition)]
+    pub filters: Vec<Query>,
 }
 
 /// `ck-jit list`.
@@ -250,15 +257,21 @@ pub struct ExportArgs {
 
 pub use ck_jit_rt::maintenance::parse_size;
 
-/// Parses `KEY=VALUE` (split at the first `=`; the key must not be empty).
-pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!(
-            "expected KEY=VALUE (e.g. dtype=bf16), got '{}'",
+/// Parses a `--where` condition (or several, separated by commas) as a
+/// family query reads it.
+pub fn parse_condition(text: &str) -> Result<Query, String> {
+    let q: Query = text
+        .parse()
+        .map_err(|e: ck_jit_rt::family::ParseQueryError| {
+            e.to_string().trim_start_matches("ck-jit: ").to_string()
+        })?;
+    if q == Query::new() {
+        return Err(format!(
+            "expected a condition such as dtype=bf16, hdim>=128, lse or !dropout, got '{}'",
             text.escape_debug()
-        )),
+        ));
     }
+    Ok(q)
 }
 
 #[cfg(test)]
@@ -281,14 +294,24 @@ mod tests {
     }
 
     #[test]
-    fn key_value_needs_a_key_and_an_equals_sign() {
+    fn conditions_read_as_queries_and_bad_ones_say_what_was_expected() {
         assert_eq!(
-            parse_key_value("dtype=bf16"),
-            Ok(("dtype".into(), "bf16".into()))
+            parse_condition("dtype=bf16"),
+            Ok(Query::new().eq("dtype", "bf16"))
         );
-        assert_eq!(parse_key_value("k=a=b"), Ok(("k".into(), "a=b".into())));
-        assert!(parse_key_value("dtype").is_err());
-        assert!(parse_key_value("=x").is_err());
+        assert_eq!(
+            parse_condition("hdim>=128,lse,!dropout"),
+            Ok(Query::new().ge("hdim", 128).has("lse").lacks("dropout"))
+        );
+        assert_eq!(parse_condition("k=a=b"), Ok(Query::new().eq("k", "a=b")));
+        let e = parse_condition("hdim>=big").unwrap_err();
+        assert!(e.contains("'>=' compares integers"), "{e}");
+        assert!(parse_condition("=x")
+            .unwrap_err()
+            .contains("the key is empty"));
+        assert!(parse_condition("")
+            .unwrap_err()
+            .contains("expected a condition"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use ck_jit_rt::maintenance::Record;
 use ck_jit_rt::manifest::{closest, escape, Manifest};
+use ck_jit_rt::Query;
 
 use crate::args::Selection;
 use crate::error::CliError;
@@ -90,13 +91,9 @@ pub fn select(
         chosen.retain(|&i| families.contains(m.group_of(&m.blobs[i]).name.as_str()));
     }
     if !sel.filters.is_empty() {
-        check_keys(m, &sel.filters)?;
-        chosen.retain(|&i| {
-            let meta = &m.blobs[i].meta;
-            sel.filters
-                .iter()
-                .all(|(k, v)| meta.get(k).is_some_and(|x| x == v))
-        });
+        let filter = compose(&sel.filters)?;
+        check_keys(m, &filter)?;
+        chosen.retain(|&i| filter.matches(&m.blobs[i].meta));
     }
     if chosen.is_empty() && (named || filtered) {
         return Err(CliError::Usage(format!(
@@ -318,24 +315,45 @@ fn check_families<'a>(m: &Manifest, asked: &'a [String]) -> Result<BTreeSet<&'a 
     }
 }
 
-fn check_keys(m: &Manifest, filters: &[(String, String)]) -> Result<(), CliError> {
+/// Every `--where` condition together; two that no value meets together
+/// are a usage error naming both (rather than an empty selection).
+fn compose(filters: &[Query]) -> Result<Query, CliError> {
+    filters.iter().try_fold(Query::new(), |q, f| {
+        q.and(f).map_err(|c| {
+            CliError::Usage(format!(
+                "--where: {} conflicts with {}: no value of {} meets both",
+                c.first(),
+                c.second(),
+                escape(c.key())
+            ))
+        })
+    })
+}
+
+fn check_keys(m: &Manifest, filter: &Query) -> Result<(), CliError> {
     let known: BTreeSet<&str> = m
         .blobs
         .iter()
         .flat_map(|b| b.meta.keys().map(String::as_str))
         .collect();
     let mut errors = Vec::new();
-    for (k, _) in filters {
-        if !known.contains(k.as_str()) {
+    for k in filter.keys() {
+        if !known.contains(k) {
             errors.push(if known.is_empty() {
                 format!(
                     "--where {}: no blob in this manifest has metadata",
                     escape(k)
                 )
             } else {
+                let near = closest(known.iter().copied(), k, 3);
                 format!(
-                    "--where: unknown metadata key '{}'; expected one of: {}",
+                    "--where: unknown metadata key '{}'{}; expected one of: {}",
                     escape(k),
+                    if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (did you mean '{}'?)", near.join("', '"))
+                    },
                     known.iter().copied().collect::<Vec<_>>().join(", ")
                 )
             });
@@ -348,15 +366,15 @@ fn check_keys(m: &Manifest, filters: &[(String, String)]) -> Result<(), CliError
     }
 }
 
-/// ` (--family x, --where k=v; values of k: a, b)` for an empty result.
+/// ` (--family x, --where k = v; values of k: a, b)` for an empty result.
 fn describe_filters(m: &Manifest, sel: &Selection) -> String {
     let mut parts: Vec<String> = sel.family.iter().map(|f| format!("--family {f}")).collect();
-    parts.extend(sel.filters.iter().map(|(k, v)| format!("--where {k}={v}")));
+    parts.extend(sel.filters.iter().map(|q| format!("--where {q}")));
     let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (k, _) in &sel.filters {
+    for k in sel.filters.iter().flat_map(Query::keys) {
         for b in &m.blobs {
             if let Some(v) = b.meta.get(k) {
-                values.entry(k.as_str()).or_default().insert(v.as_str());
+                values.entry(k).or_default().insert(v.as_str());
             }
         }
     }
@@ -394,18 +412,22 @@ mod tests {
                 neutral: Default::default(),
             });
         }
-        for (name, source, group, dtype) in [
-            ("fwd_f16", "fwd/fwd_f16.cpp", 0, "f16"),
-            ("fwd_f32", "fwd/fwd_f32.cpp", 0, "f32"),
-            ("bwd_f16", "bwd/bwd_f16.cpp", 1, "f16"),
-            ("custom", "bwd/other.cpp", 1, "f32"),
+        for (name, source, group, meta) in [
+            ("fwd_f16", "fwd/fwd_f16.cpp", 0, "dtype=f16,hdim=128,lse=1"),
+            ("fwd_f32", "fwd/fwd_f32.cpp", 0, "dtype=f32,hdim=64,lse=0"),
+            ("bwd_f16", "bwd/bwd_f16.cpp", 1, "dtype=f16,hdim=256"),
+            ("custom", "bwd/other.cpp", 1, "dtype=f32,dropout=yes"),
         ] {
             m.blobs.push(Blob {
                 name: name.into(),
                 source: source.into(),
                 group,
                 symbol: None,
-                meta: [("dtype".to_string(), dtype.to_string())].into(),
+                meta: meta
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
             });
         }
         m.finish().unwrap();
@@ -464,7 +486,7 @@ mod tests {
     fn families_and_filters_narrow_and_refuse_unknown_ones() {
         let mut s = sel(&[]);
         s.family = vec!["fwd".into()];
-        s.filters = vec![("dtype".into(), "f16".into())];
+        s.filters = vec![where_("dtype=f16")];
         assert_eq!(run(&s).unwrap(), vec!["fwd_f16"]);
         s.family = vec!["fdw".into()];
         let e = run(&s).unwrap_err();
@@ -473,14 +495,53 @@ mod tests {
             "{e}"
         );
         s.family.clear();
-        s.filters = vec![("dtype".into(), "f64".into())];
+        s.filters = vec![where_("dtype=f64")];
         let e = run(&s).unwrap_err();
         assert!(
             e.contains("no blob matches") && e.contains("values of dtype: f16, f32"),
             "{e}"
         );
-        s.filters = vec![("arch".into(), "x".into())];
+        s.filters = vec![where_("arch=x")];
         assert!(run(&s).unwrap_err().contains("unknown metadata key 'arch'"));
+        s.filters = vec![where_("hdm>=64")];
+        let e = run(&s).unwrap_err();
+        assert!(
+            e.contains("unknown metadata key 'hdm' (did you mean 'hdim'?)"),
+            "{e}"
+        );
+    }
+
+    fn where_(text: &str) -> Query {
+        crate::args::parse_condition(text).unwrap()
+    }
+
+    fn filtered(conditions: &[&str]) -> Result<Vec<String>, String> {
+        let mut s = sel(&[]);
+        s.filters = conditions.iter().map(|c| where_(c)).collect();
+        run(&s)
+    }
+
+    #[test]
+    fn where_compares_as_a_query_does() {
+        assert_eq!(filtered(&["hdim>=128"]).unwrap(), ["bwd_f16", "fwd_f16"]);
+        assert_eq!(filtered(&["hdim<128"]).unwrap(), ["fwd_f32"]);
+        assert_eq!(filtered(&["lse"]).unwrap(), ["fwd_f16"], "lse=0 is unset");
+        assert_eq!(filtered(&["!dropout", "dtype!=f16"]).unwrap(), ["fwd_f32"]);
+        assert_eq!(
+            filtered(&["dtype=f16,hdim>64"]).unwrap(),
+            ["bwd_f16", "fwd_f16"],
+            "several conditions in one --where"
+        );
+        let e = filtered(&["hdim>=128", "hdim<=64"]).unwrap_err();
+        assert_eq!(
+            e,
+            "ck-jit: --where: hdim >= 128 conflicts with hdim <= 64: no value of hdim meets both"
+        );
+        let e = filtered(&["hdim>=512"]).unwrap_err();
+        assert!(
+            e.contains("(--where hdim >= 512; values of hdim: 128, 256, 64)"),
+            "{e}"
+        );
     }
 
     #[test]

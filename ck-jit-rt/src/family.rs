@@ -26,6 +26,14 @@
 //!
 //! The order is total (blob names are unique), so a query over one
 //! manifest always selects the same blob.
+//!
+//! # Regions of fused operations
+//!
+//! Queries compose ([`Query::and`]); two constraints that no value meets
+//! together are a [`Conflict`]. A [`Selector`] takes a region's operations
+//! one at a time, keeps the members that support their composition, and
+//! answers each with the best kernel so far ([`Step::Selectable`]) or with
+//! why the region must be closed first ([`Step::Flush`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -40,6 +48,14 @@ use crate::error::Error;
 use crate::runtime::Runtime;
 pub use crate::slot::SymbolOverride;
 use crate::slot::{Slot, Source};
+
+mod compose;
+mod parse;
+mod selector;
+
+pub use compose::Conflict;
+pub use parse::ParseQueryError;
+pub use selector::{Flush, FlushReason, Region, Selector, Step};
 
 /// The metadata key that orders otherwise equal members (higher first).
 pub const PRIORITY_KEY: &str = "priority";
@@ -98,6 +114,14 @@ enum Cmp {
 enum Preference {
     Min(String),
     Max(String),
+}
+
+impl Preference {
+    fn key(&self) -> &str {
+        match self {
+            Preference::Min(k) | Preference::Max(k) => k,
+        }
+    }
 }
 
 /// A blob's name and metadata, as selection sees it.
@@ -386,6 +410,23 @@ impl Query {
                 together = Some(self.narrowing(candidates));
             }
         }
+        // A key no candidate has is more likely misspelt than unmet.
+        let mut unknown_keys = Vec::new();
+        if total > 0 {
+            let known: BTreeSet<&str> = candidates
+                .iter()
+                .flat_map(|c| c.1.keys().map(String::as_str))
+                .collect();
+            for key in self.keys() {
+                if key != PRIORITY_KEY && !known.contains(key) {
+                    let near = closest(known.iter().copied(), key, 3)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    unknown_keys.push((key.to_string(), near));
+                }
+            }
+        }
         let (families, suggestions) = if total == 0 {
             let names = families();
             let near: Vec<String> = closest(names.iter().map(String::as_str), family, 3)
@@ -402,6 +443,7 @@ impl Query {
             total,
             constraints,
             together,
+            unknown_keys,
             families,
             suggestions,
         }))
@@ -623,6 +665,8 @@ struct Report {
     total: usize,
     constraints: Vec<String>,
     together: Option<String>,
+    /// Keys of the query no candidate has, each with close keys they have.
+    unknown_keys: Vec<(String, Vec<String>)>,
     families: Vec<String>,
     suggestions: Vec<String>,
 }
@@ -672,6 +716,13 @@ impl fmt::Display for NoMatch {
         if let Some(together) = &this.together {
             write!(f, "; {together}")?;
         }
+        for (key, near) in &this.unknown_keys {
+            write!(f, "; no {family} blob has the key '{}'", escape(key))?;
+            if !near.is_empty() {
+                let near: Vec<String> = near.iter().map(|k| escape(k)).collect();
+                write!(f, "; did you mean '{}'?", near.join("', '"))?;
+            }
+        }
         Ok(())
     }
 }
@@ -697,6 +748,10 @@ pub enum SelectError {
         /// Members with close names.
         suggestions: Vec<String>,
     },
+    /// Two of the query's constraints cannot hold together (`dtype =
+    /// fp16` and `dtype = bf16`): a mistake in the query, whatever the
+    /// family has.
+    Conflict(Conflict),
     /// The query names a key no member of the family has.
     UnknownKey {
         /// The family.
@@ -714,6 +769,12 @@ impl From<Error> for SelectError {
     }
 }
 
+impl From<Conflict> for SelectError {
+    fn from(e: Conflict) -> SelectError {
+        SelectError::Conflict(e)
+    }
+}
+
 impl From<NoMatch> for SelectError {
     fn from(e: NoMatch) -> SelectError {
         SelectError::NoMatch(e)
@@ -725,6 +786,7 @@ impl fmt::Display for SelectError {
         match self {
             SelectError::Runtime(e) => e.fmt(f),
             SelectError::NoMatch(e) => e.fmt(f),
+            SelectError::Conflict(e) => e.fmt(f),
             SelectError::NotMember {
                 family,
                 blob,
@@ -770,6 +832,7 @@ impl std::error::Error for SelectError {
         match self {
             SelectError::Runtime(e) => Some(e),
             SelectError::NoMatch(e) => Some(e),
+            SelectError::Conflict(e) => Some(e),
             SelectError::NotMember { .. } | SelectError::UnknownKey { .. } => None,
         }
     }
@@ -997,30 +1060,19 @@ impl<F> FamilySlots<F> {
     ///
     /// # Errors
     ///
-    /// [`SelectError::NoMatch`] saying why each constraint failed, or the
-    /// runtime's error if the manifest cannot be used.
+    /// [`SelectError::NoMatch`] saying why each constraint failed,
+    /// [`SelectError::UnknownKey`] for a key no member has (with the
+    /// closest keys members have), [`SelectError::Conflict`] for two
+    /// constraints no value meets together, or the runtime's error if the
+    /// manifest cannot be used.
     pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
         let data = self.data()?;
         let table = &data.table;
-        if !table.is_empty() {
-            let unknown: Vec<&str> = query
-                .keys()
-                .into_iter()
-                .filter(|k| {
-                    *k != PRIORITY_KEY
-                        && table.keys.binary_search_by(|x| x.as_str().cmp(k)).is_err()
-                })
-                .collect();
-            if let Some(key) = unknown.first() {
-                return Err(SelectError::UnknownKey {
-                    family: self.family.to_string(),
-                    key: key.to_string(),
-                    suggestions: closest(table.keys.iter().map(String::as_str), key, 3)
-                        .into_iter()
-                        .map(str::to_string)
-                        .collect(),
-                });
-            }
+        if let Some(e) = self.unknown_key(data, query) {
+            return Err(e);
+        }
+        if let Some(c) = query.conflict() {
+            return Err(SelectError::Conflict(c));
         }
         let q = query.with_neutral(&data.neutral);
         match q.order_table(table).first() {
@@ -1040,6 +1092,26 @@ impl<F> FamilySlots<F> {
                     .into())
             }
         }
+    }
+
+    /// [`SelectError::UnknownKey`] for the first key of `query` that no
+    /// member has (but `priority`), with the closest keys members have.
+    fn unknown_key(&self, data: &FamilyData, query: &Query) -> Option<SelectError> {
+        let table = &data.table;
+        if table.is_empty() {
+            return None;
+        }
+        let key = query.keys().into_iter().find(|k| {
+            *k != PRIORITY_KEY && table.keys.binary_search_by(|x| x.as_str().cmp(k)).is_err()
+        })?;
+        Some(SelectError::UnknownKey {
+            family: self.family.to_string(),
+            key: key.to_string(),
+            suggestions: closest(table.keys.iter().map(String::as_str), key, 3)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        })
     }
 
     /// Every member that meets `query`, best first (empty when none does).
@@ -1501,7 +1573,8 @@ mod tests {
         );
         assert_eq!(
             no_match(&m, "fwd", Query::new().has("dropout")),
-            "ck-jit: no fwd blob matches has dropout: has dropout matched 0 of 6 (missing in 6)"
+            "ck-jit: no fwd blob matches has dropout: has dropout matched 0 of 6 (missing in 6); \
+             no fwd blob has the key 'dropout'"
         );
     }
 
@@ -1522,6 +1595,27 @@ mod tests {
              together they match none: dtype = fp16, has lse leave 1, and of those \
              hdim <= 64 matched 0 of 1 (closest values seen among them: 128)"
         );
+    }
+
+    #[test]
+    fn a_misspelt_key_is_named_with_the_closest_keys_members_have() {
+        let m = fwd();
+        assert_eq!(
+            no_match(&m, "fwd", Query::new().eq("dtyp", "bf16").ge("hdim", 128)),
+            "ck-jit: no fwd blob matches dtyp = bf16, hdim >= 128: \
+             dtyp = bf16 matched 0 of 6 (missing in 6); hdim >= 128 matched 4 of 6 \
+             (closest values seen: 128, 64, 256; not an integer in 1); \
+             no fwd blob has the key 'dtyp'; did you mean 'dtype'?"
+        );
+        let msg = no_match(&m, "fwd", Query::new().has("zzzzzz"));
+        assert!(
+            msg.ends_with("no fwd blob has the key 'zzzzzz'"),
+            "nothing close, nothing suggested: {msg}"
+        );
+        // A preference on a key nobody has is no reason to refuse alone,
+        // but is named once something else fails.
+        let msg = no_match(&m, "fwd", Query::new().eq("dtype", "x").prefer_max("hdm"));
+        assert!(msg.ends_with("did you mean 'hdim'?"), "{msg}");
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
 pub use compile::CompilerCheck;
 pub use error::{shell_quote, Error};
-pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError};
+pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
 pub use load::Loaded;
 pub use runtime::{
     fallback, freeze, frozen_reason, jobs, set_jobs, stats, unfreeze, Outcome, Plan, Runtime,

@@ -404,6 +404,9 @@ fn selection_on_codes_agrees_with_selection_on_maps() {
                 (Ok(k), Some(first)) => assert_eq!(k.name(), *first, "{form}: {q}"),
                 (Err(SelectError::NoMatch(_)), None) => {}
                 (Err(SelectError::UnknownKey { key, .. }), _) => assert_eq!(key, "nothere"),
+                // Constraints that contradict each other are reported as
+                // such, and indeed nothing meets them.
+                (Err(SelectError::Conflict(_)), None) => assert!(q.conflict().is_some()),
                 (other, first) => panic!("{form}: {q}: {other:?} but expected {first:?}"),
             }
         }

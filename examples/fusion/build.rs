@@ -1,0 +1,59 @@
+//! Records how to compile every kernel under `kernels/` (compiling none),
+//! and gives each the metadata a selector reads: which operations it
+//! fuses, in which order.
+//!
+//! A kernel's name is its chain: `gemm_bias_relu_f32` multiplies, adds a
+//! bias, then applies a relu, in f32. Each operation kind becomes a key
+//! whose value is its place in the chain (`gemm=1, bias_add=2, relu=3`),
+//! `ops` counts them and `dtype` is the last part.
+
+use std::fs;
+use std::path::PathBuf;
+
+use ck_jit_build::manifest::compact::COMPACT_FILE;
+use ck_jit_build::manifest::MANIFEST_FILE;
+use ck_jit_build::{BlobGroup, Build};
+
+/// The operation kinds, as they appear in kernel names.
+const KINDS: [(&str, &str); 3] = [("gemm", "gemm"), ("bias", "bias_add"), ("relu", "relu")];
+
+fn main() {
+    let mut build = Build::new();
+    build.name("ck_jit_fusion").group(
+        BlobGroup::new("fused")
+            .glob("kernels/*.cpp")
+            .compiler("c++")
+            .flags(["-O2", "-std=c++17"])
+            .include("kernels/include")
+            .meta_pattern(r"_(?P<dtype>f32|f64)$")
+            .require_meta_match(true),
+    );
+    // The manifest, with the rerun lines cargo needs.
+    build.write();
+    let mut manifest = build
+        .try_manifest()
+        .unwrap_or_else(|e| panic!("ck-jit: {e}"));
+    for blob in &mut manifest.blobs {
+        let chain: Vec<&str> = blob.name.split('_').collect();
+        let ops = &chain[..chain.len() - 1];
+        for (place, part) in ops.iter().enumerate() {
+            let Some((_, kind)) = KINDS.iter().find(|(name, _)| name == part) else {
+                panic!(
+                    "ck-jit: kernel '{}': '{part}' is not an operation (expected one of gemm, bias, relu)",
+                    blob.name
+                );
+            };
+            blob.meta.insert(kind.to_string(), (place + 1).to_string());
+        }
+        blob.meta.insert("ops".into(), ops.len().to_string());
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for (file, bytes) in [
+        (MANIFEST_FILE, manifest.to_json().into_bytes()),
+        (COMPACT_FILE, manifest.to_compact()),
+    ] {
+        let path = out.join(file);
+        fs::write(&path, bytes)
+            .unwrap_or_else(|e| panic!("ck-jit: writing {}: {e}", path.display()));
+    }
+}
