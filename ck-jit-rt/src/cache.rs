@@ -131,7 +131,7 @@ pub struct Record {
     /// BLAKE3 of the object.
     pub checksum: String,
     /// The object's identity once published (`size:mtime:ctime:inode`, as
-    /// [`stat_string`]); while it is unchanged a private cache need not
+    /// `stat_string`); while it is unchanged a private cache need not
     /// re-hash the object. Empty: always hash.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub object_stat: String,
@@ -381,7 +381,7 @@ impl InputsKey {
 
     /// The key of these inputs compiled by `compiler` (its resolved path,
     /// `--version` output and files) in an environment whose compiler
-    /// variables are `env` ([`compile::key_env`]).
+    /// variables are `env` (see `KEY_ENV`).
     pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
         let mut h = blake3::Hasher::new();
         h.update(self.0.as_bytes());
