@@ -31,6 +31,8 @@ use std::time::Duration;
 
 use once_cell::sync::Lazy;
 
+pub use crate::compile::KEY_ENV;
+
 /// The runtime's settings from the environment.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -66,7 +68,7 @@ pub struct Config {
     /// `CK_JIT_COMPILER_CHECK`: how a compiler is identified.
     pub compiler_check: crate::compile::CompilerCheck,
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
-    /// [`crate::compile::KEY_ENV`].
+    /// [`KEY_ENV`].
     pub key_env: Vec<String>,
     /// Variables whose values could not be read, each a sentence naming
     /// the variable, the value and what is used instead.
