@@ -41,6 +41,19 @@ fn main() {
                 .meta_pattern(r"^(?P<op>saxpy|softmax|sgemm)_(?P<dtype>f32)(?:_t(?P<tile>\d+))?$")
                 .require_meta_match(true),
         )
+        .group(
+            // Launchers over device pointers on a caller's stream, and the
+            // host calls a program needs around them (streams, memory,
+            // graph capture): what the graph-capture program uses.
+            BlobGroup::new("cuda_stream")
+                .glob("kernels/stream/*.cu")
+                .compiler("nvcc")
+                .shared(false)
+                .flags(["-O3", "-std=c++17", "-cudart", "static"])
+                .flag(&format!("-arch={arch}"))
+                .flags(["-Xcompiler", "-fPIC", "-shared"])
+                .meta_pattern(r"^(?P<op>scale|add|axpby)_(?P<dtype>f32)_stream$"),
+        )
         .write();
 }
 

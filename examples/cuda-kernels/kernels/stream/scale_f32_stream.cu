@@ -1,0 +1,17 @@
+// y = a * y over n floats, on a stream.
+#include "stream.cuh"
+
+__global__ void scale_kernel(float a, float* y, size_t n) {
+    size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        y[i] = a * y[i];
+    }
+}
+
+extern "C" int scale_f32_stream(float a, float* y, size_t n, void* stream) {
+    if (n == 0) {
+        return cudaSuccess;
+    }
+    scale_kernel<<<ckx::grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(a, y, n);
+    return cudaGetLastError();
+}
