@@ -19,6 +19,7 @@
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
 //! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
+//! | `CK_JIT_RECORD` | file the name of every blob a process loads is added to (each name once), for `ck-jit build --blob-list` |
 //!
 //! A value that cannot be read (`CK_JIT_JOBS=four`, `CK_JIT_OFFLINE=maybe`)
 //! is not ignored silently: [`Config::problems`] says what was wrong and
@@ -70,6 +71,8 @@ pub struct Config {
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
     /// [`KEY_ENV`].
     pub key_env: Vec<String>,
+    /// `CK_JIT_RECORD`: the file every loaded blob's name is added to.
+    pub record: Option<PathBuf>,
     /// Variables whose values could not be read, each a sentence naming
     /// the variable, the value and what is used instead.
     pub problems: Vec<String>,
@@ -230,6 +233,7 @@ impl Config {
                     .map(|v| v.to_string_lossy().into_owned())
                     .as_deref(),
             ),
+            record: var("CK_JIT_RECORD").map(PathBuf::from),
             problems: r.problems,
         }
     }

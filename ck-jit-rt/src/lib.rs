@@ -60,6 +60,7 @@ pub mod family;
 mod load;
 pub mod maintenance;
 mod manifest_file;
+mod record;
 mod runtime;
 mod slot;
 mod stats;

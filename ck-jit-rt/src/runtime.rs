@@ -437,6 +437,9 @@ impl Runtime {
             Ok(l) => {
                 let l = Arc::new(l);
                 let _ = state.loaded.set(l.clone());
+                if let Some(file) = &self.config.record {
+                    crate::record::note(file, blob);
+                }
                 Ok(l)
             }
             Err(Failure { error, prekey }) => {

@@ -141,6 +141,7 @@ pub fn test_config() -> Config {
     c.compile_timeout = std::time::Duration::from_secs(120);
     c.lock_timeout = std::time::Duration::from_secs(180);
     c.compiler_check = ck_jit_rt::CompilerCheck::Mtime;
+    c.record = None;
     c
 }
 
