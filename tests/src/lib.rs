@@ -182,3 +182,22 @@ pub fn launcher_available(program: &str, package: &str) -> bool {
     );
     false
 }
+
+/// The `ck-jit` tool of this workspace (built with cargo if this test run
+/// has not built it).
+pub fn ck_jit_tool() -> PathBuf {
+    let tool = bin_path("ck-jit");
+    if !tool.exists() {
+        let release = tool.parent().is_some_and(|d| d.ends_with("release"));
+        let mut c = std::process::Command::new(env!("CARGO"));
+        c.args(["build", "-q", "-p", "ck-jit-cli", "--bin", "ck-jit"]);
+        if release {
+            c.arg("--release");
+        }
+        assert!(
+            c.status().expect("running cargo").success(),
+            "building ck-jit"
+        );
+    }
+    tool
+}
