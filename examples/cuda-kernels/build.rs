@@ -22,20 +22,23 @@ fn main() {
     // The library reports what it was built for.
     println!("cargo:rustc-env=CUDA_KERNELS_ARCH_USED={arch}");
 
+    // nvcc spells position-independent code for the host compiler as
+    // -Xcompiler -fPIC; -cudart static (nvcc's default, stated here) makes
+    // each object self-contained apart from the driver.
+    let nvcc = |name: &str, glob: &str| {
+        let mut g = BlobGroup::new(name);
+        g.glob(glob)
+            .compiler("nvcc")
+            .shared(false)
+            .flags(["-O3", "-std=c++17", "-cudart", "static"])
+            .flag(&format!("-arch={arch}"))
+            .flags(["-Xcompiler", "-fPIC", "-shared"]);
+        g
+    };
     Build::new()
         .name("cuda_kernels")
         .group(
-            BlobGroup::new("cuda")
-                .glob("kernels/*.cu")
-                .compiler("nvcc")
-                // nvcc spells position-independent code for the host
-                // compiler as -Xcompiler -fPIC; -cudart static (nvcc's
-                // default, stated here) makes each object self-contained
-                // apart from the driver.
-                .shared(false)
-                .flags(["-O3", "-std=c++17", "-cudart", "static"])
-                .flag(&format!("-arch={arch}"))
-                .flags(["-Xcompiler", "-fPIC", "-shared"])
+            nvcc("cuda", "kernels/*.cu")
                 .include("kernels/include")
                 // sgemm_f32_t16.cu -> {op: sgemm, dtype: f32, tile: 16}
                 .meta_pattern(r"^(?P<op>saxpy|softmax|sgemm)_(?P<dtype>f32)(?:_t(?P<tile>\d+))?$")
@@ -45,13 +48,7 @@ fn main() {
             // Launchers over device pointers on a caller's stream, and the
             // host calls a program needs around them (streams, memory,
             // graph capture): what the graph-capture program uses.
-            BlobGroup::new("cuda_stream")
-                .glob("kernels/stream/*.cu")
-                .compiler("nvcc")
-                .shared(false)
-                .flags(["-O3", "-std=c++17", "-cudart", "static"])
-                .flag(&format!("-arch={arch}"))
-                .flags(["-Xcompiler", "-fPIC", "-shared"])
+            nvcc("cuda_stream", "kernels/stream/*.cu")
                 .meta_pattern(r"^(?P<op>scale|add|axpby)_(?P<dtype>f32)_stream$"),
         )
         .write();

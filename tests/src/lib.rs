@@ -201,3 +201,39 @@ pub fn ck_jit_tool() -> PathBuf {
     }
     tool
 }
+
+/// The workspace's root directory.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("create dir");
+    for e in fs::read_dir(from).expect("read dir").flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            fs::copy(e.path(), dest).expect("copy file");
+        }
+    }
+}
+
+/// Copies the fixture crate `tests/fixtures/<name>` into `t`, with its path
+/// dependencies pointing at this workspace, and the workspace's lock file
+/// so the same dependency versions are used.
+pub fn fixture_crate(t: &Tree, name: &str) -> PathBuf {
+    let ws = workspace();
+    let dir = t.path(name);
+    copy_dir(&ws.join("tests/fixtures").join(name), &dir);
+    let toml = fs::read_to_string(dir.join("Cargo.toml"))
+        .expect("fixture Cargo.toml")
+        .replace("../../../", &format!("{}/", ws.display()));
+    fs::write(dir.join("Cargo.toml"), toml).expect("write Cargo.toml");
+    fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+    dir
+}

@@ -11,37 +11,8 @@ use std::time::SystemTime;
 
 use ck_jit_tests::Tree;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-/// The fixture crate copied into the test's tree, its path dependencies
-/// pointing at this workspace, with the workspace's lock file.
 fn fixture(t: &Tree) -> PathBuf {
-    let ws = workspace();
-    let dir = t.path("blob-edits");
-    copy_dir(&ws.join("tests/fixtures/blob-edits"), &dir);
-    let toml = fs::read_to_string(dir.join("Cargo.toml"))
-        .unwrap()
-        .replace("../../../", &format!("{}/", ws.display()));
-    fs::write(dir.join("Cargo.toml"), toml).unwrap();
-    fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    dir
+    ck_jit_tests::fixture_crate(t, "blob-edits")
 }
 
 /// The target directory, kept between runs so that the dependencies are

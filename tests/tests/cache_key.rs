@@ -154,6 +154,17 @@ fn versioned_compiler(t: &Tree) -> std::path::PathBuf {
     script
 }
 
+/// Replaces the compiler script with itself plus `tail`, as an installer
+/// does (a new file renamed over the old one; writing the executable in
+/// place can race with other tests' forks).
+fn replace_in_place(t: &Tree, script: &Path, tail: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let text = fs::read_to_string(script).unwrap();
+    let new = t.write("bin/cc-versioned.new", &format!("{text}{tail}"));
+    fs::set_permissions(&new, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::rename(&new, script).unwrap();
+}
+
 fn version_calls(t: &Tree) -> usize {
     fs::read_to_string(t.path("version-calls.txt"))
         .map(|s| s.lines().count())
@@ -207,11 +218,7 @@ fn a_cache_hit_in_a_new_process_does_not_run_the_compiler() {
     t.write("version.txt", "cc 2.0\n");
     // Replaced as an installer does (a new file renamed over the old one;
     // writing the executable in place can race with other tests' forks).
-    let text = fs::read_to_string(&script).unwrap();
-    let new = t.write("bin/cc-versioned.new", &format!("{text}# 2.0\n"));
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&new, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::rename(&new, &script).unwrap();
+    replace_in_place(&t, &script, "# 2.0\n");
     ck_jit_rt::__internals::forget_identities();
     assert_eq!(
         outcome(&t.runtime(&m, test_config()), "v"),
@@ -595,11 +602,7 @@ fn a_compiler_replaced_in_place_with_the_same_version_text_is_a_miss() {
     );
     ck_jit_rt::__internals::forget_identities();
     assert_eq!(outcome(&t.runtime(&m, test_config()), "v"), Outcome::Cached);
-    let text = fs::read_to_string(&script).unwrap();
-    let new = t.write("bin/cc-versioned.new", &format!("{text}# rebuilt\n"));
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&new, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::rename(&new, &script).unwrap();
+    replace_in_place(&t, &script, "# rebuilt\n");
     for check in ["mtime", "content"] {
         let mut c = test_config();
         c.compiler_check = ck_jit_rt::CompilerCheck::parse(Some(check));

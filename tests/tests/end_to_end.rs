@@ -8,42 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ck_jit_tests::Tree;
+use ck_jit_tests::{workspace, Tree};
 
 const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-/// Copies the fixture crate next to the test's tree, with its path
-/// dependencies pointing at this workspace, and the workspace's lock file
-/// so the same dependency versions are used.
 fn fixture(t: &Tree) -> PathBuf {
-    let ws = workspace();
-    let dir = t.path("downstream");
-    copy_dir(&ws.join("tests/fixtures/downstream"), &dir);
-    let toml = fs::read_to_string(dir.join("Cargo.toml"))
-        .unwrap()
-        .replace("../../../", &format!("{}/", ws.display()));
-    fs::write(dir.join("Cargo.toml"), toml).unwrap();
-    fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    dir
+    ck_jit_tests::fixture_crate(t, "downstream")
 }
 
 fn cargo_build(dir: &Path, compiler: &str, log: &Path) -> PathBuf {

@@ -65,3 +65,22 @@ pub const ARCH: &str = env!("CUDA_KERNELS_ARCH_USED");
 pub fn runtime() -> Result<&'static ck_jit_rt::Runtime, ck_jit_rt::Error> {
     ck_jit_runtime()
 }
+
+/// The blob tree next to the executable (`<repo>/target/<profile>/<exe>` →
+/// `<repo>/examples/cuda-kernels`) when the tree recorded at build time is
+/// gone and `CK_JIT_ROOT` is not set: for a repository copied to a GPU
+/// machine. Call it before the runtime reads its environment and set
+/// `CK_JIT_ROOT` to what it returns.
+pub fn tree_beside_executable() -> Option<std::path::PathBuf> {
+    if std::env::var_os("CK_JIT_ROOT").is_some() {
+        return None;
+    }
+    let recorded = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if recorded.join("kernels").is_dir() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    let repo = exe.parent()?.parent()?.parent()?;
+    let tree = repo.join("examples").join("cuda-kernels");
+    tree.join("kernels").is_dir().then_some(tree)
+}

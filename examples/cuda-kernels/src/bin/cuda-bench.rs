@@ -17,7 +17,7 @@
 //! executable (`<repo>/target/release/cuda-bench` ->
 //! `<repo>/examples/cuda-kernels`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -66,24 +66,6 @@ fn options() -> Result<Options, String> {
         }
     }
     Ok(o)
-}
-
-/// Points `CK_JIT_ROOT` at the blob tree next to the executable when the
-/// tree recorded at build time is gone and the user has not set it. Runs
-/// before the runtime reads its environment.
-fn find_tree() -> Option<PathBuf> {
-    if std::env::var_os("CK_JIT_ROOT").is_some() {
-        return None;
-    }
-    let recorded = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if recorded.join("kernels").is_dir() {
-        return None;
-    }
-    let exe = std::env::current_exe().ok()?;
-    // <repo>/target/<profile>/cuda-bench
-    let repo = exe.parent()?.parent()?.parent()?;
-    let tree = repo.join("examples").join("cuda-kernels");
-    tree.join("kernels").is_dir().then_some(tree)
 }
 
 /// A fresh cache directory for this run, unless the user chose one.
@@ -322,7 +304,7 @@ fn main() {
     let mut made_cache = None;
     if !o.child {
         // Before the runtime reads the environment; the child inherits it.
-        if let Some(tree) = find_tree() {
+        if let Some(tree) = cuda_kernels::tree_beside_executable() {
             std::env::set_var("CK_JIT_ROOT", &tree);
         }
         if let Some(dir) = fresh_cache() {

@@ -23,7 +23,6 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cuda_kernels::kernels::{host, stream};
@@ -54,21 +53,6 @@ fn capture_state(stream: *mut c_void) -> Result<&'static str, String> {
         2 => "invalidated",
         _ => "none",
     })
-}
-
-/// The blob tree next to the executable when the recorded one is gone.
-fn find_tree() -> Option<PathBuf> {
-    if std::env::var_os("CK_JIT_ROOT").is_some() {
-        return None;
-    }
-    let recorded = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if recorded.join("kernels").is_dir() {
-        return None;
-    }
-    let exe = std::env::current_exe().ok()?;
-    let repo = exe.parent()?.parent()?.parent()?;
-    let tree = repo.join("examples").join("cuda-kernels");
-    tree.join("kernels").is_dir().then_some(tree)
 }
 
 fn run() -> Result<bool, String> {
@@ -266,7 +250,7 @@ fn run() -> Result<bool, String> {
 }
 
 fn main() {
-    if let Some(tree) = find_tree() {
+    if let Some(tree) = cuda_kernels::tree_beside_executable() {
         std::env::set_var("CK_JIT_ROOT", tree);
     }
     // A fresh cache, so the kernel left cold is cold, unless the user
