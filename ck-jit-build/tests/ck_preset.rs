@@ -111,6 +111,47 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         check.unresolved.len(),
         &check.unresolved[..check.unresolved.len().min(3)]
     );
+    // What each call runs together: CK's bwd calls its three (or two)
+    // kernels from one template, splitkv its split and combine kernels.
+    let kind_of = |b: &str| m.groups[m.blob(b).unwrap().group as usize].name.clone();
+    let mut with_kinds: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+    for g in check.groups.iter().filter(|g| g.len() > 1) {
+        let mut kinds: Vec<String> = g.iter().map(|b| kind_of(b)).collect();
+        kinds.sort();
+        *with_kinds.entry(kinds).or_insert(0) += 1;
+    }
+    eprintln!("{version}: sets of blobs called together, by kinds: {with_kinds:?}");
+    let mut together = m.clone();
+    together.set_together(&check.groups).unwrap();
+    let bwd_main: Vec<usize> = (0..m.blobs.len())
+        .filter(|&i| kind_of(&m.blobs[i].name).starts_with("bwd_dq_dk_dv"))
+        .collect();
+    let known = bwd_main
+        .iter()
+        .filter(|&&i| together.companions(i).len() >= 2)
+        .count();
+    eprintln!(
+        "{version}: {known} of {} bwd_dq_dk_dv blobs start their dot_do_o and convert_dq compiles with theirs",
+        bwd_main.len()
+    );
+    if !bwd_main.is_empty() {
+        assert!(
+            with_kinds
+                .keys()
+                .any(|k| k.iter().any(|x| x.starts_with("bwd_dot_do_o"))
+                    && k.iter().any(|x| x.starts_with("bwd_dq_dk_dv"))),
+            "{version}: no bwd set: {with_kinds:?}"
+        );
+        assert!(known > 0, "{version}");
+    }
+    assert!(
+        with_kinds
+            .keys()
+            .any(|k| k.iter().any(|x| x.starts_with("fwd_splitkv_combine"))
+                && k.iter()
+                    .any(|x| x.starts_with("fwd_splitkv") && !x.contains("combine"))),
+        "{version}: no splitkv set: {with_kinds:?}"
+    );
     // Every dispatcher function reads as rules: every condition parsed,
     // every statement followed, every call a recorded blob.
     let t0 = Instant::now();

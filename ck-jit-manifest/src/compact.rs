@@ -18,8 +18,8 @@
 //! 4   u32 COMPACT_VERSION
 //! 8   u32 blob count
 //! 12  u32 names per block (restart interval)
-//! 16  8 × (u32 offset, u32 length): head, group offsets, groups, block
-//!     offsets, names, family offsets, families, data
+//! 16  9 × (u32 offset, u32 length): head, group offsets, groups, block
+//!     offsets, names, family offsets, families, data, together
 //! ```
 //!
 //! - **head**: JSON `{"format","name","root","sources":[[prefix,suffix]],
@@ -39,6 +39,9 @@
 //!   the data section of `count` u32 blob indices (ascending) and of
 //!   `count × keys` codes of `width` bytes (0: the key is missing; c: the
 //!   value `dicts[k][c-1]`).
+//! - **together**: LEB128 the number of sets, then each set's length and
+//!   its blob indices as ascending deltas (the first from 0); read only
+//!   when a compile needs it ([`Compact::together`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,7 +51,7 @@ use serde::{Deserialize, Serialize};
 use crate::{check_name, check_source, Blob, Group, Manifest, ManifestError, SymbolSpec};
 
 /// The compact form's own version (the manifest format is in its head).
-pub const COMPACT_VERSION: u32 = 1;
+pub const COMPACT_VERSION: u32 = 2;
 
 /// File name of the compact manifest inside `OUT_DIR`, beside
 /// [`MANIFEST_FILE`](crate::MANIFEST_FILE).
@@ -56,7 +59,7 @@ pub const COMPACT_FILE: &str = "ck_jit_manifest.ckm";
 
 const MAGIC: &[u8; 4] = b"CKJM";
 const BLOCK: usize = 16;
-const SECTIONS: usize = 8;
+const SECTIONS: usize = 9;
 const HEADER: usize = 16 + SECTIONS * 8;
 
 #[derive(Serialize, Deserialize)]
@@ -231,6 +234,16 @@ impl Manifest {
                 .map(|g| serde_json::to_vec(g).unwrap_or_default()),
         );
         let (family_offsets, family_bytes) = concat(family_json);
+        let mut together = Vec::new();
+        put_varint(&mut together, self.together.len() as u64);
+        for set in &self.together {
+            put_varint(&mut together, set.len() as u64);
+            let mut prev = 0u32;
+            for &i in set {
+                put_varint(&mut together, u64::from(i - prev));
+                prev = i;
+            }
+        }
         let sections: [Vec<u8>; SECTIONS] = [
             serde_json::to_vec(&head).unwrap_or_default(),
             group_offsets,
@@ -240,6 +253,7 @@ impl Manifest {
             family_offsets,
             family_bytes,
             data,
+            together,
         ];
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
@@ -905,6 +919,45 @@ impl<'a> Compact<'a> {
         Ok(Names { text, ends })
     }
 
+    /// The sets of blobs called together ([`Manifest::together`]), as blob
+    /// indices in name order.
+    pub fn together(&self) -> Result<Vec<Vec<u32>>, ManifestError> {
+        let mut r = Reader {
+            bytes: self.sections[8],
+            at: 0,
+        };
+        if r.bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n = r.usize()?;
+        // Every set takes at least two bytes.
+        if n > r.bytes.len() / 2 {
+            return Err(bad("the 'together' count does not fit its section"));
+        }
+        let mut sets = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len = r.usize()?;
+            if len == 0 || len > self.count {
+                return Err(bad("a 'together' set of no blob or of more than all"));
+            }
+            let mut set = Vec::with_capacity(len);
+            let mut at = 0usize;
+            for k in 0..len {
+                let d = r.usize()?;
+                if k > 0 && d == 0 {
+                    return Err(bad("a 'together' set is not ascending"));
+                }
+                at = at
+                    .checked_add(d)
+                    .filter(|&i| i < self.count)
+                    .ok_or_else(|| bad("a 'together' set names a blob out of range"))?;
+                set.push(at as u32);
+            }
+            sets.push(set);
+        }
+        Ok(sets)
+    }
+
     /// Decodes everything into a [`Manifest`], validated.
     pub fn to_manifest(&self) -> Result<Manifest, ManifestError> {
         let groups = (0..self.groups.len())
@@ -937,6 +990,7 @@ impl<'a> Compact<'a> {
             root: self.root.clone(),
             groups,
             blobs,
+            together: self.together()?,
         };
         m.validate()?;
         Ok(m)
@@ -1005,6 +1059,14 @@ mod tests {
             });
         }
         m.finish().unwrap();
+        // Every third blob with the two after it, and some alone.
+        let names: Vec<String> = m.blobs.iter().map(|b| b.name.clone()).collect();
+        let sets: Vec<Vec<String>> = names
+            .chunks(3)
+            .map(<[String]>::to_vec)
+            .chain(names.iter().step_by(7).map(|n| vec![n.clone()]))
+            .collect();
+        m.set_together(sets).unwrap();
         m
     }
 

@@ -45,7 +45,7 @@ pub mod compact;
 pub mod rules;
 
 /// The manifest format this crate writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// File name of the manifest inside `OUT_DIR`.
 pub const MANIFEST_FILE: &str = "ck_jit_manifest.json";
@@ -77,6 +77,14 @@ pub struct Manifest {
     pub groups: Vec<Group>,
     /// Blobs, sorted by name, names unique.
     pub blobs: Vec<Blob>,
+    /// Blobs called together (indices into [`blobs`](Manifest::blobs),
+    /// ascending): each set is what one call of a dispatcher runs (CK's
+    /// bwd: `dot_do_o`, `dq_dk_dv`, `convert_dq`; splitkv: the split and
+    /// the combine kernel). A set of one says the blob is also called on
+    /// its own. The runtime compiles the blobs certain to be needed next
+    /// alongside the first ([`Manifest::companions`]). Format 2.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub together: Vec<Vec<u32>>,
 }
 
 /// Compile settings shared by a set of blobs (one family, one kind).
@@ -326,7 +334,53 @@ impl Manifest {
             root: root.into(),
             groups: Vec::new(),
             blobs: Vec::new(),
+            together: Vec::new(),
         }
+    }
+
+    /// Records sets of blobs called together, by name (after
+    /// [`finish`](Manifest::finish): indices follow the sorted order).
+    /// Sets are stored sorted and deduplicated; a name the manifest does
+    /// not record is an error.
+    pub fn set_together<I, S>(&mut self, sets: I) -> Result<(), ManifestError>
+    where
+        I: IntoIterator<Item = S>,
+        S: IntoIterator,
+        S::Item: AsRef<str>,
+    {
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        for set in sets {
+            let mut idx = Vec::new();
+            for name in set {
+                let name = name.as_ref();
+                let i = self
+                    .blobs
+                    .binary_search_by(|b| b.name.as_str().cmp(name))
+                    .map_err(|_| {
+                        ManifestError::Parse(format!(
+                            "'together' names '{}', which is no blob of this manifest",
+                            escape(name)
+                        ))
+                    })?;
+                idx.push(i as u32);
+            }
+            idx.sort_unstable();
+            idx.dedup();
+            if !idx.is_empty() {
+                out.push(idx);
+            }
+        }
+        out.sort();
+        out.dedup();
+        self.together = out;
+        Ok(())
+    }
+
+    /// The blobs certain to be called right after or before `blob` in the
+    /// same operation: those in every [`together`](Manifest::together) set
+    /// that holds it (none when it is in no set, or also called alone).
+    pub fn companions(&self, blob: usize) -> Vec<u32> {
+        companions_in(self.together.iter().map(Vec::as_slice), blob as u32)
     }
 
     /// Parses and validates a manifest.
@@ -368,7 +422,12 @@ impl Manifest {
             out.push_str(if i == 0 { "\n" } else { ",\n" });
             out.push_str(&json(b));
         }
-        out.push_str("]}\n");
+        out.push(']');
+        if !self.together.is_empty() {
+            out.push_str(",\n\"together\":");
+            out.push_str(&json(&self.together));
+        }
+        out.push_str("}\n");
         out
     }
 
@@ -406,6 +465,16 @@ impl Manifest {
                         )))
                     }
                 }
+            }
+        }
+        for set in &self.together {
+            if set.is_empty()
+                || set.windows(2).any(|w| w[0] >= w[1])
+                || set.iter().any(|&i| i as usize >= self.blobs.len())
+            {
+                return Err(ManifestError::Parse(
+                    "a 'together' set is empty, unsorted or names a blob index out of range".into(),
+                ));
             }
         }
         Ok(())
@@ -512,6 +581,25 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// [`Manifest::companions`] over any sequence of sorted sets.
+pub fn companions_in<'a>(sets: impl Iterator<Item = &'a [u32]>, blob: u32) -> Vec<u32> {
+    let mut common: Option<Vec<u32>> = None;
+    for set in sets.filter(|s| s.binary_search(&blob).is_ok()) {
+        let others = set.iter().copied().filter(|&i| i != blob);
+        common = Some(match common {
+            None => others.collect(),
+            Some(c) => c
+                .into_iter()
+                .filter(|i| set.binary_search(i).is_ok())
+                .collect(),
+        });
+        if common.as_ref().is_some_and(Vec::is_empty) {
+            break;
+        }
+    }
+    common.unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,10 +647,35 @@ mod tests {
     }
 
     #[test]
+    fn together_sets_round_trip_and_give_the_blobs_certain_to_be_needed() {
+        let mut m = sample();
+        // a with b (one dispatcher call), a with c (another), b alone too.
+        m.set_together([vec!["b", "a"], vec!["a", "c"], vec!["b"]])
+            .unwrap();
+        assert_eq!(m.together, [vec![0, 1], vec![0, 2], vec![1]]);
+        let back = Manifest::from_json(&m.to_json()).unwrap();
+        assert_eq!(back, m);
+        // a is called with b or with c: neither is certain.
+        assert!(m.companions(0).is_empty());
+        // b is also called alone: nothing is certain.
+        assert!(m.companions(1).is_empty());
+        // c is only ever called with a.
+        assert_eq!(m.companions(2), [0]);
+        assert!(m.set_together([vec!["a", "nope"]]).is_err());
+        // Damaged sets are refused.
+        let text = m.to_json().replace("[0,2]", "[2,0]");
+        assert!(Manifest::from_json(&text).is_err());
+        let text = m.to_json().replace("[0,2]", "[0,7]");
+        assert!(Manifest::from_json(&text).is_err());
+    }
+
+    #[test]
     fn newer_format_is_named() {
-        let text = sample()
-            .to_json()
-            .replacen("\"format\":1", "\"format\":99", 1);
+        let text = sample().to_json().replacen(
+            &format!("\"format\":{FORMAT_VERSION}"),
+            "\"format\":99",
+            1,
+        );
         assert_eq!(
             Manifest::from_json(&text),
             Err(ManifestError::NewerFormat { found: 99 })

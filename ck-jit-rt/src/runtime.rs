@@ -32,6 +32,12 @@ static FROZEN: AtomicBool = AtomicBool::new(false);
 static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs()));
 static FALLBACK: OnceCell<Runtime> = OnceCell::new();
 
+thread_local! {
+    /// Set on the threads that compile a blob's companions: they do not
+    /// start companions of their own.
+    static PREFETCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// After this, any cache miss is an error instead of a compile (for code
 /// that must not stall: graph capture, latency-critical serving).
 /// `CK_JIT_OFFLINE=1` does the same from the environment.
@@ -232,6 +238,20 @@ impl Runtime {
         }
     }
 
+    /// A runtime over compact manifest bytes ([`Manifest::to_compact`]),
+    /// read in place as an embedded manifest is.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a compact manifest this version reads.
+    pub fn from_compact(bytes: &'static [u8]) -> Result<Runtime, Error> {
+        let store = Store::compact(bytes).map_err(|error| Error::Manifest {
+            origin: "compact bytes".into(),
+            error,
+        })?;
+        Ok(Runtime::over(store, "compact bytes".into()))
+    }
+
     /// A runtime over a manifest file.
     pub fn from_file(path: &Path) -> Result<Runtime, Error> {
         let origin = path.display().to_string();
@@ -417,6 +437,11 @@ impl Runtime {
             return Ok(l.clone());
         }
         let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
+        self.load_locked(blob, &state)
+    }
+
+    /// [`Runtime::load`] once `state.init` is held.
+    fn load_locked(&self, blob: &str, state: &BlobState) -> Result<Arc<Loaded>, Error> {
         if let Some(l) = state.loaded.get() {
             return Ok(l.clone());
         }
@@ -458,6 +483,66 @@ impl Runtime {
                 Err(error)
             }
         }
+    }
+
+    /// Compiles and loads `blob` for a companion whose compile needs it
+    /// next, unless this process has it loaded or is loading it already
+    /// (then whoever is will finish it; waiting here could wait on the
+    /// very compile that started this one). Failures are remembered and
+    /// reported as any load's, to the call that needs the blob.
+    fn prefetch(&self, blob: &str) {
+        let state = self.state(blob);
+        if state.loaded.get().is_some() {
+            return;
+        }
+        let _init = match state.init.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let _ = self.load_locked(blob, &state);
+    }
+
+    /// Compiles `plan`'s blob; when the manifest says other blobs are
+    /// certain to be called in the same operation ([`Manifest::companions`]:
+    /// CK's bwd kernels, a splitkv pair), starts their compiles alongside
+    /// and returns when all are done, so the operation's first call costs
+    /// about its slowest blob, not the sum (at most `CK_JIT_JOBS` compiles
+    /// at once, as always).
+    fn compile_with_companions(
+        &self,
+        cache: &Cache,
+        plan: &Plan,
+    ) -> Result<Option<(Entry, ObjectBytes)>, Error> {
+        let companions = if PREFETCHING.with(|p| p.get()) {
+            Vec::new()
+        } else {
+            self.store.companions(&plan.blob).unwrap_or_else(|e| {
+                log::warn!("ck-jit: the manifest's 'together' sets cannot be read: {e}");
+                Vec::new()
+            })
+        };
+        let cold: Vec<&String> = companions
+            .iter()
+            .filter(|c| self.state(c).loaded.get().is_none())
+            .collect();
+        if cold.is_empty() {
+            return self.compile(cache, plan);
+        }
+        log::info!(
+            "ck-jit: compiling blob '{}' with {} blobs called together with it",
+            plan.blob,
+            cold.len()
+        );
+        std::thread::scope(|s| {
+            for c in cold {
+                s.spawn(move || {
+                    PREFETCHING.with(|p| p.set(true));
+                    self.prefetch(c);
+                });
+            }
+            self.compile(cache, plan)
+        })
     }
 
     /// Forgets a remembered failure of `blob`, and the compiler identities
@@ -502,6 +587,27 @@ impl Runtime {
             .zip(results)
             .map(|(b, r)| (b.to_string(), r.unwrap_or(Ok(()))))
             .collect()
+    }
+
+    /// Compiles and loads the blobs one operation calls (CK's bwd kernels,
+    /// a splitkv pair) together, so its first call costs about its slowest
+    /// blob's compile, not the sum; at most `CK_JIT_JOBS` at once. Returns
+    /// the first failure, naming its blob.
+    ///
+    /// # Errors
+    ///
+    /// The first blob's error, in `blobs` order, among those that failed.
+    pub fn prepare_together(&self, blobs: &[&str]) -> Result<(), Error> {
+        let cold: Vec<&str> = blobs
+            .iter()
+            .copied()
+            .filter(|b| self.state(b).loaded.get().is_none())
+            .collect();
+        match cold.len() {
+            0 => Ok(()),
+            1 => self.load(cold[0]).map(|_| ()),
+            _ => self.warmup(&cold).into_iter().try_for_each(|(_, r)| r),
+        }
     }
 
     /// Computes a blob's keys and command inputs without compiling.
@@ -700,7 +806,7 @@ impl Runtime {
                 stats::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
-            match self.compile(cache, &plan) {
+            match self.compile_with_companions(cache, &plan) {
                 Ok(Some((e, bytes))) => return Ok((e, bytes, Outcome::Compiled)),
                 Ok(None) => {}
                 Err(error) => return Err(Failure::at(error, prekey.to_string())),

@@ -30,6 +30,7 @@ pub(crate) struct CompactStore {
     compact: Compact<'static>,
     groups: Vec<OnceCell<Group>>,
     full: OnceCell<Manifest>,
+    together: OnceCell<Vec<Vec<u32>>>,
 }
 
 impl Store {
@@ -43,6 +44,7 @@ impl Store {
             compact,
             groups,
             full: OnceCell::new(),
+            together: OnceCell::new(),
         })))
     }
 
@@ -79,6 +81,45 @@ impl Store {
                     Manifest::new(c.compact.name(), c.compact.root())
                 })
             }),
+        }
+    }
+
+    /// The blobs certain to be called in the same operation as `blob`
+    /// ([`Manifest::companions`]), by name. Reads the manifest's
+    /// `together` sets (decoded once, the first time a compile asks).
+    pub fn companions(&self, blob: &str) -> Result<Vec<String>, ManifestError> {
+        match self {
+            Store::Json(m) => {
+                if m.together.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let Ok(i) = m.blobs.binary_search_by(|b| b.name.as_str().cmp(blob)) else {
+                    return Ok(Vec::new());
+                };
+                Ok(m.companions(i)
+                    .into_iter()
+                    .filter_map(|j| m.blobs.get(j as usize).map(|b| b.name.clone()))
+                    .collect())
+            }
+            Store::Compact(c) => {
+                let sets = c.together.get_or_try_init(|| c.compact.together())?;
+                if sets.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let Some(r) = c.compact.find(blob)? else {
+                    return Ok(Vec::new());
+                };
+                let mut idx: Vec<usize> =
+                    ck_jit_manifest::companions_in(sets.iter().map(Vec::as_slice), r.index as u32)
+                        .into_iter()
+                        .map(|i| i as usize)
+                        .collect();
+                idx.sort_unstable();
+                let names = c.compact.names_at(&idx)?;
+                Ok((0..names.len())
+                    .filter_map(|k| names.get(k).map(str::to_string))
+                    .collect())
+            }
         }
     }
 

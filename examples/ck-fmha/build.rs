@@ -189,6 +189,7 @@ fn without_ck(out_dir: &Path) -> Result<(), String> {
         root: out_dir.display().to_string(),
         groups,
         blobs: Vec::new(),
+        together: Vec::new(),
     };
     write_if_changed(&out_dir.join(MANIFEST_FILE), &m.to_json())?;
     fs::create_dir_all(out_dir.join("rules")).map_err(|e| e.to_string())?;

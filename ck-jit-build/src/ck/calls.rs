@@ -29,6 +29,10 @@ pub struct CallCheck {
     pub calls: usize,
     /// Calls no blob answers: file, line, and the specialisation.
     pub unresolved: Vec<(PathBuf, usize, String)>,
+    /// What each call site (or each instantiation of a dispatcher
+    /// template) runs together: the specialisations it calls, in normal
+    /// form, sorted; sets repeated across sites are kept once.
+    pub groups: Vec<Vec<String>>,
 }
 
 /// A function template a dispatcher defines, and the blob calls in it.
@@ -53,6 +57,8 @@ pub fn check_calls(
     for (path, src) in dispatchers {
         check_file(path, src, &templates, defined, &mut out).map_err(|e| e.in_file(path))?;
     }
+    out.groups.sort();
+    out.groups.dedup();
     Ok(out)
 }
 
@@ -97,13 +103,16 @@ fn fold_comparisons(arg: &str) -> String {
     s
 }
 
-/// Every specialisation the blobs at `paths` define.
-pub fn defined_specialisations(paths: &[&Path]) -> Result<BTreeSet<String>, Error> {
-    let mut out = BTreeSet::new();
-    for p in paths {
+/// Every specialisation the blobs `(name, path)` define, with the blob
+/// that defines it.
+pub fn defined_specialisations(
+    blobs: &[(&str, &Path)],
+) -> Result<std::collections::BTreeMap<String, String>, Error> {
+    let mut out = std::collections::BTreeMap::new();
+    for (name, p) in blobs {
         let text = std::fs::read_to_string(p).map_err(super::error::io_err(p))?;
         for s in decl::specialisations(&text).map_err(|e| e.in_file(p))? {
-            out.insert(specialisation_key(&s.template, &s.args));
+            out.insert(specialisation_key(&s.template, &s.args), name.to_string());
         }
     }
     Ok(out)
@@ -323,8 +332,16 @@ fn check_file(
                 .and_then(|&(a, b)| toks.get(a..b))
                 .map(|s| (s, src))
         };
+        let mut group = Vec::new();
         for (template, args) in call_specialisations(src, &toks, i, close, &lookup, &locals)? {
-            record(path, t.line, &template, &args, defined, out);
+            if let Some(key) = record(path, t.line, &template, &args, defined, out) {
+                group.push(key);
+            }
+        }
+        group.sort();
+        group.dedup();
+        if !group.is_empty() {
+            out.groups.push(group);
         }
         i = close + 1;
     }
@@ -338,11 +355,14 @@ fn record(
     args: &[String],
     defined: &BTreeSet<String>,
     out: &mut CallCheck,
-) {
+) -> Option<String> {
     out.calls += 1;
     let key = specialisation_key(template, args);
-    if !defined.contains(&key) {
+    if defined.contains(&key) {
+        Some(key)
+    } else {
         out.unresolved.push((path.to_path_buf(), line, key));
+        None
     }
 }
 

@@ -437,6 +437,24 @@ pub struct CompiledDispatchers {
     pub dispatchers: Vec<String>,
 }
 
+/// Adds to the manifest `files` wrote the sets of blobs each dispatcher
+/// call runs together, so the runtime compiles an operation's blobs at its
+/// first call together ([`Manifest::together`](crate::manifest::Manifest)).
+fn record_together(files: &CkFmhaFiles, together: &[Vec<String>]) -> Result<(), Error> {
+    let Some(path) = &files.manifest_path else {
+        return Ok(());
+    };
+    let mut m = files.manifest.clone();
+    m.set_together(together).map_err(|e| Error::SourceTree {
+        path: path.clone(),
+        why: format!("the dispatchers' call sets: {e}"),
+    })?;
+    crate::record::write_if_changed(path, m.to_json()).map_err(io_err(path))?;
+    let compact = path.with_file_name(crate::manifest::compact::COMPACT_FILE);
+    crate::record::write_if_changed(&compact, m.to_compact()).map_err(io_err(&compact))?;
+    Ok(())
+}
+
 /// Compiles CK's dispatchers of `files` unchanged, the lazy stubs of their
 /// blobs ([`write_stubs`](super::write_stubs)) and the [`glue`] into the
 /// static library `library`, with the `cc` crate and the HIP compiler
@@ -464,6 +482,7 @@ pub fn compile_dispatchers(
         why: "no CK tree is known for these files (generated with source())".into(),
     })?;
     let stubs = super::write_stubs(files, &out_dir.join("stubs"))?;
+    record_together(files, &stubs.together)?;
     let names: Vec<String> = files
         .dispatchers()
         .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(String::from))

@@ -43,6 +43,10 @@ pub struct Stubs {
     pub files: Vec<PathBuf>,
     /// How many specialisations they define in all.
     pub specialisations: usize,
+    /// The blobs each dispatcher call runs together (CK's bwd kernels, a
+    /// splitkv pair; [`CallCheck::groups`](super::calls::CallCheck)), by
+    /// name: what [`Manifest::together`](crate::manifest::Manifest) records.
+    pub together: Vec<Vec<String>>,
 }
 
 /// Writes stub sources for every recorded blob of `files` into `dir`
@@ -60,6 +64,7 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         });
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let together = check.groups;
     let mut by_group: BTreeMap<String, Vec<(&str, &Path)>> = BTreeMap::new();
     for f in &files.files {
         if let Role::Blob(_) = &f.role {
@@ -76,7 +81,10 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
             by_group.entry(group).or_default().push((name, &f.path));
         }
     }
-    let mut out = Stubs::default();
+    let mut out = Stubs {
+        together,
+        ..Stubs::default()
+    };
     for (group, blobs) in by_group {
         for (i, chunk) in blobs.chunks(BLOBS_PER_STUB_FILE).enumerate() {
             let mut sources = Vec::with_capacity(chunk.len());

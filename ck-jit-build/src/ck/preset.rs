@@ -201,14 +201,40 @@ impl CkFmhaFiles {
     /// against the specialisations the recorded blobs define (see
     /// [`check_calls`](super::calls::check_calls)).
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
-        let blobs: Vec<&Path> = self.blobs().map(|(_, p)| p).collect();
-        let defined = super::calls::defined_specialisations(&blobs)?;
+        let blobs: Vec<(&str, &Path)> = self
+            .blobs()
+            .map(|(_, p)| {
+                (
+                    p.file_stem().and_then(|s| s.to_str()).unwrap_or_default(),
+                    p,
+                )
+            })
+            .collect();
+        let owner = super::calls::defined_specialisations(&blobs)?;
+        let defined: std::collections::BTreeSet<String> = owner.keys().cloned().collect();
         let mut dispatchers = Vec::new();
         for p in self.dispatchers() {
             let text = fs::read_to_string(p).map_err(io_err(p))?;
             dispatchers.push((p.to_path_buf(), text));
         }
-        super::calls::check_calls(&dispatchers, &defined)
+        let mut check = super::calls::check_calls(&dispatchers, &defined)?;
+        // Specialisations to the blobs defining them: what runs together.
+        let mut groups: Vec<Vec<String>> = check
+            .groups
+            .iter()
+            .map(|g| {
+                let mut names: Vec<String> =
+                    g.iter().filter_map(|k| owner.get(k).cloned()).collect();
+                names.sort();
+                names.dedup();
+                names
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        check.groups = groups;
+        Ok(check)
     }
 
     /// The recorded blob files, with what they declare.

@@ -257,6 +257,7 @@ pub unsafe fn fmha_fwd_splitkv(
     device: &Device,
 ) -> Result<f32, Error> {
     let k = select_fwd_splitkv(t, &a, device)?;
+    crate::runtime()?.prepare_together(&[k.splitkv.name(), k.combine.name()])?;
     fwd_splitkv::prepare(k.splitkv)?;
     fwd_splitkv_combine::prepare(k.combine)?;
     // SAFETY: the caller upholds the kernels' contract.
@@ -369,6 +370,11 @@ pub unsafe fn fmha_bwd(
     device: &Device,
 ) -> Result<f32, Error> {
     let k = select_bwd(t, &a, device)?;
+    // The first call compiles all of them at once: about one compile, not
+    // three in a row.
+    let mut names = vec![k.dot_do_o.name(), k.dq_dk_dv.name()];
+    names.extend(k.convert_dq.map(|c| c.name()));
+    crate::runtime()?.prepare_together(&names)?;
     bwd_dot_do_o::prepare(k.dot_do_o)?;
     bwd_dq_dk_dv::prepare(k.dq_dk_dv)?;
     if let Some(c) = k.convert_dq {

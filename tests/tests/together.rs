@@ -1,0 +1,105 @@
+//! Blobs one operation calls together (the manifest's `together` sets:
+//! CK's bwd kernels, a splitkv pair) compile together at the first call of
+//! the first one: the operation's first call costs about one compile when
+//! cores allow, not one per blob.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use ck_jit_rt::Outcome;
+use ck_jit_tests::{c_manifest, test_config, Tree};
+
+/// A compiler that logs `start`/`end` around a 300 ms compile.
+fn slow_cc(t: &Tree) -> String {
+    let log = t.path("spans.log");
+    let cc = t.write(
+        "bin/slow-cc",
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && exec cc --version\n\
+             echo start >> {log}\nsleep 0.3\ncc \"$@\"; rc=$?\necho end >> {log}\nexit $rc\n",
+            log = log.display()
+        ),
+    );
+    fs::set_permissions(&cc, fs::Permissions::from_mode(0o755)).unwrap();
+    cc.to_string_lossy().into_owned()
+}
+
+/// The most compiles that ran at once, and how many ran.
+fn spans(t: &Tree) -> (usize, usize) {
+    let text = fs::read_to_string(t.path("spans.log")).unwrap_or_default();
+    let (mut now, mut most, mut runs) = (0usize, 0usize, 0usize);
+    for l in text.lines() {
+        if l == "start" {
+            now += 1;
+            runs += 1;
+            most = most.max(now);
+        } else {
+            now = now.saturating_sub(1);
+        }
+    }
+    (most, runs)
+}
+
+#[test]
+fn the_first_call_of_an_operation_compiles_its_blobs_together() {
+    ck_jit_rt::set_jobs(4);
+    let t = Tree::new("together");
+    for (i, n) in ["bwd_dot", "bwd_dq", "bwd_convert", "fwd_alone"]
+        .iter()
+        .enumerate()
+    {
+        t.c_blob(n, i as i32 + 1, 0);
+    }
+    let cc = slow_cc(&t);
+    let mut m = c_manifest(
+        &t.dir,
+        &["bwd_dot", "bwd_dq", "bwd_convert", "fwd_alone"],
+        &cc,
+        &[],
+    );
+    m.set_together([vec!["bwd_dot", "bwd_dq", "bwd_convert"]])
+        .unwrap();
+    let rt = t.runtime(&m, test_config());
+
+    // The operation's first blob: all three compile, at once.
+    rt.resolve("bwd_dot", None).unwrap();
+    assert_eq!(spans(&t), (3, 3));
+    // The others are loaded already: no compile, no wait.
+    for b in ["bwd_dq", "bwd_convert"] {
+        assert_eq!(rt.ensure(b, false).unwrap().2, Outcome::Cached);
+        rt.resolve(b, None).unwrap();
+    }
+    assert_eq!(spans(&t).1, 3);
+    // A blob in no set compiles alone.
+    rt.resolve("fwd_alone", None).unwrap();
+    assert_eq!(spans(&t).1, 4);
+
+    // Without the sets, one compile per first call, one after another.
+    let t2 = Tree::new("together-control");
+    for (i, n) in ["bwd_dot", "bwd_dq", "bwd_convert"].iter().enumerate() {
+        t2.c_blob(n, i as i32 + 1, 0);
+    }
+    let cc2 = slow_cc(&t2);
+    let m2 = c_manifest(&t2.dir, &["bwd_dot", "bwd_dq", "bwd_convert"], &cc2, &[]);
+    let rt2 = t2.runtime(&m2, test_config());
+    rt2.resolve("bwd_dot", None).unwrap();
+    assert_eq!(spans(&t2), (1, 1));
+
+    // Through the compact (embedded) form too.
+    let t3 = Tree::new("together-compact");
+    for (i, n) in ["bwd_dot", "bwd_dq", "bwd_convert"].iter().enumerate() {
+        t3.c_blob(n, i as i32 + 1, 0);
+    }
+    let cc3 = slow_cc(&t3);
+    let mut m3 = c_manifest(&t3.dir, &["bwd_dot", "bwd_dq", "bwd_convert"], &cc3, &[]);
+    m3.set_together([vec!["bwd_dot", "bwd_dq", "bwd_convert"]])
+        .unwrap();
+    let bytes: &'static [u8] = Box::leak(m3.to_compact().into_boxed_slice());
+    let rt3 = ck_jit_rt::Runtime::from_compact(bytes)
+        .unwrap()
+        .with_config(test_config())
+        .with_root(&t3.dir)
+        .with_cache_dir(t3.cache_dir());
+    rt3.resolve("bwd_convert", None).unwrap();
+    assert_eq!(spans(&t3), (3, 3));
+}
