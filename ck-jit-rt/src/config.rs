@@ -19,6 +19,7 @@
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
 //! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
+//! | `MAKEFLAGS`, `CARGO_MAKEFLAGS` | the jobserver of `make -jN` or cargo: compiles also take its slots (read by the `jobserver` crate when the first compile starts) |
 //!
 //! A value that cannot be read (`CK_JIT_JOBS=four`, `CK_JIT_OFFLINE=maybe`)
 //! is not ignored silently: [`Config::problems`] says what was wrong and
