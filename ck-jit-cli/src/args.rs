@@ -192,7 +192,8 @@ pub struct BuildArgs {
     /// Every blob of the manifest
     #[arg(long, conflicts_with_all = ["blobs", "blob_list", "family", "filters"])]
     pub all: bool,
-    /// Compiles at once [default: $CK_JIT_JOBS, else the number of cores]
+    /// Compiles at once [default: $CK_JIT_JOBS, else the number of cores];
+    /// under make or cargo, no more than the jobserver's free slots either
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Compile even blobs that are cached (replacing their entries)

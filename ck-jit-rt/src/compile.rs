@@ -15,11 +15,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use ck_jit_manifest::{Group, STRIPPED_FLAGS};
-use once_cell::sync::Lazy;
+use once_cell::sync::{Lazy, OnceCell};
 
 use crate::config::{compiler_override, compiler_var};
 use crate::error::{shell_quote, Error};
@@ -447,53 +448,227 @@ fn keep_version(path: &Path, version: &str) {
     }
 }
 
-/// A counting semaphore bounding concurrent compiles (`CK_JIT_JOBS`);
-/// its limit can change while compiles run.
+/// Bounds concurrent compiles twice over: at most a local limit
+/// (`CK_JIT_JOBS`, `ck-jit build -j`; it can change while compiles run)
+/// and, when the process runs under `make -jN` or from a cargo build
+/// script, at most the slots of the jobserver they pass down in
+/// `MAKEFLAGS`/`CARGO_MAKEFLAGS`. As in make, the process owns one slot
+/// of its own (the one it was started with) and takes a token from the
+/// jobserver for every further compile running beside it.
+///
+/// The jobserver is looked up when the first compile starts, never on a
+/// cache hit. One that cannot be used (make names it but closed its
+/// descriptors: a recipe without `+`) is reported once; the local limit
+/// alone applies then. Compilers inherit `MAKEFLAGS` and make's
+/// descriptors as this process got them, as cc-rs leaves them: one that
+/// runs make itself counts the slot its compile holds as its own and takes
+/// further ones from the same jobserver.
 pub struct Jobs {
-    state: Mutex<(usize, usize)>,
+    state: Mutex<Slots>,
     cv: Condvar,
+    jobserver: OnceCell<Option<jobserver::Client>>,
+    /// Set when reading or writing the jobserver failed mid-run.
+    jobserver_broken: AtomicBool,
+}
+
+struct Slots {
+    /// Compiles holding a local slot.
+    running: usize,
+    /// The local limit.
+    limit: usize,
+    /// Whether this process's own slot is free (with a jobserver).
+    own_free: bool,
+}
+
+/// What a compile holds besides its local slot.
+enum Token {
+    /// No jobserver: the local slot is all.
+    Local,
+    /// The process's own slot.
+    Own,
+    /// A token read from the jobserver, written back when dropped (never
+    /// read: holding it is the point).
+    Acquired(#[allow(dead_code)] jobserver::Acquired),
 }
 
 /// A held compile slot.
-pub struct JobPermit<'a>(&'a Jobs);
+pub struct JobPermit<'a> {
+    jobs: &'a Jobs,
+    token: Token,
+}
+
+/// How often a compile waiting for a jobserver token looks for one (it is
+/// woken at once when this process's own slot comes free).
+const JOBSERVER_POLL: Duration = Duration::from_millis(20);
 
 impl Jobs {
-    /// A semaphore of `n` slots.
+    /// `n` local slots, and the environment's jobserver if there is one.
     pub fn new(n: usize) -> Jobs {
         Jobs {
-            state: Mutex::new((0, n.max(1))),
+            state: Mutex::new(Slots {
+                running: 0,
+                limit: n.max(1),
+                own_free: true,
+            }),
             cv: Condvar::new(),
+            jobserver: OnceCell::new(),
+            jobserver_broken: AtomicBool::new(false),
         }
     }
 
-    /// Changes the number of slots (at least 1).
+    /// `n` local slots and `client` as the jobserver, whatever the
+    /// environment says.
+    #[cfg(test)]
+    fn with_jobserver(n: usize, client: jobserver::Client) -> Jobs {
+        let jobs = Jobs::new(n);
+        let _ = jobs.jobserver.set(Some(client));
+        jobs
+    }
+
+    /// Changes the number of local slots (at least 1).
     pub fn set_limit(&self, n: usize) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.1 = n.max(1);
+        let mut st = self.lock();
+        st.limit = n.max(1);
         self.cv.notify_all();
     }
 
-    /// The number of slots.
+    /// The number of local slots.
     pub fn limit(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+        self.lock().limit
     }
 
-    /// Waits for a free slot.
+    /// Waits for a free local slot, then for a jobserver token.
     pub fn acquire(&self) -> JobPermit<'_> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while st.0 >= st.1 {
+        let mut st = self.lock();
+        while st.running >= st.limit {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.0 += 1;
-        JobPermit(self)
+        st.running += 1;
+        drop(st);
+        let token = match self.jobserver() {
+            Some(client) => self.token(client),
+            None => Token::Local,
+        };
+        JobPermit { jobs: self, token }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn jobserver(&self) -> Option<&jobserver::Client> {
+        if self.jobserver_broken.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.jobserver
+            .get_or_init(|| jobserver_from_env(self.limit()))
+            .as_ref()
+    }
+
+    /// The process's own slot if it is free, else a jobserver token. Waits
+    /// on both at once: a token others release is found by polling the
+    /// jobserver, this process's own slot by being woken.
+    fn token(&self, client: &jobserver::Client) -> Token {
+        let mut st = self.lock();
+        loop {
+            if st.own_free {
+                st.own_free = false;
+                return Token::Own;
+            }
+            drop(st);
+            match client.try_acquire() {
+                Ok(Some(t)) => return Token::Acquired(t),
+                Ok(None) => {}
+                // A pipe this process cannot read without blocking (no
+                // `/dev/fd` to open a description of its own): read it only
+                // when a token is waiting in it, so that a wait for one never
+                // keeps this process's own slot unused. (Another process may
+                // take that token first; the read then waits for the next.)
+                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => match client.available() {
+                    Ok(0) => {}
+                    Ok(_) => {
+                        return match client.acquire() {
+                            Ok(t) => Token::Acquired(t),
+                            Err(e) => self.jobserver_failed(&e),
+                        }
+                    }
+                    Err(e) => return self.jobserver_failed(&e),
+                },
+                Err(e) => return self.jobserver_failed(&e),
+            }
+            st = self.lock();
+            if !st.own_free {
+                st = self
+                    .cv
+                    .wait_timeout(st, JOBSERVER_POLL)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+    }
+
+    /// Stops using a jobserver that failed (make went away, or the pipe
+    /// is not what `MAKEFLAGS` said): the local limit alone applies from
+    /// then on, which is said once.
+    fn jobserver_failed(&self, e: &std::io::Error) -> Token {
+        if !self.jobserver_broken.swap(true, Ordering::Relaxed) {
+            let msg = format!(
+                "ck-jit: the jobserver stopped answering ({e}); compiling with the local limit of {} from now on",
+                self.limit()
+            );
+            log::warn!("{msg}");
+            eprintln!("{msg}");
+        }
+        Token::Local
+    }
+}
+
+/// The jobserver make or cargo passed down, when there is one this process
+/// can use; one that is named but unusable is reported (once: the caller
+/// keeps the answer).
+fn jobserver_from_env(limit: usize) -> Option<jobserver::Client> {
+    // SAFETY: `from_env_ext` takes over the descriptors `MAKEFLAGS` names.
+    // make closes them for a recipe without `+` while still naming them,
+    // so by now they may be files this process opened itself; with
+    // `check_pipe` anything but an open pipe is refused. The client only
+    // reads and writes single token bytes through its own duplicates.
+    let found = unsafe { jobserver::Client::from_env_ext(true) };
+    let e = match found.client {
+        Ok(client) => {
+            log::debug!(
+                "ck-jit: compiles take their slots from the jobserver in {}",
+                found.var.as_ref().map_or("MAKEFLAGS", |v| v.0)
+            );
+            return Some(client);
+        }
+        Err(e) => e,
+    };
+    use jobserver::FromEnvErrorKind as K;
+    match e.kind() {
+        // No jobserver, or make disabled it for this process on purpose.
+        K::NoEnvVar | K::NoJobserver | K::NegativeFd | K::Unsupported => {}
+        _ => {
+            let var = found.var.as_ref().map_or("MAKEFLAGS", |v| v.0);
+            let msg = format!(
+                "ck-jit: the jobserver named in {var} cannot be used ({e}); compiling with the local limit of {limit} (a make rule shares its job slots only when its recipe starts with '+' or names $(MAKE))"
+            );
+            log::warn!("{msg}");
+            eprintln!("{msg}");
+        }
+    }
+    None
 }
 
 impl Drop for JobPermit<'_> {
     fn drop(&mut self) {
-        let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.0 -= 1;
-        self.0.cv.notify_all();
+        let mut st = self.jobs.lock();
+        if let Token::Own = self.token {
+            st.own_free = true;
+        }
+        // An `Acquired` token goes back to the jobserver when the permit's
+        // fields drop, after this.
+        st.running -= 1;
+        self.jobs.cv.notify_all();
     }
 }
 
@@ -1024,5 +1199,60 @@ mod tests {
                 .any(|a| STRIPPED_FLAGS.contains(&a.as_str())));
         }
         assert!(!jobs[0].append_log && jobs[1].append_log);
+    }
+
+    /// Checks that one more `acquire` (on another thread) waits while the
+    /// slots are taken, and gets through once `after` frees one.
+    fn blocks_until(jobs: &'static Jobs, after: impl FnOnce()) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let p = jobs.acquire();
+            let _ = tx.send(());
+            drop(p);
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "a compile started beyond the limit"
+        );
+        after();
+        assert!(
+            rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "a freed slot was never handed on"
+        );
+        waiter.join().expect("waiter");
+    }
+
+    #[test]
+    fn a_jobserver_of_two_tokens_allows_three_compiles_with_the_own_slot() {
+        let client = jobserver::Client::new(2).expect("jobserver pipe");
+        let jobs: &'static Jobs = Box::leak(Box::new(Jobs::with_jobserver(8, client.clone())));
+        let a = jobs.acquire();
+        let b = jobs.acquire();
+        let c = jobs.acquire();
+        assert!(matches!(a.token, Token::Own));
+        assert_eq!(client.available().expect("available"), 0);
+        blocks_until(jobs, || drop(b));
+        drop((a, c));
+        assert_eq!(client.available().expect("available"), 2, "tokens returned");
+    }
+
+    #[test]
+    fn the_own_slot_is_handed_on_without_any_jobserver_token() {
+        let client = jobserver::Client::new(0).expect("jobserver pipe");
+        let jobs: &'static Jobs = Box::leak(Box::new(Jobs::with_jobserver(8, client)));
+        let a = jobs.acquire();
+        blocks_until(jobs, || drop(a));
+    }
+
+    #[test]
+    fn the_local_limit_applies_under_a_larger_jobserver() {
+        let client = jobserver::Client::new(8).expect("jobserver pipe");
+        let jobs: &'static Jobs = Box::leak(Box::new(Jobs::with_jobserver(2, client.clone())));
+        let a = jobs.acquire();
+        let b = jobs.acquire();
+        assert_eq!(client.available().expect("available"), 7);
+        blocks_until(jobs, || drop(a));
+        drop(b);
+        assert_eq!(client.available().expect("available"), 8, "tokens returned");
     }
 }

@@ -20,6 +20,7 @@
 //! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
 //! | `CK_JIT_RECORD` | file the name of every blob a process loads is added to (each name once), for `ck-jit build --blob-list` |
+//! | `MAKEFLAGS`, `CARGO_MAKEFLAGS` | the jobserver of `make -jN` or cargo: compiles also take its slots (read by the `jobserver` crate when the first compile starts) |
 //!
 //! A value that cannot be read (`CK_JIT_JOBS=four`, `CK_JIT_OFFLINE=maybe`)
 //! is not ignored silently: [`Config::problems`] says what was wrong and

@@ -46,7 +46,9 @@
 //! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
 //! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
-//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_<PROGRAM>`.
+//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_<PROGRAM>`; and
+//! make's or cargo's jobserver (`MAKEFLAGS`, `CARGO_MAKEFLAGS`), whose
+//! slots compiles take as well.
 #![deny(missing_docs)]
 
 mod cache;

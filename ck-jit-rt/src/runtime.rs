@@ -46,7 +46,8 @@ pub fn freeze() {
 }
 
 /// Sets the most compiles this process runs at once (default
-/// `CK_JIT_JOBS`, else the number of available cores).
+/// `CK_JIT_JOBS`, else the number of available cores). Under `make -jN`
+/// or in a cargo build script the jobserver's slots bound them too.
 pub fn set_jobs(n: usize) {
     JOBS.set_limit(n);
 }
@@ -565,7 +566,9 @@ impl Runtime {
     }
 
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
-    /// compiles at once), returning each blob's result in input order.
+    /// compiles at once, and under `make -jN` or in a cargo build script no
+    /// more than the jobserver's free slots), returning each blob's result
+    /// in input order.
     pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
         let threads = self.config.jobs().min(blobs.len()).max(1);
         let next = std::sync::atomic::AtomicUsize::new(0);

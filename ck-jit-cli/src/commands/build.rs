@@ -1,7 +1,8 @@
 //! `ck-jit build`: compiles blobs into the cache ahead of time. Each blob
 //! goes through `Runtime::ensure`, the lazy call's own path (same key, same
 //! lock, same verification), on a pool of `-j` threads; the runtime's own
-//! compile limit is set to the same number.
+//! compile limit is set to the same number (and, under make or cargo, the
+//! runtime takes the jobserver's slots besides).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -6,12 +6,25 @@
 //!
 //! With `--again`, a failed resolve prints its error line, waits for a line
 //! on standard input, and resolves once more in the same process.
+//!
+//! `ck-jit-probe <manifest> <cache-dir> --warmup a,b,c` warms those blobs
+//! with `Runtime::warmup` instead and prints one JSON line with the
+//! counters and the errors (exit 1 if any blob failed).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let (Some(manifest), Some(cache), Some("--warmup"), Some(blobs)) = (
+        args.first(),
+        args.get(1),
+        args.get(2).map(String::as_str),
+        args.get(3),
+    ) {
+        warmup(manifest, cache, blobs);
+        return;
+    }
     if args.len() < 4 {
         eprintln!(
             "usage: ck-jit-probe <manifest> <cache-dir> <blob> <arg> [--hold-ms N] [--again]"
@@ -70,5 +83,29 @@ fn main() {
             println!("{}", serde_json::json!({"error": e.to_string()}));
             std::process::exit(1);
         }
+    }
+}
+
+fn warmup(manifest: &str, cache: &str, blobs: &str) {
+    let rt = match ck_jit_rt::Runtime::from_file(&PathBuf::from(manifest)) {
+        Ok(rt) => rt.with_cache_dir(cache),
+        Err(e) => {
+            println!("{}", serde_json::json!({"error": e.to_string()}));
+            std::process::exit(1);
+        }
+    };
+    let names: Vec<&str> = blobs.split(',').filter(|b| !b.is_empty()).collect();
+    let errors: Vec<String> = rt
+        .warmup(&names)
+        .into_iter()
+        .filter_map(|(b, r)| r.err().map(|e| format!("{b}: {e}")))
+        .collect();
+    let s = ck_jit_rt::stats();
+    println!(
+        "{}",
+        serde_json::json!({"compiles": s.compiles, "hits": s.cache_hits, "errors": errors})
+    );
+    if !errors.is_empty() {
+        std::process::exit(1);
     }
 }

@@ -10,7 +10,11 @@
 //! - `MOCK_CC_MODE`: comma-separated: `fail`, `hang`, `truncate`, `empty`,
 //!   `nonelf`, `otherarch`, `spew=<MiB>`, `sleep=<ms>`, `touch-src`,
 //!   `spawn-hang=<pidfile>` (start a child that hangs, write its pid to
-//!   the file, then hang too: a driver whose subprocess outlives it).
+//!   the file, then hang too: a driver whose subprocess outlives it),
+//!   `running=<file>` (append a `+` line to the file when the mode is
+//!   reached and a `-` line once the real compiler has exited, with
+//!   `O_APPEND`: the highest running sum over the file's lines is the most
+//!   compiles that ran at once).
 //! - `MOCK_CC_ONLY`: apply the modes only when the source path contains this.
 //! - `--mock-note=<text>` arguments are logged but not passed on (to see
 //!   what reached the compiler's argv without the real compiler judging it).
@@ -70,6 +74,7 @@ fn main() {
         _ => mode.unwrap_or_default(),
     };
     let mut truncate = false;
+    let mut running: Option<String> = None;
     for m in modes.split(',').filter(|m| !m.is_empty()) {
         let (name, arg) = m.split_once('=').unwrap_or((m, ""));
         match name {
@@ -135,6 +140,10 @@ fn main() {
                 }
             }
             "truncate" => truncate = true,
+            "running" => {
+                append_line(arg, "+");
+                running = Some(arg.to_string());
+            }
             "barrier" => {
                 // Wait until N compiles are running at once (proves they
                 // overlap); give up after 20 s and fail.
@@ -193,6 +202,9 @@ fn main() {
         real_args.push(a.clone());
     }
     let status = Command::new(&real).args(&real_args).status();
+    if let Some(file) = &running {
+        append_line(file, "-");
+    }
     match status {
         Ok(s) if s.success() => {}
         Ok(s) => exit(s.code().unwrap_or(1)),
@@ -220,5 +232,13 @@ fn value_after(args: &[String], flag: &str) -> Option<String> {
 fn write_out(out: &Option<String>, bytes: &[u8]) {
     if let Some(o) = out {
         let _ = std::fs::write(o, bytes);
+    }
+}
+
+/// Appends one line in one `write` (`O_APPEND`: lines of concurrent
+/// compilers never interleave, and their order is the order they happened).
+fn append_line(path: &str, line: &str) {
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
