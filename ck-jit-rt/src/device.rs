@@ -224,7 +224,7 @@ fn nvidia(env: &DeviceEnv) -> Option<Device> {
         .cuda_device_order
         .as_deref()
         .is_some_and(|o| o.trim() == "PCI_BUS_ID");
-    nvml(&first, pci_order).or_else(|| driver())
+    nvml(&first, pci_order).or_else(driver)
 }
 
 type NvmlDevice = *mut c_void;
