@@ -21,6 +21,11 @@
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
 //! | `CK_JIT_RECORD` | file the name of every blob a process loads is added to (each name once), for `ck-jit build --blob-list` |
 //! | `MAKEFLAGS`, `CARGO_MAKEFLAGS` | the jobserver of `make -jN` or cargo: compiles also take its slots (read by the `jobserver` crate when the first compile starts) |
+//! | `CK_JIT_ARCH` | the GPU architecture compiles are for: `gfx942`, `sm_90`, one of each (`gfx942,sm_90`), or `all` (the recorded targets); default: the device this process uses, for blobs recorded for several |
+//!
+//! Detection reads the GPU runtimes' own variables that choose a device
+//! ([`DeviceEnv`]): `HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`,
+//! `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`, `HSA_OVERRIDE_GFX_VERSION`.
 //!
 //! A value that cannot be read (`CK_JIT_JOBS=four`, `CK_JIT_OFFLINE=maybe`)
 //! is not ignored silently: [`Config::problems`] says what was wrong and
@@ -74,6 +79,9 @@ pub struct Config {
     pub key_env: Vec<String>,
     /// `CK_JIT_RECORD`: the file every loaded blob's name is added to.
     pub record: Option<PathBuf>,
+    /// `CK_JIT_ARCH`: which GPU architecture compiles of blobs recorded
+    /// for several are for.
+    pub arch: crate::arch::ArchChoice,
     /// Variables whose values could not be read, each a sentence naming
     /// the variable, the value and what is used instead.
     pub problems: Vec<String>,
@@ -199,6 +207,18 @@ impl Config {
         let verbose = r.flag("CK_JIT_VERBOSE");
         let offline = r.flag("CK_JIT_OFFLINE");
         let shared_cache = r.flag("CK_JIT_SHARED_CACHE");
+        let arch = crate::arch::ArchChoice::parse(
+            var("CK_JIT_ARCH")
+                .map(|v| v.to_string_lossy().into_owned())
+                .as_deref(),
+        );
+        if let crate::arch::ArchChoice::Invalid(v) = &arch {
+            r.problems.push(format!(
+                "CK_JIT_ARCH='{v}' names no architecture (accepted: {}); blobs recorded for GPU \
+                 targets fail to compile until it is fixed",
+                crate::arch::ARCH_FORMS
+            ));
+        }
         Config {
             cache_dir: var("CK_JIT_CACHE_DIR").map(PathBuf::from),
             root: var("CK_JIT_ROOT").map(PathBuf::from),
@@ -235,6 +255,7 @@ impl Config {
                     .as_deref(),
             ),
             record: var("CK_JIT_RECORD").map(PathBuf::from),
+            arch,
             problems: r.problems,
         }
     }
@@ -254,6 +275,35 @@ impl Config {
         var(&format!("CK_JIT_ROOT_{}", env_suffix(name)))
             .map(PathBuf::from)
             .or_else(|| self.root.clone())
+    }
+}
+
+/// The GPU runtimes' variables that decide which device a process uses,
+/// as set (an empty value is kept: it hides every device).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceEnv {
+    /// `HIP_VISIBLE_DEVICES`.
+    pub hip_visible: Option<String>,
+    /// `ROCR_VISIBLE_DEVICES`.
+    pub rocr_visible: Option<String>,
+    /// `CUDA_VISIBLE_DEVICES` (read by CUDA, and by HIP without its own).
+    pub cuda_visible: Option<String>,
+    /// `CUDA_DEVICE_ORDER` (`PCI_BUS_ID` or CUDA's default, fastest first).
+    pub cuda_device_order: Option<String>,
+    /// `HSA_OVERRIDE_GFX_VERSION` (`9.4.2`): the architecture ROCr reports.
+    pub hsa_override_gfx: Option<String>,
+}
+
+/// Reads the variables of [`DeviceEnv`] now (detection does, once per
+/// process and platform).
+pub fn device_env() -> DeviceEnv {
+    let get = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    DeviceEnv {
+        hip_visible: get("HIP_VISIBLE_DEVICES"),
+        rocr_visible: get("ROCR_VISIBLE_DEVICES"),
+        cuda_visible: get("CUDA_VISIBLE_DEVICES"),
+        cuda_device_order: get("CUDA_DEVICE_ORDER"),
+        hsa_override_gfx: get("HSA_OVERRIDE_GFX_VERSION").filter(|v| !v.trim().is_empty()),
     }
 }
 

@@ -153,6 +153,25 @@ pub enum Error {
         /// The cache directory that was looked in, when known.
         cache: Option<PathBuf>,
     },
+    /// The device compiles are for runs none of the architectures the
+    /// blob is recorded for (it is never compiled for a foreign target).
+    ForeignDevice {
+        /// The blob.
+        blob: String,
+        /// The device's architecture (`gfx1100`, `sm_80`).
+        device: String,
+        /// How the device was found (`CK_JIT_ARCH`, `KFD topology node 1`).
+        found_by: String,
+        /// The architectures the blob's command names.
+        recorded: Vec<String>,
+    },
+    /// `CK_JIT_ARCH` is set to something that names no architecture.
+    ArchVariable {
+        /// The blob that needed it.
+        blob: String,
+        /// The value as set.
+        value: String,
+    },
     /// A file operation in the cache failed.
     Io {
         /// What was being done.
@@ -188,7 +207,9 @@ impl Error {
             | Error::DlOpen { blob, .. }
             | Error::SymbolNotFound { blob, .. }
             | Error::LockTimeout { blob, .. }
-            | Error::Offline { blob, .. } => Some(blob),
+            | Error::Offline { blob, .. }
+            | Error::ForeignDevice { blob, .. }
+            | Error::ArchVariable { blob, .. } => Some(blob),
             Error::Manifest { .. } | Error::Cache { .. } | Error::Io { .. } => None,
         }
     }
@@ -334,6 +355,25 @@ impl fmt::Display for Error {
                      manifest: `ck-jit export-manifest`)"
                 )
             }
+            Error::ForeignDevice {
+                blob,
+                device,
+                found_by,
+                recorded,
+            } => write!(
+                f,
+                "ck-jit: blob '{blob}': the device is {device} (from {found_by}), but the blob is \
+                 recorded for {} only, none of which runs on it; record it for {device}, or set \
+                 CK_JIT_ARCH to the device the cache is for (CK_JIT_ARCH=all compiles the \
+                 recorded targets as they are)",
+                recorded.join(", ")
+            ),
+            Error::ArchVariable { blob, value } => write!(
+                f,
+                "ck-jit: blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
+                 forms: {}",
+                crate::arch::ARCH_FORMS
+            ),
             Error::Io { op, path, error } => {
                 write!(f, "ck-jit: {op} {}: {error}", path.display())
             }

@@ -27,6 +27,8 @@
 //! - [`config`] — every environment variable, read once;
 //! - `cache` — keys, entry layout, publish, lookup, verify, directory
 //!   safety;
+//! - [`arch`] — the GPU targets of a compile command, narrowed to the
+//!   device in use (`device`: finding it, once per process);
 //! - `compile` — finding, identifying and running the compiler (launchers
 //!   included); `depfile` — the headers it read;
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
@@ -46,15 +48,17 @@
 //! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
 //! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
-//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_<PROGRAM>`; and
-//! make's or cargo's jobserver (`MAKEFLAGS`, `CARGO_MAKEFLAGS`), whose
-//! slots compiles take as well.
+//! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_ARCH`,
+//! `CK_JIT_<PROGRAM>`; and make's or cargo's jobserver (`MAKEFLAGS`,
+//! `CARGO_MAKEFLAGS`), whose slots compiles take as well.
 #![deny(missing_docs)]
 
+pub mod arch;
 mod cache;
 mod compile;
 pub mod config;
 mod depfile;
+mod device;
 mod embed;
 mod error;
 mod evict;
@@ -90,6 +94,7 @@ pub mod __internals {
         wrapped_files, CompilerId, TAIL_BYTES,
     };
     pub use crate::depfile::parse as parse_depfile;
+    pub use crate::device::{amd as amd_device, detect as detect_device, gfx_name, KFD_NODES};
     pub use crate::symbol::{
         candidate_names, check_header, dynamic_symbols, find_prefix, function_names, pick_prefix,
         DynSym, ElfError, HOST_MACHINE,

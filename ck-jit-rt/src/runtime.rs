@@ -118,6 +118,11 @@ pub struct Plan {
     pub cwd: PathBuf,
     /// Entry symbol spec.
     pub symbol: SymbolSpec,
+    /// The device `group`'s arguments were narrowed to, when the blob is
+    /// recorded for several GPU architectures and one device was chosen
+    /// (`CK_JIT_ARCH`, or detected); the narrowed arguments are what the
+    /// keys hold and the compiler gets.
+    pub device: Option<crate::arch::Device>,
     source_hash: blake3::Hash,
 }
 
@@ -616,7 +621,18 @@ impl Runtime {
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
-        let g = info.group;
+        let narrowed = crate::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
+            crate::device::detect(p).map(|(d, _)| d)
+        })?;
+        let (group, device) = match narrowed {
+            Some(n) => {
+                let mut g = info.group.clone();
+                g.args = n.args;
+                (std::borrow::Cow::Owned(g), Some(n.device))
+            }
+            None => (std::borrow::Cow::Borrowed(info.group), None),
+        };
+        let g = &*group;
         let source = self.root.join(&*info.source);
         let canon_root = self
             .canon_root
@@ -641,11 +657,12 @@ impl Runtime {
         Ok(Plan {
             blob: blob.to_string(),
             source,
-            group: g.clone(),
+            group: group.into_owned(),
             inputs_key,
             compiler,
             cwd,
             symbol: info.symbol,
+            device,
             source_hash,
         })
     }

@@ -1,6 +1,7 @@
 //! A stand-in compiler, invoked exactly like the real one (same argv), that
 //! produces a real loadable object by handing the source to the system C/C++
-//! compiler with the GPU-only flags removed, and that can misbehave on
+//! compiler with the GPU-only flags removed (hipcc/clang and nvcc target
+//! flags among them), and that can misbehave on
 //! request so failure paths are testable.
 //!
 //! Settings come from the environment, or from `--mock-log=`,
@@ -25,6 +26,16 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::process::{exit, Command};
 use std::time::Duration;
+
+/// nvcc flags naming GPU targets, dropped before the system compiler runs.
+const NVCC_TARGET_FLAGS: [&str; 6] = [
+    "-gencode",
+    "--generate-code",
+    "-arch",
+    "--gpu-architecture",
+    "-code",
+    "--gpu-code",
+];
 
 fn main() {
     let mut log = std::env::var("MOCK_CC_LOG").ok();
@@ -186,9 +197,20 @@ fn main() {
     while let Some(a) = it.next() {
         if a.starts_with("--offload-arch")
             || a.starts_with("--amdgpu-target")
+            || a.starts_with("--cuda-gpu-arch")
             || a == "-fgpu-rdc"
             || a.starts_with("--mock-note=")
         {
+            continue;
+        }
+        // nvcc's target flags, as `-flag value` or `-flag=value`.
+        if let Some(flag) = NVCC_TARGET_FLAGS
+            .iter()
+            .find(|f| a == *f || a.strip_prefix(*f).is_some_and(|r| r.starts_with('=')))
+        {
+            if a == flag {
+                it.next();
+            }
             continue;
         }
         if a == "-x" {
