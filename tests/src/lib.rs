@@ -142,6 +142,7 @@ pub fn test_config() -> Config {
     c.lock_timeout = std::time::Duration::from_secs(180);
     c.compiler_check = ck_jit_rt::CompilerCheck::Mtime;
     c.record = None;
+    c.arch = Default::default();
     c
 }
 
