@@ -280,7 +280,7 @@ fn identify_uncached(
         .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
     let version = version_text(&out);
     if let Some(k) = &kept {
-        keep_version(k, &version);
+        keep_text(k, &version);
     }
     Ok(Arc::new(CompilerId {
         path,
@@ -433,7 +433,7 @@ fn script_targets(file: &Path) -> Vec<PathBuf> {
 /// Keeps a compiler's version text at `path`, whole or not at all (a
 /// temporary file renamed into place); a failure only costs a later process
 /// a `--version` run.
-fn keep_version(path: &Path, version: &str) {
+pub(crate) fn keep_text(path: &Path, version: &str) {
     let Some(dir) = path.parent() else { return };
     if fs::create_dir_all(dir).is_err() {
         return;

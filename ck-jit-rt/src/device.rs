@@ -32,8 +32,9 @@ static NVIDIA: OnceCell<Option<(Device, Duration)>> = OnceCell::new();
 
 /// The device of `platform` this process uses, found on the first call
 /// and remembered (found or not) for the process, with what finding it
-/// took.
-pub fn detect(platform: Platform) -> Option<(Device, Duration)> {
+/// took. `store` (the cache directory's `devices/`) keeps an NVIDIA answer
+/// for later processes ([`nvidia_kept`]).
+pub fn detect(platform: Platform, store: Option<&Path>) -> Option<(Device, Duration)> {
     let cell = match platform {
         Platform::Amd => &AMD,
         Platform::Nvidia => &NVIDIA,
@@ -43,7 +44,7 @@ pub fn detect(platform: Platform) -> Option<(Device, Duration)> {
         let t0 = Instant::now();
         let found = match platform {
             Platform::Amd => amd(Path::new(KFD_NODES), &env),
-            Platform::Nvidia => nvidia(&env),
+            Platform::Nvidia => nvidia_kept(&env, store, Path::new(NVIDIA_PROC)),
         };
         let took = t0.elapsed();
         let verbose = crate::config::config().verbose;
@@ -78,6 +79,63 @@ pub fn detect(platform: Platform) -> Option<(Device, Duration)> {
         found.map(|d| (d, took))
     })
     .clone()
+}
+
+/// Where the NVIDIA kernel driver describes itself and its GPUs.
+pub const NVIDIA_PROC: &str = "/proc/driver/nvidia";
+
+/// The NVIDIA device, as an earlier process on this machine found it, or
+/// found now and kept. NVML's initialisation takes about 20 ms (22.7 ms on
+/// an H100 machine), which every process starting with a cache hit of a
+/// blob recorded for several architectures would pay; the answer is kept
+/// in `store`, under a key of what could change it without this process
+/// noticing: the boot (`/proc/sys/kernel/random/boot_id`), the driver
+/// (`/proc/driver/nvidia/version`), the GPUs it drives (the PCI addresses
+/// under `/proc/driver/nvidia/gpus`) and the variables choosing one.
+pub fn nvidia_kept(env: &DeviceEnv, store: Option<&Path>, proc_dir: &Path) -> Option<Device> {
+    // Without the driver's /proc files (a container that does not mount
+    // them) there is nothing to key an answer on: ask NVML every time.
+    let Some(key) = nvidia_key(env, proc_dir) else {
+        return nvidia(env);
+    };
+    let kept = store.map(|d| d.join(&key));
+    if let Some(text) = kept.as_ref().and_then(|p| fs::read_to_string(p).ok()) {
+        if let Some((arch, by)) = text.split_once('\t') {
+            if let Some(arch @ DeviceArch::Nvidia(_)) = DeviceArch::parse(arch) {
+                return Some(Device {
+                    arch,
+                    found_by: format!("{}, kept from an earlier process", by.trim_end()),
+                });
+            }
+        }
+    }
+    let found = nvidia(env)?;
+    if let Some(p) = &kept {
+        crate::compile::keep_text(p, &format!("{}\t{}\n", found.arch, found.found_by));
+    }
+    Some(found)
+}
+
+/// The key an NVIDIA answer is kept under ([`nvidia_kept`]); `None`
+/// without the driver's `/proc` files.
+pub fn nvidia_key(env: &DeviceEnv, proc_dir: &Path) -> Option<String> {
+    let version = fs::read_to_string(proc_dir.join("version")).ok()?;
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let mut gpus: Vec<String> = fs::read_dir(proc_dir.join("gpus"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    gpus.sort();
+    let text = format!(
+        "nvidia\0{boot}\0{version}\0{}\0{:?}\0{:?}",
+        gpus.join(","),
+        env.cuda_visible,
+        env.cuda_device_order
+    );
+    Some(blake3::hash(text.as_bytes()).to_hex()[..32].to_string())
 }
 
 /// One GPU node of the KFD topology.
@@ -406,6 +464,42 @@ mod tests {
         // Not a node: ignored.
         fs::write(dir.join("README"), "x").unwrap();
         dir
+    }
+
+    /// An NVIDIA answer kept by an earlier process is used without NVML
+    /// while the driver, its GPUs and the choosing variables are those it
+    /// was kept for; any of them changed, it is not.
+    #[test]
+    fn a_kept_nvidia_answer_is_used_only_for_the_same_driver_gpus_and_variables() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-nvproc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let proc_dir = dir.join("proc");
+        fs::create_dir_all(proc_dir.join("gpus/0000:19:00.0")).unwrap();
+        fs::write(proc_dir.join("version"), "NVRM version: 580.65\n").unwrap();
+        let store = dir.join("devices");
+        let e = env();
+        let key = nvidia_key(&e, &proc_dir).unwrap();
+        fs::create_dir_all(&store).unwrap();
+        fs::write(store.join(&key), "sm_90\tNVML device 0\n").unwrap();
+        let d = nvidia_kept(&e, Some(&store), &proc_dir).unwrap();
+        assert_eq!(d.arch, DeviceArch::parse("sm_90").unwrap());
+        assert!(
+            d.found_by.contains("kept from an earlier process"),
+            "{}",
+            d.found_by
+        );
+        // Each change is another key.
+        let mut other = e.clone();
+        other.cuda_visible = Some("1".into());
+        assert_ne!(nvidia_key(&other, &proc_dir).unwrap(), key);
+        fs::write(proc_dir.join("version"), "NVRM version: 590.10\n").unwrap();
+        assert_ne!(nvidia_key(&e, &proc_dir).unwrap(), key);
+        fs::write(proc_dir.join("version"), "NVRM version: 580.65\n").unwrap();
+        fs::create_dir_all(proc_dir.join("gpus/0000:1a:00.0")).unwrap();
+        assert_ne!(nvidia_key(&e, &proc_dir).unwrap(), key);
+        // No driver files: no key.
+        assert!(nvidia_key(&e, &dir.join("absent")).is_none());
+        let _ = fs::remove_dir_all(&dir);
     }
 
     fn env() -> DeviceEnv {

@@ -621,8 +621,9 @@ impl Runtime {
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
+        let devices = self.cache_dir().ok().map(|d| d.join("devices"));
         let narrowed = crate::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
-            crate::device::detect(p).map(|(d, _)| d)
+            crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
         })?;
         let (group, device) = match narrowed {
             Some(n) => {

@@ -174,7 +174,7 @@ fn without_ck_jit_arch_the_detected_device_or_the_recorded_targets_are_compiled(
     let t = Tree::new("arch-detect");
     t.c_blob("k", 1, 1);
     let rt = runtime(&t, &THREE_GENCODES, test_config());
-    let detected = ck_jit_rt::__internals::detect_device(Platform::Nvidia);
+    let detected = ck_jit_rt::__internals::detect_device(Platform::Nvidia, None);
     match (rt.ensure("k", false), &detected) {
         (Ok(_), None) => {
             // No NVIDIA device here: what was recorded.

@@ -323,8 +323,10 @@ fn child(args: &[String]) -> Result<(), String> {
     };
     // Cached: what the first call's detection found and took, if it ran.
     let detect_us = match &plan.device {
-        Some(d) if d.found_by != "CK_JIT_ARCH" => ck_jit_rt::__internals::detect_device(platform)
-            .map(|(_, took)| took.as_secs_f64() * 1e6),
+        Some(d) if d.found_by != "CK_JIT_ARCH" => {
+            ck_jit_rt::__internals::detect_device(platform, None)
+                .map(|(_, took)| took.as_secs_f64() * 1e6)
+        }
         _ => None,
     };
     let device = plan
@@ -388,11 +390,11 @@ fn child_detect(args: &[String]) -> Result<(), String> {
     let t0 = Instant::now();
     let amd = match args.first() {
         Some(k) => ck_jit_rt::__internals::amd_device(Path::new(k), &env),
-        None => ck_jit_rt::__internals::detect_device(Platform::Amd).map(|(d, _)| d),
+        None => ck_jit_rt::__internals::detect_device(Platform::Amd, None).map(|(d, _)| d),
     };
     let amd_us = t0.elapsed().as_secs_f64() * 1e6;
     let t1 = Instant::now();
-    let nvidia = ck_jit_rt::__internals::detect_device(Platform::Nvidia).map(|(d, _)| d);
+    let nvidia = ck_jit_rt::__internals::detect_device(Platform::Nvidia, None).map(|(d, _)| d);
     let nvidia_us = t1.elapsed().as_secs_f64() * 1e6;
     let show =
         |d: Option<ck_jit_rt::arch::Device>| d.map(|d| format!("{} (from {})", d.arch, d.found_by));

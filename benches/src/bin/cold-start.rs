@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cold-start [--compiler cc|hipcc|nvcc|PATH] [--lang c|hip|cuda]
-//!            [--gpu-arch ARCH] [--kernels K] [--rounds R] [--dir DIR]
+//!            [--gpu-arch ARCH[,ARCH...]] [--kernels K] [--rounds R] [--dir DIR]
 //! ```
 //!
 //! Writes a tree of K small blobs and its manifest, compiles them all once
@@ -143,16 +143,36 @@ fn scratch(o: &Options) -> Result<PathBuf, String> {
     Ok(target.join("ck-jit-benches").join(name))
 }
 
+/// The target flags; `--gpu-arch A,B,...` records several architectures
+/// (`--offload-arch=` each, or nvcc `-gencode` pairs), so a process that
+/// loads the blobs also finds the device (the runtime compiles, and keys,
+/// blobs recorded for several architectures for the device in use).
 fn gpu_flags(o: &Options) -> Vec<String> {
+    let archs: Vec<&str> = o
+        .gpu_arch
+        .as_deref()
+        .map(|a| a.split(',').filter(|x| !x.is_empty()).collect())
+        .unwrap_or_default();
     match o.lang {
-        Lang::C => o.gpu_arch.iter().map(|a| format!("-march={a}")).collect(),
-        Lang::Hip => vec![format!(
-            "--offload-arch={}",
-            o.gpu_arch.as_deref().unwrap_or("gfx90a")
-        )],
+        Lang::C => archs.iter().map(|a| format!("-march={a}")).collect(),
+        Lang::Hip if archs.is_empty() => vec!["--offload-arch=gfx90a".into()],
+        Lang::Hip => archs
+            .iter()
+            .map(|a| format!("--offload-arch={a}"))
+            .collect(),
+        Lang::Cuda if archs.len() > 1 => archs
+            .iter()
+            .flat_map(|a| {
+                let n = a.trim_start_matches("sm_");
+                [
+                    "-gencode".to_string(),
+                    format!("arch=compute_{n},code=sm_{n}"),
+                ]
+            })
+            .collect(),
         Lang::Cuda => vec![format!(
             "-arch={}",
-            o.gpu_arch.as_deref().unwrap_or("sm_90")
+            archs.first().copied().unwrap_or("sm_90")
         )],
     }
 }
