@@ -289,6 +289,39 @@ fn check_build(b: &Built, api: &str, api_functions: &[&str]) -> BTreeMap<String,
     assert!(json.contains("--offload-arch=gfx942"));
     assert!(json.contains("-amdgpu-coerce-illegal-types=1"));
 
+    // What CK's dispatchers call together, read at the lazy link: every
+    // splitkv kernel with its combine kernel, bwd's kernels together.
+    let kinds = |set: &Vec<u32>| -> Vec<String> {
+        let mut k: Vec<String> = set
+            .iter()
+            .map(|&i| m.group_of(&m.blobs[i as usize]).name.clone())
+            .collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    let mut set_kinds: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+    for set in m.together.iter().filter(|s| s.len() > 1) {
+        *set_kinds.entry(kinds(set)).or_default() += 1;
+    }
+    eprintln!("aiter libmha_{api}: sets called together, by kinds: {set_kinds:?}");
+    if per_group.keys().any(|g| g.contains("splitkv_combine")) {
+        assert!(
+            set_kinds
+                .keys()
+                .any(|k| k.iter().any(|g| g.contains("splitkv_combine"))),
+            "no splitkv set recorded: {set_kinds:?}"
+        );
+    }
+    if per_group.keys().any(|g| g.contains("dq_dk_dv")) {
+        assert!(
+            set_kinds
+                .keys()
+                .any(|k| k.len() >= 2 && k.iter().any(|g| g.contains("dq_dk_dv"))),
+            "no bwd set recorded: {set_kinds:?}"
+        );
+    }
+
     // aiter's link was made lazy; the library aiter installs exports its
     // API and keeps the runtime inside.
     assert_eq!(done.links.len(), 1, "{:?}", done.links);

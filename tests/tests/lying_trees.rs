@@ -47,18 +47,15 @@ fn a_manifest_from_a_newer_format_says_to_upgrade() {
     let valid = valid_json(&t);
     // A newer format may also add fields this version does not know: the
     // version is still what is reported, not an unknown field.
-    let newer = valid.replacen("\"format\":1", "\"format\":2", 1).replacen(
-        "\"groups\":",
-        "\"features\":[\"zstd\"],\n\"groups\":",
-        1,
-    );
+    let now = format!("\"format\":{}", ck_jit_build::manifest::FORMAT_VERSION);
+    let next = ck_jit_build::manifest::FORMAT_VERSION + 1;
+    let newer = valid
+        .replacen(&now, &format!("\"format\":{next}"), 1)
+        .replacen("\"groups\":", "\"features\":[\"zstd\"],\n\"groups\":", 1);
     for (text, found) in [
-        (valid.replacen("\"format\":1", "\"format\":2", 1), 2),
-        (newer, 2),
-        (
-            valid.replacen("\"format\":1", "\"format\":4294967295", 1),
-            u32::MAX,
-        ),
+        (valid.replacen(&now, &format!("\"format\":{next}"), 1), next),
+        (newer, next),
+        (valid.replacen(&now, "\"format\":4294967295", 1), u32::MAX),
     ] {
         let (error, shown) = refused(&t, &text);
         assert_eq!(error, ManifestError::NewerFormat { found });
@@ -68,7 +65,7 @@ fn a_manifest_from_a_newer_format_says_to_upgrade() {
         );
     }
     // A version that is not a version at all is malformed, not newer.
-    let (error, _) = refused(&t, &valid.replacen("\"format\":1", "\"format\":-1", 1));
+    let (error, _) = refused(&t, &valid.replacen(&now, "\"format\":-1", 1));
     assert!(matches!(error, ManifestError::Parse(_)), "{error:?}");
 }
 

@@ -107,6 +107,72 @@ fn quote_response(arg: &str) -> String {
     s
 }
 
+/// The sets of blobs the dispatchers this link takes call together
+/// (CK's bwd kernels, splitkv pairs), appended to `<links log>.together`
+/// as one JSON line, for the manifest ([`Manifest::together`]): the
+/// dispatchers are the linked objects the shim saw compiled from excluded
+/// sources (`*_api.cpp`), read and checked against the linked blobs'
+/// specialisations.
+///
+/// [`Manifest::together`]: crate::manifest::Manifest
+fn note_together(
+    flat: &[String],
+    cwd: &Path,
+    blobs: &[(String, String)],
+    links_log: &str,
+) -> Result<(), String> {
+    let Some(log) = var(SHIM_LOG) else {
+        return Ok(());
+    };
+    let Ok(text) = fs::read_to_string(super::shim::dispatcher_log(&log)) else {
+        return Ok(());
+    };
+    let mut source_of: HashMap<PathBuf, PathBuf> = HashMap::new();
+    for line in text.lines() {
+        if let Ok((src, obj)) = serde_json::from_str::<(String, String)>(line) {
+            let obj = PathBuf::from(obj);
+            let obj = fs::canonicalize(&obj).unwrap_or(obj);
+            source_of.insert(obj, PathBuf::from(src));
+        }
+    }
+    let mut dispatchers = Vec::new();
+    for i in inputs(flat) {
+        let p = cwd.join(&flat[i]);
+        let p = fs::canonicalize(&p).unwrap_or(p);
+        if let Some(src) = source_of.get(&p) {
+            let text = fs::read_to_string(src).map_err(|e| format!("'{}': {e}", src.display()))?;
+            dispatchers.push((src.clone(), text));
+        }
+    }
+    if dispatchers.is_empty() {
+        return Ok(());
+    }
+    let mut owner: HashMap<String, &str> = HashMap::new();
+    for (name, text) in blobs {
+        for s in super::super::decl::specialisations(text).map_err(|e| e.to_string())? {
+            owner.insert(
+                super::super::calls::specialisation_key(&s.template, &s.args),
+                name.as_str(),
+            );
+        }
+    }
+    let defined = owner.keys().cloned().collect();
+    let check =
+        super::super::calls::check_calls(&dispatchers, &defined).map_err(|e| e.to_string())?;
+    let sets: Vec<Vec<&str>> = check
+        .groups
+        .iter()
+        .map(|g| {
+            let mut names: Vec<&str> = g.iter().filter_map(|k| owner.get(k).copied()).collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+        })
+        .filter(|g| !g.is_empty())
+        .collect();
+    append_line(Path::new(&format!("{links_log}.together")), &sets)
+}
+
 /// The blob records of the interception so far (this build's log, then
 /// an earlier interception's), by the absolute path of the object each
 /// was answered with.
@@ -217,6 +283,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
             plain.join(", ")
         ));
     }
+    note_together(&flat, &cwd, &blobs, &links_log)?;
     let (stubs_text, specialisations) =
         super::super::lazy::stub_source(&blobs).map_err(|e| e.to_string())?;
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));

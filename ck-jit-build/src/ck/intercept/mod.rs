@@ -873,7 +873,24 @@ impl Intercept {
             None => cwd.clone(),
         };
         let name = record::cache_name(self.name.as_deref(), cargo)?;
-        let manifest = self.manifest(&records, &root, name)?;
+        let mut manifest = self.manifest(&records, &root, name)?;
+        // What the lazy links' dispatchers call together.
+        if let Ok(text) = fs::read_to_string(format!("{}.together", links_log.display())) {
+            let mut sets: Vec<Vec<String>> = Vec::new();
+            for line in text.lines() {
+                if let Ok(s) = serde_json::from_str::<Vec<Vec<String>>>(line) {
+                    sets.extend(s.into_iter().map(|set| {
+                        set.into_iter()
+                            .filter(|n| manifest.blob(n).is_some())
+                            .collect::<Vec<_>>()
+                    }));
+                }
+            }
+            sets.retain(|s| !s.is_empty());
+            manifest
+                .set_together(sets)
+                .map_err(|e| Error::Intercept { why: e.to_string() })?;
+        }
         Ok(Intercepted {
             records,
             manifest,

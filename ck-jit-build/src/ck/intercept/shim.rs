@@ -152,8 +152,7 @@ fn is_blob(source: &str, blobs: &[Pattern], exclude: &[Pattern]) -> bool {
         require_literal_leading_dot: false,
     };
     let name = source.rsplit('/').next().unwrap_or(source);
-    blobs.iter().any(|p| p.matches_with(name, opts))
-        && !exclude.iter().any(|p| p.matches_with(name, opts))
+    blobs.iter().any(|p| p.matches_with(name, opts)) && !is_dispatcher(source, exclude)
 }
 
 fn run() -> Result<i32, String> {
@@ -182,12 +181,64 @@ fn run() -> Result<i32, String> {
     if let Some(source) = blob_source {
         return record_blob(&argv, &analysed, source);
     }
+    // A dispatcher (a source the blob patterns exclude, `*_api.cpp`)
+    // compiled for a lazy library: noted, so the lazy link can read which
+    // blobs each of its calls runs together.
+    if var(SHIM_LAZY_MANIFEST).is_some() && analysed.compile_only && !analysed.no_object {
+        if let [(_, source)] = analysed.sources.as_slice() {
+            if is_dispatcher(source, &exclude) {
+                note_dispatcher(&analysed, source)?;
+            }
+        }
+    }
     if var(SHIM_LAZY_MANIFEST).is_some() && !analysed.compile_only {
         if let Some(code) = link::lazy_link(&argv)? {
             return Ok(code);
         }
     }
     real_compiler(&argv)
+}
+
+/// Whether `source` is one the exclude patterns name (CK's dispatchers).
+fn is_dispatcher(source: &str, exclude: &[Pattern]) -> bool {
+    let opts = MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    let name = source.rsplit('/').next().unwrap_or(source);
+    exclude.iter().any(|p| p.matches_with(name, opts))
+}
+
+/// The log of dispatcher compiles beside the blob log.
+pub(crate) fn dispatcher_log(blob_log: &str) -> PathBuf {
+    PathBuf::from(format!("{blob_log}.dispatchers"))
+}
+
+/// Appends a dispatcher compile (absolute source and object) to the
+/// dispatcher log.
+fn note_dispatcher(a: &Analysed, source: &str) -> Result<(), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+    let out = match &a.output {
+        Some((_, o)) => cwd.join(o),
+        None => cwd.join(
+            Path::new(source)
+                .with_extension("o")
+                .file_name()
+                .unwrap_or_default(),
+        ),
+    };
+    let Some(log) = var(SHIM_LOG).and_then(|v| v.into_string().ok()) else {
+        return Ok(());
+    };
+    append_line(
+        &dispatcher_log(&log),
+        &(
+            cwd.join(source).to_string_lossy().into_owned(),
+            out.to_string_lossy().into_owned(),
+        ),
+    )
 }
 
 fn record_blob(argv: &[String], a: &Analysed, source: String) -> Result<i32, String> {
