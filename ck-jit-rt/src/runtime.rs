@@ -509,6 +509,33 @@ impl Runtime {
         let _ = self.load_locked(blob, &state);
     }
 
+    /// The blobs certain to be called in the same operation as `blob`,
+    /// given the `sets` that hold it: those in every set, where a set
+    /// another of whose blobs this process has loaded already counts as
+    /// evidence. A dispatcher runs an operation's blobs in order, so when
+    /// `blob` is in several sets, the set whose earlier blob was just
+    /// loaded is the one under way (CK's bwd: a `dq_dk_dv` kernel of two
+    /// sets, reached after its set's `dot_do_o`); with evidence for several,
+    /// the blobs common to those; for none, those common to all.
+    fn certain_companions(&self, blob: &str, sets: &[Vec<String>]) -> Vec<String> {
+        let loaded = |b: &String| b != blob && self.state(b).loaded.get().is_some();
+        let with_evidence: Vec<&Vec<String>> =
+            sets.iter().filter(|s| s.iter().any(loaded)).collect();
+        let chosen: Vec<&Vec<String>> = if with_evidence.is_empty() {
+            sets.iter().collect()
+        } else {
+            with_evidence
+        };
+        let Some((first, rest)) = chosen.split_first() else {
+            return Vec::new();
+        };
+        first
+            .iter()
+            .filter(|b| b.as_str() != blob && rest.iter().all(|s| s.contains(b)))
+            .cloned()
+            .collect()
+    }
+
     /// Compiles `plan`'s blob; when the manifest says other blobs are
     /// certain to be called in the same operation ([`Manifest::companions`]:
     /// CK's bwd kernels, a splitkv pair), starts their compiles alongside
@@ -523,10 +550,11 @@ impl Runtime {
         let companions = if PREFETCHING.with(|p| p.get()) {
             Vec::new()
         } else {
-            self.store.companions(&plan.blob).unwrap_or_else(|e| {
+            let sets = self.store.sets_of(&plan.blob).unwrap_or_else(|e| {
                 log::warn!("ck-jit: the manifest's 'together' sets cannot be read: {e}");
                 Vec::new()
-            })
+            });
+            self.certain_companions(&plan.blob, &sets)
         };
         let cold: Vec<&String> = companions
             .iter()

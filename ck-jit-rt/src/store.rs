@@ -84,10 +84,10 @@ impl Store {
         }
     }
 
-    /// The blobs certain to be called in the same operation as `blob`
-    /// ([`Manifest::companions`]), by name. Reads the manifest's
-    /// `together` sets (decoded once, the first time a compile asks).
-    pub fn companions(&self, blob: &str) -> Result<Vec<String>, ManifestError> {
+    /// The sets of blobs called together ([`Manifest::together`]) that
+    /// hold `blob`, by name. Reads the manifest's `together` sets (decoded
+    /// once, the first time a compile asks).
+    pub fn sets_of(&self, blob: &str) -> Result<Vec<Vec<String>>, ManifestError> {
         match self {
             Store::Json(m) => {
                 if m.together.is_empty() {
@@ -96,9 +96,14 @@ impl Store {
                 let Ok(i) = m.blobs.binary_search_by(|b| b.name.as_str().cmp(blob)) else {
                     return Ok(Vec::new());
                 };
-                Ok(m.companions(i)
-                    .into_iter()
-                    .filter_map(|j| m.blobs.get(j as usize).map(|b| b.name.clone()))
+                Ok(m.together
+                    .iter()
+                    .filter(|set| set.binary_search(&(i as u32)).is_ok())
+                    .map(|set| {
+                        set.iter()
+                            .filter_map(|&j| m.blobs.get(j as usize).map(|b| b.name.clone()))
+                            .collect()
+                    })
                     .collect())
             }
             Store::Compact(c) => {
@@ -109,15 +114,26 @@ impl Store {
                 let Some(r) = c.compact.find(blob)? else {
                     return Ok(Vec::new());
                 };
-                let mut idx: Vec<usize> =
-                    ck_jit_manifest::companions_in(sets.iter().map(Vec::as_slice), r.index as u32)
-                        .into_iter()
-                        .map(|i| i as usize)
-                        .collect();
+                let holding: Vec<&Vec<u32>> = sets
+                    .iter()
+                    .filter(|set| set.binary_search(&(r.index as u32)).is_ok())
+                    .collect();
+                let mut idx: Vec<usize> = holding
+                    .iter()
+                    .flat_map(|set| set.iter().map(|&i| i as usize))
+                    .collect();
                 idx.sort_unstable();
+                idx.dedup();
                 let names = c.compact.names_at(&idx)?;
-                Ok((0..names.len())
-                    .filter_map(|k| names.get(k).map(str::to_string))
+                let name_of = |i: u32| {
+                    idx.binary_search(&(i as usize))
+                        .ok()
+                        .and_then(|k| names.get(k))
+                        .map(str::to_string)
+                };
+                Ok(holding
+                    .iter()
+                    .map(|set| set.iter().filter_map(|&i| name_of(i)).collect())
                     .collect())
             }
         }

@@ -103,3 +103,38 @@ fn the_first_call_of_an_operation_compiles_its_blobs_together() {
     rt3.resolve("bwd_convert", None).unwrap();
     assert_eq!(spans(&t3), (3, 3));
 }
+
+/// A blob in two sets (a CK `dq_dk_dv` kernel used with two `dot_do_o`
+/// variants) reached after one set's first blob was loaded: that set is
+/// the one under way, so its remaining blob compiles alongside, and the
+/// other set's does not.
+#[test]
+fn the_set_whose_earlier_blob_was_loaded_is_the_one_under_way() {
+    ck_jit_rt::set_jobs(4);
+    let t = Tree::new("together-evidence");
+    let names = ["dot1", "dot2", "dq", "dq3", "conv1", "conv2", "conv3"];
+    for (i, n) in names.iter().enumerate() {
+        t.c_blob(n, i as i32 + 1, 0);
+    }
+    let cc = slow_cc(&t);
+    let mut m = c_manifest(&t.dir, &names, &cc, &[]);
+    m.set_together([
+        vec!["dot1", "dq", "conv1"],
+        vec!["dot2", "dq", "conv2"],
+        vec!["dot1", "dq3", "conv3"],
+    ])
+    .unwrap();
+    let rt = t.runtime(&m, test_config());
+    // dot1 is in two sets: nothing else is certain; it compiles alone.
+    rt.resolve("dot1", None).unwrap();
+    assert_eq!(spans(&t), (1, 1));
+    // dq is in two sets; dot1 of the first is loaded: conv1 comes along.
+    rt.resolve("dq", None).unwrap();
+    assert_eq!(spans(&t), (2, 3));
+    assert_eq!(rt.ensure("conv1", false).unwrap().2, Outcome::Cached);
+    let conv2 = rt.plan("conv2").unwrap();
+    assert!(
+        rt.cached_entry(&conv2).unwrap().is_none(),
+        "conv2 was not compiled"
+    );
+}
