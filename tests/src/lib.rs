@@ -238,3 +238,49 @@ pub fn fixture_crate(t: &Tree, name: &str) -> PathBuf {
     fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     dir
 }
+
+/// `cargo build` of a fixture crate in `dir` (`configure` adds arguments
+/// and variables), offline first, then online if the offline build
+/// failed (a dependency not yet in the local registry).
+pub fn cargo_build_fixture(
+    dir: &Path,
+    configure: impl Fn(&mut std::process::Command),
+) -> std::process::Output {
+    let run = |offline: bool| {
+        let mut c = std::process::Command::new(env!("CARGO"));
+        c.arg("build")
+            .current_dir(dir)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_BUILD_RUSTFLAGS");
+        configure(&mut c);
+        if offline {
+            c.arg("--offline");
+        }
+        c.output().expect("cargo runs")
+    };
+    let out = run(true);
+    if out.status.success() {
+        out
+    } else {
+        run(false)
+    }
+}
+
+/// From a log where each compile writes `start` when it begins and `end`
+/// when it ends (lines in time order): the most compiles running at
+/// once, how many started, and how many never ended.
+pub fn concurrency(log: &str, start: &str, end: &str) -> (usize, usize, usize) {
+    let (mut now, mut most, mut started) = (0usize, 0usize, 0usize);
+    for line in log.lines() {
+        if line == start {
+            now += 1;
+            started += 1;
+            most = most.max(now);
+        } else if line == end {
+            now = now.saturating_sub(1);
+        } else {
+            panic!("unexpected line {line:?} in the compilers' log:\n{log}");
+        }
+    }
+    (most, started, now)
+}

@@ -24,22 +24,9 @@ fn target() -> PathBuf {
 /// `cargo build -v` of the crate; its output, which says for each unit
 /// whether it was `Fresh` or `Compiling`.
 fn cargo_build(dir: &Path) -> String {
-    let run = |offline: bool| {
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-v"])
-            .current_dir(dir)
-            .env("CARGO_TARGET_DIR", target())
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_BUILD_RUSTFLAGS");
-        if offline {
-            c.arg("--offline");
-        }
-        c.output().expect("cargo runs")
-    };
-    let mut out = run(true);
-    if !out.status.success() {
-        out = run(false);
-    }
+    let out = ck_jit_tests::cargo_build_fixture(dir, |c| {
+        c.arg("-v").env("CARGO_TARGET_DIR", target());
+    });
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "fixture build failed:\n{text}");
     text

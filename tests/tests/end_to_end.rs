@@ -18,24 +18,12 @@ fn fixture(t: &Tree) -> PathBuf {
 
 fn cargo_build(dir: &Path, compiler: &str, log: &Path) -> PathBuf {
     let target = workspace().join("target").join("fixture-build");
-    let run = |offline: bool| {
-        let mut c = Command::new(env!("CARGO"));
-        c.arg("build")
-            .arg("--quiet")
-            .current_dir(dir)
+    let out = ck_jit_tests::cargo_build_fixture(dir, |c| {
+        c.arg("--quiet")
             .env("CARGO_TARGET_DIR", &target)
             .env("FIXTURE_COMPILER", compiler)
-            .env("MOCK_CC_LOG", log)
-            .env_remove("RUSTFLAGS");
-        if offline {
-            c.arg("--offline");
-        }
-        c.output().expect("cargo runs")
-    };
-    let mut out = run(true);
-    if !out.status.success() {
-        out = run(false);
-    }
+            .env("MOCK_CC_LOG", log);
+    });
     assert!(
         out.status.success(),
         "fixture build failed:\n{}",

@@ -105,20 +105,9 @@ fn most_at_once(t: &Tree, out: &Output) -> usize {
         "not every blob compiled: {text}"
     );
     let log = fs::read_to_string(running(t)).expect("the compilers' running log");
-    let (mut now, mut most, mut started) = (0i64, 0i64, 0);
-    for line in log.lines() {
-        match line {
-            "+" => {
-                now += 1;
-                started += 1;
-            }
-            "-" => now -= 1,
-            other => panic!("unexpected line {other:?} in {log}"),
-        }
-        most = most.max(now);
-    }
-    assert_eq!((started, now), (BLOBS, 0), "{log}");
-    most as usize
+    let (most, started, open) = ck_jit_tests::concurrency(&log, "+", "-");
+    assert_eq!((started, open), (BLOBS, 0), "{log}");
+    most
 }
 
 #[test]

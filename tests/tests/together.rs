@@ -27,16 +27,7 @@ fn slow_cc(t: &Tree) -> String {
 /// The most compiles that ran at once, and how many ran.
 fn spans(t: &Tree) -> (usize, usize) {
     let text = fs::read_to_string(t.path("spans.log")).unwrap_or_default();
-    let (mut now, mut most, mut runs) = (0usize, 0usize, 0usize);
-    for l in text.lines() {
-        if l == "start" {
-            now += 1;
-            runs += 1;
-            most = most.max(now);
-        } else {
-            now = now.saturating_sub(1);
-        }
-    }
+    let (most, runs, _) = ck_jit_tests::concurrency(&text, "start", "end");
     (most, runs)
 }
 
