@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ck_jit_build::ck::{CkFmha, Direction, Error, Role, Vocabulary};
+use ck_jit_build::ck::{CallOrder, CkFmha, Direction, Error, Role, Vocabulary};
 use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
 use ck_jit_rt::Query;
@@ -152,6 +152,53 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
                     .any(|x| x.starts_with("fwd_splitkv") && !x.contains("combine"))),
         "{version}: no splitkv set: {with_kinds:?}"
     );
+    // Which calls may wait for the next one of their operation: read from
+    // the dispatchers' order of calls, with each template's return type
+    // from the blobs.
+    let mut returns: BTreeMap<String, String> = BTreeMap::new();
+    for (_, p) in files.blobs() {
+        let text = std::fs::read_to_string(p).unwrap();
+        for s in ck_jit_build::ck::decl::specialisations(&text).unwrap() {
+            returns.entry(s.template).or_insert(s.returns);
+        }
+    }
+    let order = CallOrder::new(&check.sequences, |t| {
+        returns.get(t).is_some_and(|r| r == "void")
+    });
+    let mut leading: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in &order.leading {
+        *leading.entry(k.split_once('<').unwrap().0).or_insert(0) += 1;
+    }
+    eprintln!(
+        "{version}: calls that may wait for the next, by template: {leading:?}; {} stubs in sequences",
+        order.members.len()
+    );
+    // A kernel that runs first in its operation may wait; the last one
+    // (convert_dq, the splitkv combine) and anything returning a value
+    // (the get_name functions) never.
+    assert!(
+        leading.contains_key("fmha_fwd_splitkv_oneshot_"),
+        "{version}: {leading:?}"
+    );
+    if !bwd_main.is_empty() {
+        assert!(
+            leading.contains_key("fmha_bwd_dot_do_o_oneshot_"),
+            "{version}: {leading:?}"
+        );
+    }
+    for t in leading.keys() {
+        assert!(
+            t.ends_with("oneshot_") && !t.contains("combine") && !t.contains("convert"),
+            "{version}: {t} may wait, though no call follows it"
+        );
+    }
+    // Every dot_do_o and split kernel a dispatcher calls with others.
+    for k in &order.members {
+        let t = k.split_once('<').unwrap().0;
+        if t == "fmha_bwd_dot_do_o_oneshot_" || t == "fmha_fwd_splitkv_oneshot_" {
+            assert!(order.leading.contains(k), "{version}: {k} does not wait");
+        }
+    }
     // Every dispatcher function reads as rules: every condition parsed,
     // every statement followed, every call a recorded blob.
     let t0 = Instant::now();

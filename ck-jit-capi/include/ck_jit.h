@@ -105,6 +105,21 @@ const char* ck_jit_last_error(void);
  */
 int ck_jit_warmup(const char* const* blobs, size_t n);
 
+/*
+ * For lazy dispatchers' stubs (ck-jit-build writes them): a call of `blob`
+ * that is always followed by another blob's call in the same operation
+ * may wait for that blob's name, so both compile together with whatever
+ * is certain to run with them. ck_jit_may_defer returns 1 when `blob`
+ * would be compiled now and its recorded `together` sets disagree on its
+ * companions (then the caller holds the call, and before the next blob's
+ * call runs ck_jit_prepare_after(manifest, blob, next) and then the held
+ * call); 0 to resolve it now, also on any error. ck_jit_prepare_after
+ * returns 0, or -1 with the first failure in ck_jit_last_error. `manifest`
+ * is NULL for the process's manifest, or a path as in ck_jit_resolve_with.
+ */
+int ck_jit_may_defer(const char* manifest, const char* blob);
+int ck_jit_prepare_after(const char* manifest, const char* earlier, const char* blob);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

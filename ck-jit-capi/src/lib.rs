@@ -67,7 +67,7 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 use ck_jit_rt::manifest::{escape, SymbolSpec, MANIFEST_FILE};
@@ -500,6 +500,75 @@ pub unsafe extern "C" fn ck_jit_warmup(blobs: *const *const c_char, n: usize) ->
             ));
         }
         Ok(c_int::try_from(errors.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+/// The runtime a stub names: the manifest at `manifest`, or the process's
+/// when it is NULL.
+///
+/// # Safety
+///
+/// `manifest` is NULL or a NUL-terminated string.
+unsafe fn stub_runtime(manifest: *const c_char) -> Result<&'static Runtime, String> {
+    if manifest.is_null() {
+        return runtime();
+    }
+    // SAFETY: the caller's contract.
+    let path = unsafe { c_str(manifest, "the manifest path") }?;
+    if path.is_empty() {
+        return Err("ck-jit: the manifest path is an empty string".to_string());
+    }
+    runtime_of(Path::new(OsStr::from_bytes(path.to_bytes())))
+}
+
+/// For a lazy dispatcher's stub whose call is always followed by another
+/// blob's in the same operation: 1 when the call should wait for that
+/// blob's name ([`Runtime::may_defer`]: `blob` would be compiled now, and
+/// its `together` sets disagree on what comes with it), then
+/// [`ck_jit_prepare_after`] compiles them together; 0 to resolve it now
+/// (also on any error, which the resolve then reports). `manifest` is
+/// NULL for the process's manifest, or a path as in
+/// [`ck_jit_resolve_with`].
+///
+/// # Safety
+///
+/// `manifest` and `blob` are NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_may_defer(manifest: *const c_char, blob: *const c_char) -> c_int {
+    boundary(0, || {
+        // SAFETY: the caller's contract.
+        let rt = unsafe { stub_runtime(manifest) }?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        Ok(c_int::from(rt.may_defer(name)))
+    })
+}
+
+/// Compiles and loads `earlier` (a blob whose call waited, see
+/// [`ck_jit_may_defer`]), `blob` (the call after it) and every blob
+/// certain to run with both, in parallel ([`Runtime::prepare_after`]).
+/// Returns 0, or -1 with the first failure in [`ck_jit_last_error`]; the
+/// caller resolves each blob afterwards as usual.
+///
+/// # Safety
+///
+/// `manifest`, `earlier` and `blob` are NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_prepare_after(
+    manifest: *const c_char,
+    earlier: *const c_char,
+    blob: *const c_char,
+) -> c_int {
+    boundary(-1, || {
+        // SAFETY: the caller's contract.
+        let rt = unsafe { stub_runtime(manifest) }?;
+        // SAFETY: the caller's contract.
+        let first = unsafe { blob_name(earlier) }?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { blob_name(blob) }?;
+        rt.prepare_after(&[first], name)
+            .map_err(|e| e.to_string())?;
+        Ok(0)
     })
 }
 

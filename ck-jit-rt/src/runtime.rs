@@ -603,6 +603,16 @@ impl Runtime {
     /// more than the jobserver's free slots), returning each blob's result
     /// in input order.
     pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
+        self.in_parallel(blobs, |b| self.resolve(b, None).map(|_| ()))
+    }
+
+    /// Runs `f` on each of `blobs` on up to `CK_JIT_JOBS` threads,
+    /// returning each result in input order.
+    fn in_parallel(
+        &self,
+        blobs: &[&str],
+        f: impl Fn(&str) -> Result<(), Error> + Sync,
+    ) -> Vec<(String, Result<(), Error>)> {
         let threads = self.config.jobs().min(blobs.len()).max(1);
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Mutex<Vec<Option<Result<(), Error>>>> =
@@ -612,7 +622,7 @@ impl Runtime {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(b) = blobs.get(i) else { break };
-                    let r = self.resolve(b, None).map(|_| ());
+                    let r = f(b);
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 });
             }
@@ -627,7 +637,8 @@ impl Runtime {
 
     /// Compiles and loads the blobs one operation calls (CK's bwd kernels,
     /// a splitkv pair) together, so its first call costs about its slowest
-    /// blob's compile, not the sum; at most `CK_JIT_JOBS` at once. Returns
+    /// blob's compile, not the sum; at most `CK_JIT_JOBS` at once. Loads only: no
+    /// symbol is looked up (the callers name theirs). Returns
     /// the first failure, naming its blob.
     ///
     /// # Errors
@@ -642,8 +653,81 @@ impl Runtime {
         match cold.len() {
             0 => Ok(()),
             1 => self.load(cold[0]).map(|_| ()),
-            _ => self.warmup(&cold).into_iter().try_for_each(|(_, r)| r),
+            _ => self
+                .in_parallel(&cold, |b| self.load(b).map(|_| ()))
+                .into_iter()
+                .try_for_each(|(_, r)| r),
         }
+    }
+
+    /// Whether a dispatcher's call of `blob` should wait until the next
+    /// blob of the same operation is named (then [`Runtime::prepare_after`]
+    /// compiles both together, with whatever is certain to follow), rather
+    /// than compile `blob` now: it is not loaded, would have to be compiled
+    /// (no cache entry; compiling is allowed), and it belongs to `together`
+    /// sets that disagree on its companions, so compiling it now would
+    /// compile it alone and its companions after it (CK's bwd: a
+    /// `dot_do_o` kernel shared by many `dq_dk_dv` kernels, reached first).
+    ///
+    /// Only a caller that knows another blob's call always follows this
+    /// one in the same operation may wait (the stubs of
+    /// [`ck_jit_build`'s lazy dispatchers](https://docs.rs/ck-jit-build)
+    /// know it from the dispatcher's source); anything unexpected here
+    /// answers `false`.
+    pub fn may_defer(&self, blob: &str) -> bool {
+        let Ok(owner) = self.owner(blob) else {
+            return false;
+        };
+        if !std::ptr::eq(owner, self) {
+            return owner.may_defer(blob);
+        }
+        if self.state(blob).loaded.get().is_some() || self.offline_reason().is_some() {
+            return false;
+        }
+        let Ok(sets) = self.store.sets_of(blob) else {
+            return false;
+        };
+        let certain = self.certain_companions(blob, &sets);
+        let uncertain = sets
+            .iter()
+            .flatten()
+            .any(|b| b != blob && !certain.contains(b) && self.state(b).loaded.get().is_none());
+        uncertain && matches!(self.cached(blob), Ok(None))
+    }
+
+    /// Compiles and loads, together, `earlier` (blobs whose calls waited:
+    /// [`Runtime::may_defer`]), `blob` (the call that followed them) and
+    /// every blob in all the `together` sets that hold them all, so the
+    /// operation's first call costs about its slowest blob. At most
+    /// `CK_JIT_JOBS` compiles at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::prepare_together`]: the first failure, naming its
+    /// blob.
+    pub fn prepare_after(&self, earlier: &[&str], blob: &str) -> Result<(), Error> {
+        let owner = self.owner(blob)?;
+        if !std::ptr::eq(owner, self) {
+            return owner.prepare_after(earlier, blob);
+        }
+        let sets = self.store.sets_of(blob).unwrap_or_else(|e| {
+            log::warn!("ck-jit: the manifest's 'together' sets cannot be read: {e}");
+            Vec::new()
+        });
+        let holding: Vec<&Vec<String>> = sets
+            .iter()
+            .filter(|s| earlier.iter().all(|e| s.iter().any(|b| b == e)))
+            .collect();
+        let mut names: Vec<&str> = earlier.to_vec();
+        names.push(blob);
+        if let Some((first, rest)) = holding.split_first() {
+            for b in first.iter() {
+                if rest.iter().all(|s| s.contains(b)) && !names.contains(&b.as_str()) {
+                    names.push(b);
+                }
+            }
+        }
+        self.prepare_together(&names)
     }
 
     /// Computes a blob's keys and command inputs without compiling.

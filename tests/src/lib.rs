@@ -7,6 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub mod held;
+
 use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
 use ck_jit_rt::config::Config;
 use ck_jit_rt::Runtime;
@@ -283,4 +285,23 @@ pub fn concurrency(log: &str, start: &str, end: &str) -> (usize, usize, usize) {
         }
     }
     (most, started, now)
+}
+
+/// The static C ABI library cargo built for this test binary (a
+/// dependency's `staticlib` lands in `target/<profile>/deps`), newest
+/// first.
+pub fn capi_staticlib() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let deps = exe.parent()?;
+    let mut found: Vec<PathBuf> = fs::read_dir(deps)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libck_jit_capi") && n.ends_with(".a"))
+        })
+        .collect();
+    found.sort_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok());
+    found.pop()
 }

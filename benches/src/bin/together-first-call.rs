@@ -11,7 +11,12 @@
 //! - `together, at dot_do_o`: the same, the first blob reached being
 //!   `dot_do_o` of two sets (CK shares one `dot_do_o` among many
 //!   `dq_dk_dv` kernels): nothing is certain then, so it compiles alone and
-//!   `dq_dk_dv` with `convert_dq` after it;
+//!   `dq_dk_dv` with `convert_dq` after it (the runtime alone, a caller
+//!   that cannot hold a call);
+//! - `held at dot_do_o`: the same sets, through what the C++ stubs do
+//!   there: `dot_do_o`'s call waits (`Runtime::may_defer`), and at the
+//!   `dq_dk_dv` call `Runtime::prepare_after` compiles the three together
+//!   before the held call and its own run;
 //! - `prepare`: `Runtime::prepare_together` with the three names (the Rust
 //!   dispatcher's path, which knows them all);
 //! - `slowest`: `dq_dk_dv` alone, the slowest blob's compile.
@@ -131,6 +136,7 @@ fn main() {
     };
     let (mut seq, mut tog, mut prep, mut slow) = (vec![], vec![], vec![], vec![]);
     let mut at_dot = vec![];
+    let mut held = vec![];
     for _ in 0..rounds {
         let rt = fresh(&plain);
         let t = Instant::now();
@@ -154,6 +160,15 @@ fn main() {
         }
         at_dot.push(ms(t));
 
+        let rt = fresh(&shared_dot);
+        let t = Instant::now();
+        assert!(rt.may_defer(BLOBS[0]), "a cold dot_do_o of two sets waits");
+        rt.prepare_after(&[BLOBS[0]], BLOBS[1]).expect("compile");
+        for b in BLOBS {
+            rt.resolve(b, None).expect("loaded");
+        }
+        held.push(ms(t));
+
         let rt = fresh(&plain);
         let t = Instant::now();
         rt.prepare_together(&BLOBS).expect("compile");
@@ -176,6 +191,7 @@ fn main() {
         ("sequential (baseline)", &seq),
         ("together (stubs' path)", &tog),
         ("together, at dot_do_o", &at_dot),
+        ("held at dot_do_o", &held),
         ("prepare_together", &prep),
         ("slowest blob alone", &slow),
     ] {

@@ -33,13 +33,39 @@ pub struct CallCheck {
     /// template) runs together: the specialisations it calls, in normal
     /// form, sorted; sets repeated across sites are kept once.
     pub groups: Vec<Vec<String>>,
+    /// The same calls as runs in source order, each call of a run made
+    /// whenever the one before it is (nothing between them branches or
+    /// leaves: CK's `launch_kernel(s, [=]{ dot_do_o }, [=]{ dq_dk_dv },
+    /// [=]{ convert_dq })` is one run; the two branches of an `if
+    /// constexpr` are separate runs); repeats kept, runs repeated across
+    /// sites kept once. What [`CallOrder`](super::CallOrder) reads.
+    pub sequences: Vec<Vec<String>>,
 }
+
+/// A blob call in a dispatcher template's body: the blob template, its
+/// argument token ranges, and whether it runs right after the call before
+/// it whenever that one runs (see [`follows`]).
+type BodyCall = (String, Vec<(usize, usize)>, bool);
 
 /// A function template a dispatcher defines, and the blob calls in it.
 pub(crate) struct LocalTemplate {
     params: Vec<String>,
-    /// (blob template, its argument token ranges, line).
-    calls: Vec<(String, Vec<(usize, usize)>)>,
+    calls: Vec<BodyCall>,
+}
+
+/// Whether the call at `toks[at]` runs whenever the call at `toks[prev]`
+/// before it in the same body has run: nothing between them can branch
+/// or leave (no `if`, `else`, loop, `switch`, `return`, `throw`, jump,
+/// `?` or short-circuit operator). CK's `launch_kernel(s, [=]{ a }, [=]{
+/// b })` is such a pair; the two branches of an `if constexpr` are not.
+fn follows(src: &str, toks: &[Token], prev: usize, at: usize) -> bool {
+    const BRANCHES: [&str; 15] = [
+        "if", "else", "for", "while", "do", "switch", "case", "return", "throw", "goto", "break",
+        "continue", "?", "&&", "||",
+    ];
+    toks[prev + 1..at]
+        .iter()
+        .all(|t| !BRANCHES.contains(&t.text(src)))
 }
 
 /// Checks every call of a blob template in `dispatchers` (path, text)
@@ -59,6 +85,8 @@ pub fn check_calls(
     }
     out.groups.sort();
     out.groups.dedup();
+    out.sequences.sort();
+    out.sequences.dedup();
     Ok(out)
 }
 
@@ -172,10 +200,17 @@ pub(crate) fn local_templates(
                     if let Some(end) = matching_brace(src, toks, j) {
                         bodies.push((j, end));
                         let mut calls = Vec::new();
+                        let mut prev = None;
                         for (at, blob) in blob_calls(src, toks, j, end, blob_templates) {
                             let close = matching_angle(src, toks, at + 1)
                                 .ok_or_else(|| parse_err(toks[at].line, "unbalanced '<'"))?;
-                            calls.push((blob.to_string(), split_commas(src, toks, at + 2, close)));
+                            let after = prev.is_some_and(|p| follows(src, toks, p, at));
+                            calls.push((
+                                blob.to_string(),
+                                split_commas(src, toks, at + 2, close),
+                                after,
+                            ));
+                            prev = Some(at);
                         }
                         locals.insert(name, LocalTemplate { params, calls });
                         i = end + 1;
@@ -195,7 +230,8 @@ pub(crate) fn local_templates(
 /// `NAME<...>(` at `at` (its `>` at `close`) makes: itself when NAME is a
 /// blob template, or the calls in the body of the dispatcher's template
 /// NAME with its parameters replaced (a call whose arguments come out
-/// `void` is one it does not make).
+/// `void` is one it does not make). With each, whether it runs right after
+/// the one before it in the list whenever that one runs.
 pub(crate) fn call_specialisations<'a, F>(
     src: &'a str,
     toks: &[Token],
@@ -203,7 +239,7 @@ pub(crate) fn call_specialisations<'a, F>(
     close: usize,
     lookup: &F,
     locals: &HashMap<String, LocalTemplate>,
-) -> Result<Vec<(String, Vec<String>)>, Error>
+) -> Result<Vec<(String, Vec<String>, bool)>, Error>
 where
     F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
 {
@@ -214,10 +250,13 @@ where
         args.push(cpp::normalize(src, &toks[a..b], lookup).map_err(|why| parse_err(line, why))?);
     }
     let Some(lt) = locals.get(name) else {
-        return Ok(vec![(name.to_string(), args)]);
+        return Ok(vec![(name.to_string(), args, false)]);
     };
     let mut out = Vec::new();
-    for (inner, ranges) in &lt.calls {
+    // Whether every call since the last one kept followed its predecessor.
+    let mut chained = false;
+    for (inner, ranges, after) in &lt.calls {
+        chained &= *after;
         let mut inner_args = Vec::new();
         for &(a, b) in ranges {
             let arg = substitute(src, &toks[a..b], &lt.params, &args)
@@ -227,7 +266,8 @@ where
         if inner_args.iter().any(|a| a == "void") {
             continue;
         }
-        out.push((inner.clone(), inner_args));
+        out.push((inner.clone(), inner_args, chained));
+        chained = true;
     }
     Ok(out)
 }
@@ -333,11 +373,19 @@ fn check_file(
                 .map(|s| (s, src))
         };
         let mut group = Vec::new();
-        for (template, args) in call_specialisations(src, &toks, i, close, &lookup, &locals)? {
+        // Runs of calls each of which follows the one before it.
+        let mut runs: Vec<Vec<String>> = Vec::new();
+        for (template, args, after) in call_specialisations(src, &toks, i, close, &lookup, &locals)?
+        {
             if let Some(key) = record(path, t.line, &template, &args, defined, out) {
+                match runs.last_mut() {
+                    Some(run) if after => run.push(key.clone()),
+                    _ => runs.push(vec![key.clone()]),
+                }
                 group.push(key);
             }
         }
+        out.sequences.extend(runs);
         group.sort();
         group.dedup();
         if !group.is_empty() {
@@ -477,6 +525,36 @@ mod tests {
         let r = check_calls(&[("f.cpp".into(), api.into())], &d).unwrap();
         assert_eq!(r.calls, 1, "{:?}", r.unresolved);
         assert_eq!(r.unresolved[0].2, "y_<ta_<1>>");
+    }
+
+    #[test]
+    fn runs_break_where_the_code_between_two_calls_can_branch_or_leave() {
+        let api = "template <typename A_, typename B_>\n\
+            float op_(int s) {\n\
+              launch(s, [=](int s_) { a_<A_>(s_); }, [=](int s_) { b_<B_>(s_); });\n\
+              if (s > 1) { c_<A_>(s); }\n\
+              d_<B_>(s);\n\
+              return e_<A_>(s);\n}\n\
+            float op(int t) {\n  return op_<ta_<1>, tb_<2>>(t);\n}\n";
+        let d = defined(&[
+            "a_<ta_<1>>",
+            "b_<tb_<2>>",
+            "c_<ta_<1>>",
+            "d_<tb_<2>>",
+            "e_<ta_<1>>",
+        ]);
+        let r = check_calls(&[("op.cpp".into(), api.into())], &d).unwrap();
+        assert!(r.unresolved.is_empty(), "{:?}", r.unresolved);
+        let mut want = vec![
+            vec!["a_<ta_<1>>".to_string(), "b_<tb_<2>>".to_string()],
+            vec!["c_<ta_<1>>".to_string(), "d_<tb_<2>>".to_string()],
+            vec!["e_<ta_<1>>".to_string()],
+        ];
+        want.sort();
+        assert_eq!(r.sequences, want);
+        // The set is still the whole call.
+        assert_eq!(r.groups.len(), 1);
+        assert_eq!(r.groups[0].len(), 5);
     }
 
     #[test]

@@ -19,11 +19,12 @@
 //! After the first call a stub costs a function-local static's guard check
 //! and an indirect call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::calls::specialisation_key;
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
 use super::kind::mangled_template_prefix;
@@ -64,6 +65,22 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         });
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let order = {
+        let wanted = CallOrder::templates(&check.sequences);
+        let mut returns = BTreeMap::new();
+        for (_, p) in files.blobs() {
+            if wanted.iter().all(|t| returns.contains_key(*t)) {
+                break;
+            }
+            let text = fs::read_to_string(p).map_err(io_err(p))?;
+            for s in decl::specialisations(&text).map_err(|e| e.in_file(p))? {
+                returns.entry(s.template.clone()).or_insert(s.returns);
+            }
+        }
+        CallOrder::new(&check.sequences, |t| {
+            returns.get(t).is_some_and(|r: &String| r == "void")
+        })
+    };
     let together = check.groups;
     let mut by_group: BTreeMap<String, Vec<(&str, &Path)>> = BTreeMap::new();
     for f in &files.files {
@@ -92,7 +109,7 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
                 let text = fs::read_to_string(path).map_err(io_err(path))?;
                 sources.push((name.to_string(), text));
             }
-            let (text, n) = stub_source(&sources).map_err(|e| match e {
+            let (text, n) = stub_source_ordered(&sources, &order).map_err(|e| match e {
                 Error::Parse {
                     file: None,
                     line,
@@ -114,10 +131,93 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
     Ok(out)
 }
 
+/// Which stubs take part in an operation a dispatcher runs as several
+/// blob calls (CK's bwd: `dot_do_o`, `dq_dk_dv`, `convert_dq`; splitkv:
+/// the split and the combine kernel), and which of them may hold their
+/// call until the next one is made.
+///
+/// When a dispatcher's first call of an operation reaches a cold blob
+/// that several operations share (one `dot_do_o` kernel serves hundreds of
+/// `dq_dk_dv` kernels), nothing yet says which blobs come with it:
+/// compiling it at once would compile it alone, and the rest after it. A
+/// *leading* stub instead asks the runtime whether to wait
+/// (`ck_jit_may_defer`); if so it keeps a copy of its arguments and
+/// returns, and the next stub called on the same thread compiles both
+/// blobs and every blob certain to come with them together
+/// (`ck_jit_prepare_after`), runs the held call, then its own. The GPU sees
+/// the launches in the same order on the same thread; the first call of
+/// the operation costs about its slowest blob.
+///
+/// A call may wait only where the dispatcher's source shows another call
+/// made after it whenever it is made: a specialisation returning `void` is
+/// *leading* when, in every run of calls
+/// ([`CallCheck::sequences`](super::calls::CallCheck)) it appears in, each
+/// of its calls is followed by a call of another specialisation returning
+/// `void`. A specialisation that returns a value never waits. Should the
+/// next call never come on that thread, the held call runs at the
+/// thread's exit, with a message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrder {
+    /// Specialisations (`calls::specialisation_key` form) whose call may
+    /// wait for the next.
+    pub leading: BTreeSet<String>,
+    /// Specialisations called in a sequence of two or more: their stubs
+    /// run a held call before their own.
+    pub members: BTreeSet<String>,
+}
+
+impl CallOrder {
+    /// The templates the specialisations of `sequences` belong to: whose
+    /// return types [`CallOrder::new`] asks for.
+    pub fn templates(sequences: &[Vec<String>]) -> BTreeSet<&str> {
+        sequences
+            .iter()
+            .flatten()
+            .map(|k| k.split_once('<').map_or(k.as_str(), |(t, _)| t))
+            .collect()
+    }
+
+    /// The order of `sequences`, with `returns_void(template)` saying
+    /// whether a template's specialisations return `void`.
+    pub fn new(sequences: &[Vec<String>], returns_void: impl Fn(&str) -> bool) -> CallOrder {
+        let template = |k: &str| k.split_once('<').map_or(k, |(t, _)| t).to_string();
+        let mut out = CallOrder::default();
+        let mut last = BTreeSet::new();
+        for seq in sequences {
+            let distinct: BTreeSet<&String> = seq.iter().collect();
+            if distinct.len() >= 2 {
+                out.members.extend(seq.iter().cloned());
+            }
+            let voids: Vec<&String> = seq.iter().filter(|k| returns_void(&template(k))).collect();
+            for (i, k) in voids.iter().enumerate() {
+                if voids[i + 1..].iter().any(|l| l != k) {
+                    out.leading.insert((*k).clone());
+                } else {
+                    last.insert((*k).clone());
+                }
+            }
+        }
+        out.leading
+            .retain(|k| !last.contains(k) && out.members.contains(k));
+        out
+    }
+}
+
 /// The stub source for `blobs` (name, source text): their `#include`s,
 /// then one forwarding definition per specialisation. Returns the text and
-/// how many specialisations it defines.
+/// how many specialisations it defines. No call waits for another
+/// ([`stub_source_ordered`] with the dispatchers' [`CallOrder`] lets them).
 pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error> {
+    stub_source_ordered(blobs, &CallOrder::default())
+}
+
+/// [`stub_source`], with the stubs of `order`'s members running a held
+/// call before their own, and those of its leading specialisations
+/// holding theirs when the runtime says so.
+pub fn stub_source_ordered(
+    blobs: &[(String, String)],
+    order: &CallOrder,
+) -> Result<(String, usize), Error> {
     let mut includes: Vec<String> = Vec::new();
     let mut bodies = String::new();
     let mut n = 0;
@@ -129,7 +229,15 @@ pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error>
             }
         }
         for s in decl::specialisations(text)? {
-            write_stub(&mut bodies, name, &s);
+            let key = specialisation_key(&s.template, &s.args);
+            let part = if order.leading.contains(&key) {
+                Part::Leading
+            } else if order.members.contains(&key) {
+                Part::Member
+            } else {
+                Part::Alone
+            };
+            write_stub(&mut bodies, name, &s, part);
             n += 1;
         }
     }
@@ -142,12 +250,15 @@ pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error>
     // The functions of ck_jit.h the stubs call, declared here so that
     // a stub file compiles without the header on its include path.
     out.push_str(
-        "#include <cstdio>\n#include <cstdlib>\n\n\
+        "#include <atomic>\n#include <cstdio>\n#include <cstdlib>\n#include <functional>\n\
+         #include <tuple>\n#include <type_traits>\n#include <utility>\n\n\
          extern \"C\" {\n\
          typedef void (*ck_jit_fn)(void);\n\
          ck_jit_fn ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);\n\
          ck_jit_fn ck_jit_resolve_with(const char* manifest, const char* blob, const char* symbol_prefix);\n\
          const char* ck_jit_last_error(void);\n\
+         int ck_jit_may_defer(const char* manifest, const char* blob);\n\
+         int ck_jit_prepare_after(const char* manifest, const char* earlier, const char* blob);\n\
          }\n",
     );
     for i in &includes {
@@ -169,13 +280,134 @@ pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error>
          if(fn == nullptr)\n        ck_jit_stub_fail(blob);\n    \
          return reinterpret_cast<F>(fn);\n}\n\n} // namespace\n\n",
     );
+    if !order.members.is_empty() {
+        out.push_str(HELD_CALLS);
+    }
     out.push_str(&bodies);
     out.push_str("#endif // !__HIP_DEVICE_COMPILE__\n");
     Ok((out, n))
 }
 
+/// The stubs' part in their dispatchers' call sequences ([`CallOrder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Called on its own: resolves on its first call.
+    Alone,
+    /// Called after others: runs a held call first.
+    Member,
+    /// Always followed by another call: may hold its own.
+    Leading,
+}
+
+/// The stubs' code for held calls ([`CallOrder`]). The held call and the
+/// count of threads holding one are shared by every stub file of a library
+/// (inline variables of a namespace named with this code's version); the
+/// rest is per file, beside `ck_jit_stub_resolve`.
+const HELD_CALLS: &str = r#"namespace ck_jit_stub_v1 {
+
+// A call held until the next blob call of its operation is made on this
+// thread (ck-jit-build's CallOrder). Run at thread exit should that call
+// never come, which the dispatchers' source says it does.
+struct held_call
+{
+    const char* blob = nullptr;
+    std::function<void()> run;
+    ~held_call();
+};
+inline thread_local held_call held;
+inline std::atomic<int> holding{0};
+
+inline void run_held(const char* next)
+{
+    held_call& h = held;
+    if(h.blob == nullptr)
+        return;
+    if(next != nullptr)
+    {
+#ifdef CK_JIT_STUB_MANIFEST
+        ck_jit_prepare_after(CK_JIT_STUB_MANIFEST, h.blob, next);
+#else
+        ck_jit_prepare_after(nullptr, h.blob, next);
+#endif
+    }
+    std::function<void()> run = std::move(h.run);
+    h.run = nullptr;
+    h.blob = nullptr;
+    holding.fetch_sub(1, std::memory_order_relaxed);
+    run();
+}
+
+inline held_call::~held_call()
+{
+    if(blob != nullptr)
+    {
+        std::fprintf(stderr,
+                     "ck-jit: the call of blob %s waited for the next call of its operation, "
+                     "which never came; it runs now, at thread exit\n",
+                     blob);
+        run_held(nullptr);
+    }
+}
+
+} // namespace ck_jit_stub_v1
+
+namespace {
+
+template <class F>
+F ck_jit_stub_load(std::atomic<F>& slot, const char* blob, const char* prefix)
+{
+    F fn = slot.load(std::memory_order_acquire);
+    if(fn == nullptr)
+    {
+        fn = ck_jit_stub_resolve<F>(blob, prefix);
+        slot.store(fn, std::memory_order_release);
+    }
+    return fn;
+}
+
+// A stub of a call sequence: one load and one check once resolved, while
+// no thread holds a call.
+template <bool Leading, class F, class... A>
+decltype(auto) ck_jit_stub_call(std::atomic<F>& slot, const char* blob, const char* prefix, A&&... a)
+{
+    F fn = slot.load(std::memory_order_acquire);
+    if(__builtin_expect(fn == nullptr ||
+                            ck_jit_stub_v1::holding.load(std::memory_order_relaxed) != 0,
+                        0))
+    {
+        // The call held before this one runs first, its blob compiled
+        // together with this one and what comes with both.
+        ck_jit_stub_v1::run_held(blob);
+        fn = slot.load(std::memory_order_acquire);
+        if constexpr(Leading)
+        {
+#ifdef CK_JIT_STUB_MANIFEST
+            const char* manifest = CK_JIT_STUB_MANIFEST;
+#else
+            const char* manifest = nullptr;
+#endif
+            if(fn == nullptr && ck_jit_may_defer(manifest, blob) == 1)
+            {
+                ck_jit_stub_v1::held_call& h = ck_jit_stub_v1::held;
+                h.run = [&slot, blob, prefix, args = std::make_tuple(std::decay_t<A>(a)...)]() mutable {
+                    std::apply(ck_jit_stub_load(slot, blob, prefix), args);
+                };
+                h.blob = blob;
+                ck_jit_stub_v1::holding.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
+        }
+        fn = ck_jit_stub_load(slot, blob, prefix);
+    }
+    return fn(std::forward<A>(a)...);
+}
+
+} // namespace
+
+"#;
+
 /// One forwarding definition.
-fn write_stub(out: &mut String, blob: &str, s: &Specialisation) {
+fn write_stub(out: &mut String, blob: &str, s: &Specialisation, part: Part) {
     let args = s.args.join(", ");
     let target = format!("{}<{args}>", s.template);
     let mut params = Vec::new();
@@ -196,21 +428,80 @@ fn write_stub(out: &mut String, blob: &str, s: &Specialisation) {
             names.push(format!("p{i}"));
         }
     }
-    let _ = write!(
-        out,
-        "// {blob}\ntemplate <>\n{} {target}({})\n{{\n    \
-         static const auto fn = ck_jit_stub_resolve<decltype(&{target})>(\"{blob}\", \"{}\");\n    \
-         return fn({});\n}}\n\n",
-        s.returns,
-        params.join(", "),
-        mangled_template_prefix(&s.template),
-        names.join(", ")
-    );
+    let prefix = mangled_template_prefix(&s.template);
+    let (returns, params, names) = (&s.returns, params.join(", "), names.join(", "));
+    let _ = match part {
+        Part::Alone => write!(
+            out,
+            "// {blob}\ntemplate <>\n{returns} {target}({params})\n{{\n    \
+             static const auto fn = ck_jit_stub_resolve<decltype(&{target})>(\"{blob}\", \"{prefix}\");\n    \
+             return fn({names});\n}}\n\n",
+        ),
+        Part::Member | Part::Leading => {
+            let sep = if names.is_empty() { "" } else { ", " };
+            write!(
+                out,
+                "// {blob}\ntemplate <>\n{returns} {target}({params})\n{{\n    \
+                 static std::atomic<decltype(&{target})> fn{{nullptr}};\n    \
+                 return ck_jit_stub_call<{}>(fn, \"{blob}\", \"{prefix}\"{sep}{names});\n}}\n\n",
+                part == Part::Leading,
+            )
+        }
+    };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_may_wait_only_where_every_run_has_another_void_call_after_it() {
+        let runs: Vec<Vec<String>> = [
+            &["dot<1>", "name<1>", "dq<1>", "convert<1>"][..],
+            &["dot<1>", "dq<2>"],
+            &["dq<3>", "name<3>"],
+            &["alone<1>"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|s| s.to_string()).collect())
+        .collect();
+        let o = CallOrder::new(&runs, |t| t != "name");
+        // dq<2> ends a run; dq<3> is followed only by a call returning a
+        // value; convert ends its run; a call alone is no member.
+        assert_eq!(
+            o.leading.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["dot<1>", "dq<1>"]
+        );
+        assert!(o.members.contains("dq<3>") && o.members.contains("name<1>"));
+        assert!(!o.members.contains("alone<1>"));
+    }
+
+    #[test]
+    fn stubs_of_a_sequence_hold_and_run_held_calls() {
+        let blob = "#include \"ops.hpp\"\n\
+            template<>\nvoid dot_oneshot_<d0>(const cfg& s, args a)\n{}\n\
+            template<>\nint dot_id_<d0>()\n{ return 1; }\n\
+            template<>\nvoid other_<d0>(int x)\n{}\n";
+        let order = CallOrder {
+            leading: ["dot_oneshot_<d0>".to_string()].into(),
+            members: ["dot_oneshot_<d0>".to_string(), "dot_id_<d0>".to_string()].into(),
+        };
+        let (text, n) = stub_source_ordered(&[("b".into(), blob.into())], &order).unwrap();
+        assert_eq!(n, 3);
+        assert!(text.contains("namespace ck_jit_stub_v1"), "{text}");
+        assert!(
+            text.contains("return ck_jit_stub_call<true>(fn, \"b\", \"_Z12dot_oneshot_I\", s, a);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("return ck_jit_stub_call<false>(fn, \"b\", \"_Z7dot_id_I\");"),
+            "{text}"
+        );
+        assert!(text.contains("static const auto fn = ck_jit_stub_resolve<decltype(&other_<d0>)>(\"b\", \"_Z6other_I\");"), "{text}");
+        // Without an order, no held calls at all.
+        let (plain, _) = stub_source(&[("b".into(), blob.into())]).unwrap();
+        assert!(!plain.contains("ck_jit_stub_v1"), "{plain}");
+    }
 
     #[test]
     fn every_specialisation_becomes_a_forwarder_with_its_own_declaration() {

@@ -51,7 +51,9 @@ pub mod vocab;
 pub use error::Error;
 pub use intercept::Intercept;
 pub use kind::{classify, mangled_template_prefix, Direction, FileClass, Kind};
-pub use lazy::{stub_source, write_stubs, Stubs, BLOBS_PER_STUB_FILE};
+pub use lazy::{
+    stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
+};
 pub use name::{Bias, BlobTraits, Mask, Mode, NameError, Pad, Rope, VLayout};
 pub use preset::{
     CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,

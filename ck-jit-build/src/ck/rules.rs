@@ -437,7 +437,7 @@ impl<'s> Walker<'s> {
                     .map(|s| (s, src))
             };
             let specs = call_specialisations(src, toks, k, close, &lookup, self.locals)?;
-            for (template, args) in specs {
+            for (template, args, _) in specs {
                 let key = calls::specialisation_key(&template, &args);
                 match self.blob_of.get(&key) {
                     Some(blob) => {

@@ -114,18 +114,22 @@ fn quote_response(arg: &str) -> String {
 /// sources (`*_api.cpp`), read and checked against the linked blobs'
 /// specialisations.
 ///
+/// Returns the order of the dispatchers' calls, for the stubs
+/// ([`CallOrder`]).
+///
 /// [`Manifest::together`]: crate::manifest::Manifest
+/// [`CallOrder`]: super::super::CallOrder
 fn note_together(
     flat: &[String],
     cwd: &Path,
     blobs: &[(String, String)],
     links_log: &str,
-) -> Result<(), String> {
+) -> Result<super::super::CallOrder, String> {
     let Some(log) = var(SHIM_LOG) else {
-        return Ok(());
+        return Ok(Default::default());
     };
     let Ok(text) = fs::read_to_string(super::shim::dispatcher_log(&log)) else {
-        return Ok(());
+        return Ok(Default::default());
     };
     let mut source_of: HashMap<PathBuf, PathBuf> = HashMap::new();
     for line in text.lines() {
@@ -145,11 +149,15 @@ fn note_together(
         }
     }
     if dispatchers.is_empty() {
-        return Ok(());
+        return Ok(Default::default());
     }
     let mut owner: HashMap<String, &str> = HashMap::new();
+    let mut returns: HashMap<String, String> = HashMap::new();
     for (name, text) in blobs {
         for s in super::super::decl::specialisations(text).map_err(|e| e.to_string())? {
+            returns
+                .entry(s.template.clone())
+                .or_insert(s.returns.clone());
             owner.insert(
                 super::super::calls::specialisation_key(&s.template, &s.args),
                 name.as_str(),
@@ -170,7 +178,10 @@ fn note_together(
         })
         .filter(|g| !g.is_empty())
         .collect();
-    append_line(Path::new(&format!("{links_log}.together")), &sets)
+    append_line(Path::new(&format!("{links_log}.together")), &sets)?;
+    Ok(super::super::CallOrder::new(&check.sequences, |t| {
+        returns.get(t).is_some_and(|r| r == "void")
+    }))
 }
 
 /// The blob records of the interception so far (this build's log, then
@@ -283,9 +294,9 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
             plain.join(", ")
         ));
     }
-    note_together(&flat, &cwd, &blobs, &links_log)?;
+    let order = note_together(&flat, &cwd, &blobs, &links_log)?;
     let (stubs_text, specialisations) =
-        super::super::lazy::stub_source(&blobs).map_err(|e| e.to_string())?;
+        super::super::lazy::stub_source_ordered(&blobs, &order).map_err(|e| e.to_string())?;
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
     let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
     crate::record::write_if_changed(&stubs, &stubs_text)

@@ -1,0 +1,187 @@
+//! The first call of a CK-bwd-shaped operation through a C++ program's
+//! lazy stubs, whole process included (start, runtime set-up, compiles,
+//! loads, the call), against the same program with the blobs compiled one
+//! after another, in one run. The program (`ck_jit_tests::held`): a
+//! dispatcher template running `dot` → `dq` → `convert`, the `dot` kernel
+//! shared by two operations; a compiler that sleeps a fixed delay per blob
+//! kind, then runs `c++`.
+//!
+//! - `sequential` (baseline): no `together` sets, each blob compiles when
+//!   its call is reached;
+//! - `unordered stubs`: the sets, stubs written without the dispatcher's
+//!   order: `dot` is reached first and, shared, compiles alone, then `dq`
+//!   with `convert`;
+//! - `held`: the sets and the order: `dot`'s call waits for `dq`'s name,
+//!   then all three compile at once;
+//! - `slowest alone`: `dot` and `convert` already in the cache, so the
+//!   process compiles `dq` only: the slowest blob's compile with the same
+//!   process around it.
+//!
+//! ```text
+//! held-first-call [--rounds R] [--delays DOT,DQ,CONVERT] [--jobs N]
+//! ```
+//!
+//! Run from the workspace after `cargo build --release -p ck-jit-tests`
+//! (it links `target/release/deps/libck_jit_capi.a`). Prints medians and
+//! ratios; asserts only that every run called the kernels in order.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use ck_jit_rt::manifest::Manifest;
+use ck_jit_rt::Runtime;
+use ck_jit_tests::held::{self, line, Options, Program, FIRST_CALL};
+use ck_jit_tests::Tree;
+
+fn usage() -> ! {
+    eprintln!("usage: held-first-call [--rounds R] [--delays DOT,DQ,CONVERT] [--jobs N]");
+    std::process::exit(2);
+}
+
+/// `libck_jit_capi.a` of this binary's profile.
+fn capi() -> PathBuf {
+    let exe = std::env::current_exe().expect("own path");
+    let deps = exe.parent().expect("profile directory").join("deps");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&deps)
+        .unwrap_or_else(|e| panic!("{}: {e}", deps.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libck_jit_capi") && n.ends_with(".a"))
+        })
+        .collect();
+    found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no libck_jit_capi.a in {}", deps.display()))
+}
+
+/// One timed process on an empty cache (or one holding `warm`'s blobs):
+/// (whole process ms, the call's own ms).
+fn measure(p: &Program, cache: &Path, jobs: usize, warm: &[&str]) -> (f64, f64) {
+    let _ = std::fs::remove_dir_all(cache);
+    if !warm.is_empty() {
+        // Without the sets, so that nothing else compiles alongside.
+        let text = std::fs::read_to_string(&p.manifest).expect("manifest");
+        let mut m = Manifest::from_json(&text).expect("manifest");
+        m.together.clear();
+        let rt = Runtime::new(m, "warm-up").with_cache_dir(cache);
+        for b in warm {
+            rt.load(b).unwrap_or_else(|e| panic!("{b}: {e}"));
+        }
+    }
+    let t = Instant::now();
+    let out = Command::new(&p.path)
+        .env("CK_JIT_CACHE_DIR", cache)
+        .env("CK_JIT_JOBS", jobs.to_string())
+        .env_remove("CK_JIT_MANIFEST")
+        .env_remove("CK_JIT_OFFLINE")
+        .env_remove("CK_JIT_ARCH")
+        .output()
+        .expect("program runs");
+    let whole = t.elapsed().as_secs_f64() * 1e3;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(line(&stdout, "ran"), "1 2 3", "kernels out of order");
+    let call: f64 = line(&stdout, "first call")
+        .trim_end_matches(" ms")
+        .parse()
+        .expect("a time");
+    (whole, call)
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let mut rounds = 5usize;
+    let mut delays = [600u64, 1500, 600];
+    let mut jobs = 3usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let Some(v) = args.next() else { usage() };
+        match a.as_str() {
+            "--rounds" => rounds = v.parse().unwrap_or_else(|_| usage()),
+            "--jobs" => jobs = v.parse().unwrap_or_else(|_| usage()),
+            "--delays" => {
+                let d: Vec<u64> = v.split(',').filter_map(|x| x.parse().ok()).collect();
+                if d.len() != 3 {
+                    usage()
+                }
+                delays = [d[0], d[1], d[2]];
+            }
+            _ => usage(),
+        }
+    }
+    let capi = capi();
+    let build = |name: &str, sets: bool, ordered: bool| {
+        let t = Tree::new(name);
+        let p = held::build(
+            &t,
+            &capi,
+            &Options {
+                sets,
+                ordered,
+                delays_ms: delays,
+                main: FIRST_CALL,
+            },
+        );
+        (t, p)
+    };
+    let cases = [
+        (
+            "sequential (baseline)",
+            build("bench-seq", false, true),
+            &[][..],
+        ),
+        (
+            "unordered stubs",
+            build("bench-unordered", true, false),
+            &[],
+        ),
+        ("held", build("bench-held", true, true), &[]),
+        (
+            "slowest alone",
+            build("bench-slowest", true, true),
+            &["bwd_dot_d0", "bwd_convert_c0"][..],
+        ),
+    ];
+    let mut whole: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut call: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    for _ in 0..rounds {
+        for (i, (_, (t, p), warm)) in cases.iter().enumerate() {
+            let (w, c) = measure(p, &t.path("cache"), jobs, warm);
+            whole[i].push(w);
+            call[i].push(c);
+        }
+    }
+    println!(
+        "delays dot/dq/convert: {} / {} / {} ms, CK_JIT_JOBS={jobs}, {rounds} rounds; \
+         a new process per measurement, its first call bwd(0) runs dot, dq, convert",
+        delays[0], delays[1], delays[2]
+    );
+    let w: Vec<f64> = whole.iter_mut().map(|x| median(x)).collect();
+    let c: Vec<f64> = call.iter_mut().map(|x| median(x)).collect();
+    for (i, (name, ..)) in cases.iter().enumerate() {
+        println!(
+            "  {name:<22} process median {:8.1} ms (call {:8.1} ms)  x{:.3} of sequential, x{:.3} of the slowest blob alone",
+            w[i],
+            c[i],
+            w[i] / w[0],
+            w[i] / w[3]
+        );
+    }
+}
