@@ -606,14 +606,15 @@ impl Runtime {
         self.in_parallel(blobs, |b| self.resolve(b, None).map(|_| ()))
     }
 
-    /// Runs `f` on each of `blobs` on up to `CK_JIT_JOBS` threads,
+    /// Runs `f` on each of `blobs` on as many threads as compiles may run
+    /// at once ([`jobs`]: `CK_JIT_JOBS`, or what [`set_jobs`] set since),
     /// returning each result in input order.
     fn in_parallel(
         &self,
         blobs: &[&str],
         f: impl Fn(&str) -> Result<(), Error> + Sync,
     ) -> Vec<(String, Result<(), Error>)> {
-        let threads = self.config.jobs().min(blobs.len()).max(1);
+        let threads = jobs().min(blobs.len()).max(1);
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Mutex<Vec<Option<Result<(), Error>>>> =
             Mutex::new((0..blobs.len()).map(|_| None).collect());

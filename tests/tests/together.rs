@@ -129,3 +129,34 @@ fn the_set_whose_earlier_blob_was_loaded_is_the_one_under_way() {
         "conv2 was not compiled"
     );
 }
+
+/// `Runtime::prepare_together` and `prepare_after` run as many compiles at
+/// once as the process allows now (`set_jobs`), not as the runtime's
+/// settings said when it was made; `prepare_after` adds what every set
+/// holding both blobs contains.
+#[test]
+fn prepare_after_compiles_the_set_both_blobs_share_at_the_current_limit() {
+    ck_jit_rt::set_jobs(4);
+    let t = Tree::new("together-after");
+    let names = ["dot", "dq1", "dq2", "conv1", "conv2"];
+    for (i, n) in names.iter().enumerate() {
+        t.c_blob(n, i as i32 + 1, 0);
+    }
+    let cc = slow_cc(&t);
+    let mut m = c_manifest(&t.dir, &names, &cc, &[]);
+    m.set_together([vec!["dot", "dq1", "conv1"], vec!["dot", "dq2", "conv2"]])
+        .unwrap();
+    let mut config = test_config();
+    config.jobs = 1;
+    let rt = t.runtime(&m, config);
+    // dot's sets disagree: its call may wait; dq1's has one set.
+    assert!(rt.may_defer("dot"));
+    assert!(!rt.may_defer("dq1"));
+    rt.prepare_after(&["dot"], "dq1").unwrap();
+    assert_eq!(spans(&t), (3, 3));
+    for b in ["dot", "dq1", "conv1"] {
+        assert_eq!(rt.ensure(b, false).unwrap().2, Outcome::Cached);
+    }
+    // Loaded now: nothing to wait for.
+    assert!(!rt.may_defer("dot"));
+}

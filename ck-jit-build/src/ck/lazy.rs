@@ -17,7 +17,9 @@
 //! and line, before anything is written (see [`super::calls`]).
 //!
 //! After the first call a stub costs a function-local static's guard check
-//! and an indirect call.
+//! and an indirect call; one of an operation's several calls ([`CallOrder`]:
+//! CK's bwd kernels, a splitkv pair) an atomic load, a check that no
+//! thread holds a call, and an indirect call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -23,7 +23,9 @@
 //!
 //! Run from the workspace after `cargo build --release -p ck-jit-tests`
 //! (it links `target/release/deps/libck_jit_capi.a`). Prints medians and
-//! ratios; asserts only that every run called the kernels in order.
+//! ratios; asserts only that every run called the kernels in order. Each
+//! process then makes a million warm calls (three stub calls each) and
+//! prints the time of one: the stubs' cost once everything is loaded.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,8 +61,8 @@ fn capi() -> PathBuf {
 }
 
 /// One timed process on an empty cache (or one holding `warm`'s blobs):
-/// (whole process ms, the call's own ms).
-fn measure(p: &Program, cache: &Path, jobs: usize, warm: &[&str]) -> (f64, f64) {
+/// (whole process ms, the first call's own ms, ns of a warm call).
+fn measure(p: &Program, cache: &Path, jobs: usize, warm: &[&str]) -> (f64, f64, f64) {
     let _ = std::fs::remove_dir_all(cache);
     if !warm.is_empty() {
         // Without the sets, so that nothing else compiles alongside.
@@ -93,7 +95,11 @@ fn measure(p: &Program, cache: &Path, jobs: usize, warm: &[&str]) -> (f64, f64) 
         .trim_end_matches(" ms")
         .parse()
         .expect("a time");
-    (whole, call)
+    let warm: f64 = line(&stdout, "warm call")
+        .trim_end_matches(" ns")
+        .parse()
+        .expect("a time");
+    (whole, call, warm)
 }
 
 fn median(xs: &mut [f64]) -> f64 {
@@ -161,11 +167,13 @@ fn main() {
     ];
     let mut whole: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     let mut call: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut hot: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     for _ in 0..rounds {
         for (i, (_, (t, p), warm)) in cases.iter().enumerate() {
-            let (w, c) = measure(p, &t.path("cache"), jobs, warm);
+            let (w, c, h) = measure(p, &t.path("cache"), jobs, warm);
             whole[i].push(w);
             call[i].push(c);
+            hot[i].push(h);
         }
     }
     println!(
@@ -175,13 +183,19 @@ fn main() {
     );
     let w: Vec<f64> = whole.iter_mut().map(|x| median(x)).collect();
     let c: Vec<f64> = call.iter_mut().map(|x| median(x)).collect();
+    let h: Vec<f64> = hot.iter_mut().map(|x| median(x)).collect();
     for (i, (name, ..)) in cases.iter().enumerate() {
         println!(
-            "  {name:<22} process median {:8.1} ms (call {:8.1} ms)  x{:.3} of sequential, x{:.3} of the slowest blob alone",
+            "  {name:<22} process median {:8.1} ms (first call {:8.1} ms)  x{:.3} of sequential, x{:.3} of the slowest blob alone; warm call {:.2} ns",
             w[i],
             c[i],
             w[i] / w[0],
-            w[i] / w[3]
+            w[i] / w[3],
+            h[i]
         );
     }
+    println!(
+        "  warm call with held-call stubs x{:.3} of stubs without (3 stub calls and 3 kernels per call)",
+        h[2] / h[1]
+    );
 }
