@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! arch-first-call [--compiler nvcc|hipcc|PATH] [--targets A,B,C] [--device ARCH]
-//!                 [--source FILE] [--arg ARG]... [--rounds R] [--dir DIR] [--no-load]
+//!                 [--single ARCH] [--source FILE] [--arg ARG]... [--rounds R] [--dir DIR]
+//!                 [--no-load]
 //! arch-first-call --detect [--rounds R] [--kfd DIR]
 //! ```
 //!
@@ -17,7 +18,10 @@
 //!
 //! - `device`: `CK_JIT_ARCH` unset (the runtime finds the device), or
 //!   `--device ARCH` (`CK_JIT_ARCH=ARCH`, for a machine without the GPU);
-//! - `all`: `CK_JIT_ARCH=all`, the recorded argv.
+//! - `all`: `CK_JIT_ARCH=all`, the recorded argv;
+//! - with `--single ARCH`, `single`: the same blob recorded for ARCH alone
+//!   (the device's architecture): the single-architecture compile the
+//!   device mode is measured against.
 //!
 //! Each child times the first call (`Runtime::load`: plan, device
 //! detection, compile, publish, `dlopen`; with `--no-load` the same minus
@@ -44,8 +48,8 @@ use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
 use ck_jit_rt::Runtime;
 
 const USAGE: &str = "usage: arch-first-call [--compiler nvcc|hipcc|PATH] [--targets A,B,C] \
-                     [--device ARCH] [--source FILE] [--arg ARG]... [--rounds R] [--dir DIR] \
-                     [--no-load]\n       arch-first-call --detect [--rounds R] [--kfd DIR]";
+                     [--device ARCH] [--single ARCH] [--source FILE] [--arg ARG]... [--rounds R] \
+                     [--dir DIR] [--no-load]\n       arch-first-call --detect [--rounds R] [--kfd DIR]";
 
 /// The default blob: four tile sizes of a matrix product.
 const DEFAULT_SOURCE: &str = include_str!("../../kernels/arch_tiles.cu");
@@ -55,6 +59,7 @@ struct Options {
     compiler: String,
     targets: Vec<String>,
     device: Option<String>,
+    single: Option<String>,
     source: Option<PathBuf>,
     args: Vec<String>,
     rounds: usize,
@@ -69,6 +74,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         compiler: "nvcc".into(),
         targets: vec!["sm_80".into(), "sm_90".into(), "sm_100".into()],
         device: None,
+        single: None,
         source: None,
         args: Vec::new(),
         rounds: 5,
@@ -94,6 +100,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .collect()
             }
             "--device" => o.device = Some(value()?),
+            "--single" => o.single = Some(value()?),
             "--source" => o.source = Some(PathBuf::from(value()?)),
             "--arg" => o.args.push(value()?),
             "--rounds" => {
@@ -136,18 +143,18 @@ fn is_amd(targets: &[String]) -> bool {
 }
 
 /// The argument template recording `targets` in the compiler's spelling.
-fn template(o: &Options) -> Vec<String> {
+fn template(o: &Options, targets: &[String]) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
     if is_amd(&o.targets) {
         args.extend(o.args.iter().cloned());
-        args.extend(o.targets.iter().map(|t| format!("--offload-arch={t}")));
+        args.extend(targets.iter().map(|t| format!("--offload-arch={t}")));
         args.extend(["-shared".into(), "-fPIC".into()]);
     } else {
         if o.args.is_empty() {
             args.extend(["-O3", "-std=c++17"].map(String::from));
         }
         args.extend(o.args.iter().cloned());
-        for t in &o.targets {
+        for t in targets {
             let cc = t.trim_start_matches("sm_");
             args.push("-gencode".into());
             args.push(format!("arch=compute_{cc},code=sm_{cc}"));
@@ -188,27 +195,35 @@ fn run(o: &Options) -> Result<(), String> {
     let tree = dir.join("tree");
     fs::create_dir_all(&tree).map_err(|e| e.to_string())?;
     fs::write(tree.join(format!("{name}.{ext}")), text).map_err(|e| e.to_string())?;
-    let mut m = Manifest::new("arch_first_call", tree.to_string_lossy());
-    m.groups.push(Group {
-        name: "gpu".into(),
-        compiler: o.compiler.clone(),
-        args: template(o),
-        cwd: None,
-        symbol: SymbolSpec::Exact(name.clone()),
-        depfile: false,
-        family: None,
-        neutral: Default::default(),
-    });
-    m.blobs.push(Blob {
-        name: name.clone(),
-        source: format!("{name}.{ext}"),
-        group: 0,
-        symbol: None,
-        meta: Default::default(),
-    });
-    m.finish().map_err(|e| format!("manifest: {e}"))?;
-    let manifest = dir.join("manifest.json");
-    fs::write(&manifest, m.to_json()).map_err(|e| e.to_string())?;
+    let write_manifest = |targets: &[String], file: &str| -> Result<PathBuf, String> {
+        let mut m = Manifest::new("arch_first_call", tree.to_string_lossy());
+        m.groups.push(Group {
+            name: "gpu".into(),
+            compiler: o.compiler.clone(),
+            args: template(o, targets),
+            cwd: None,
+            symbol: SymbolSpec::Exact(name.clone()),
+            depfile: false,
+            family: None,
+            neutral: Default::default(),
+        });
+        m.blobs.push(Blob {
+            name: name.clone(),
+            source: format!("{name}.{ext}"),
+            group: 0,
+            symbol: None,
+            meta: Default::default(),
+        });
+        m.finish().map_err(|e| format!("manifest: {e}"))?;
+        let path = dir.join(file);
+        fs::write(&path, m.to_json()).map_err(|e| e.to_string())?;
+        Ok(path)
+    };
+    let manifest = write_manifest(&o.targets, "manifest.json")?;
+    let single = match &o.single {
+        Some(a) => Some(write_manifest(&[a.clone()], "manifest-single.json")?),
+        None => None,
+    };
 
     let me = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let platform = if is_amd(&o.targets) { "amd" } else { "nvidia" };
@@ -227,15 +242,25 @@ fn run(o: &Options) -> Result<(), String> {
             "first call = plan + compile + publish (no dlopen)"
         }
     );
-    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let modes = if single.is_some() { 3 } else { 2 };
+    let label = |mode: usize| match mode {
+        0 => device_label.clone(),
+        1 => "CK_JIT_ARCH=all".to_string(),
+        _ => format!("recorded for {} alone", o.single.as_deref().unwrap_or("")),
+    };
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes];
     for round in 0..o.rounds {
-        // Alternate which mode goes first, so drift hits both alike.
-        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for mode in order {
+        // Rotate which mode goes first, so drift hits all alike.
+        for k in 0..modes {
+            let mode = (round + k) % modes;
             let cache = dir.join(format!("cache-{mode}-{round}"));
             let mut cmd = Command::new(&me);
+            let m = match (mode, &single) {
+                (2, Some(s)) => s,
+                _ => &manifest,
+            };
             cmd.arg("--child")
-                .arg(&manifest)
+                .arg(m)
                 .arg(&name)
                 .arg(platform)
                 .arg(if o.load { "load" } else { "ensure" })
@@ -243,8 +268,8 @@ fn run(o: &Options) -> Result<(), String> {
                 .env_remove("CK_JIT_OFFLINE");
             match (mode, &o.device) {
                 (0, Some(d)) => cmd.env("CK_JIT_ARCH", d),
-                (0, None) => cmd.env_remove("CK_JIT_ARCH"),
-                _ => cmd.env("CK_JIT_ARCH", "all"),
+                (1, _) => cmd.env("CK_JIT_ARCH", "all"),
+                _ => cmd.env_remove("CK_JIT_ARCH"),
             };
             let out = cmd.output().map_err(|e| format!("{}: {e}", me.display()))?;
             if !out.status.success() {
@@ -260,14 +285,10 @@ fn run(o: &Options) -> Result<(), String> {
                 .map_err(|e| format!("child output '{line}': {e}"))?;
             let ms = v["first_call_ms"].as_f64().unwrap_or(f64::NAN);
             times[mode].push(ms);
-            if round == 0 {
+            if round == 0 || (round == 1 && mode == 0 && modes == 3) {
                 println!(
                     "  {}: device {}, argv: {}",
-                    if mode == 0 {
-                        device_label.as_str()
-                    } else {
-                        "CK_JIT_ARCH=all"
-                    },
+                    label(mode),
                     v["device"].as_str().unwrap_or("-"),
                     v["argv"].as_str().unwrap_or("")
                 );
@@ -277,27 +298,36 @@ fn run(o: &Options) -> Result<(), String> {
             }
             println!(
                 "  round {round} {:<6} {ms:>10.1} ms",
-                if mode == 0 { "device" } else { "all" }
+                ["device", "all", "single"][mode]
             );
             let _ = workdir::remove(&cache);
         }
     }
-    let (d, a) = (summary(&times[0]), summary(&times[1]));
-    if let (Some(d), Some(a)) = (d, a) {
+    let s: Vec<_> = times.iter().map(|t| summary(t)).collect();
+    if let (Some(d), Some(a)) = (&s[0], &s[1]) {
         println!("first call, median (min..max) over {} rounds:", d.n);
-        println!(
-            "  device ({device_label}): {:>10.1} ms ({:.1}..{:.1})",
-            d.median, d.min, d.max
-        );
-        println!(
-            "  all recorded targets (CK_JIT_ARCH=all): {:>10.1} ms ({:.1}..{:.1})",
-            a.median, a.min, a.max
-        );
+        for (mode, x) in s.iter().enumerate() {
+            if let Some(x) = x {
+                println!(
+                    "  {}: {:>10.1} ms ({:.1}..{:.1})",
+                    label(mode),
+                    x.median,
+                    x.min,
+                    x.max
+                );
+            }
+        }
         println!(
             "  ratio all / device: {:.2} (device-arch compile saves {:.1} ms)",
             a.median / d.median,
             a.median - d.median
         );
+        if let Some(Some(one)) = s.get(2) {
+            println!(
+                "  ratio device / single-architecture compile: {:.3}",
+                d.median / one.median
+            );
+        }
     }
     Ok(())
 }

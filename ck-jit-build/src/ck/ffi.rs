@@ -435,6 +435,11 @@ pub struct CompiledDispatchers {
     pub library: String,
     /// The dispatchers the glue wraps.
     pub dispatchers: Vec<String>,
+    /// The blobs each dispatcher call runs together, by name: what was
+    /// added to the manifest files (the caller's in-memory
+    /// `CkFmhaFiles::manifest` does not have them; `set_together` adds
+    /// them).
+    pub together: Vec<Vec<String>>,
 }
 
 /// Adds to the manifest `files` wrote the sets of blobs each dispatcher
@@ -549,6 +554,7 @@ pub fn compile_dispatchers(
         rust: glue_rs,
         library: library.to_string(),
         dispatchers: g.dispatchers.iter().map(|d| d.name.clone()).collect(),
+        together: stubs.together,
     })
 }
 

@@ -324,18 +324,20 @@ inline void run_held(const char* next)
     held_call& h = held;
     if(h.blob == nullptr)
         return;
-    if(next != nullptr)
-    {
-#ifdef CK_JIT_STUB_MANIFEST
-        ck_jit_prepare_after(CK_JIT_STUB_MANIFEST, h.blob, next);
-#else
-        ck_jit_prepare_after(nullptr, h.blob, next);
-#endif
-    }
+    const char* blob = h.blob;
     std::function<void()> run = std::move(h.run);
     h.run = nullptr;
     h.blob = nullptr;
+    // Other threads' stubs go back to their one check before the compile.
     holding.fetch_sub(1, std::memory_order_relaxed);
+    if(next != nullptr)
+    {
+#ifdef CK_JIT_STUB_MANIFEST
+        ck_jit_prepare_after(CK_JIT_STUB_MANIFEST, blob, next);
+#else
+        ck_jit_prepare_after(nullptr, blob, next);
+#endif
+    }
     run();
 }
 
