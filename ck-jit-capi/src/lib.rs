@@ -606,6 +606,24 @@ mod tests {
         // SAFETY: nothing is read for n == 0.
         assert_eq!(unsafe { ck_jit_warmup(std::ptr::null(), 0) }, 0);
         assert_eq!(last_error(), None, "a successful call clears the error");
+        // The stubs' calls: any error means "resolve now" / -1, with why.
+        // SAFETY: NUL-terminated strings and NULL are allowed.
+        assert_eq!(unsafe { ck_jit_may_defer(c"".as_ptr(), c"b".as_ptr()) }, 0);
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: the manifest path is an empty string")
+        );
+        let missing = c"/nonexistent/ck_jit_manifest.json";
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { ck_jit_prepare_after(missing.as_ptr(), c"a".as_ptr(), std::ptr::null()) },
+            -1
+        );
+        assert!(
+            last_error().unwrap().contains("/nonexistent/"),
+            "{:?}",
+            last_error()
+        );
     }
 
     #[test]
