@@ -369,39 +369,57 @@ F ck_jit_stub_load(std::atomic<F>& slot, const char* blob, const char* prefix)
     return fn;
 }
 
+// The rare path of a sequence's stub: runs this thread's held call, then
+// resolves (or, for a leading stub whose blob would be compiled alone,
+// holds this call: returns nullptr).
+template <bool Leading, class F, class... A>
+__attribute__((noinline, cold)) F
+ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, const A&... a)
+{
+    // The call held before this one runs first, its blob compiled
+    // together with this one and what comes with both.
+    ck_jit_stub_v1::run_held(blob);
+    F fn = slot.load(std::memory_order_acquire);
+    if constexpr(Leading)
+    {
+#ifdef CK_JIT_STUB_MANIFEST
+        const char* manifest = CK_JIT_STUB_MANIFEST;
+#else
+        const char* manifest = nullptr;
+#endif
+        if(fn == nullptr && ck_jit_may_defer(manifest, blob) == 1)
+        {
+            ck_jit_stub_v1::held_call& h = ck_jit_stub_v1::held;
+            h.run = [&slot, blob, prefix, args = std::make_tuple(a...)]() mutable {
+                std::apply(ck_jit_stub_load(slot, blob, prefix), args);
+            };
+            h.blob = blob;
+            ck_jit_stub_v1::holding.fetch_add(1, std::memory_order_relaxed);
+            return nullptr;
+        }
+    }
+    if(fn == nullptr)
+        fn = ck_jit_stub_load(slot, blob, prefix);
+    return fn;
+}
+
 // A stub of a call sequence: one load and one check once resolved, while
 // no thread holds a call.
 template <bool Leading, class F, class... A>
-decltype(auto) ck_jit_stub_call(std::atomic<F>& slot, const char* blob, const char* prefix, A&&... a)
+inline __attribute__((always_inline)) decltype(auto)
+ck_jit_stub_call(std::atomic<F>& slot, const char* blob, const char* prefix, A&&... a)
 {
     F fn = slot.load(std::memory_order_acquire);
     if(__builtin_expect(fn == nullptr ||
                             ck_jit_stub_v1::holding.load(std::memory_order_relaxed) != 0,
                         0))
     {
-        // The call held before this one runs first, its blob compiled
-        // together with this one and what comes with both.
-        ck_jit_stub_v1::run_held(blob);
-        fn = slot.load(std::memory_order_acquire);
+        fn = ck_jit_stub_slow<Leading, F, std::decay_t<A>...>(slot, blob, prefix, a...);
         if constexpr(Leading)
         {
-#ifdef CK_JIT_STUB_MANIFEST
-            const char* manifest = CK_JIT_STUB_MANIFEST;
-#else
-            const char* manifest = nullptr;
-#endif
-            if(fn == nullptr && ck_jit_may_defer(manifest, blob) == 1)
-            {
-                ck_jit_stub_v1::held_call& h = ck_jit_stub_v1::held;
-                h.run = [&slot, blob, prefix, args = std::make_tuple(std::decay_t<A>(a)...)]() mutable {
-                    std::apply(ck_jit_stub_load(slot, blob, prefix), args);
-                };
-                h.blob = blob;
-                ck_jit_stub_v1::holding.fetch_add(1, std::memory_order_relaxed);
+            if(fn == nullptr)
                 return;
-            }
         }
-        fn = ck_jit_stub_load(slot, blob, prefix);
     }
     return fn(std::forward<A>(a)...);
 }
