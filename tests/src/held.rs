@@ -280,17 +280,21 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     }
 }
 
-/// Runs the program with the cache `cache` and `CK_JIT_JOBS=jobs`;
-/// returns its standard output. Panics if it fails.
-pub fn run(p: &Program, cache: &Path, jobs: usize) -> String {
-    let out = Command::new(&p.path)
-        .env("CK_JIT_CACHE_DIR", cache)
+/// The command running the program with the cache `cache` and
+/// `CK_JIT_JOBS=jobs`, none of the caller's other `CK_JIT_` choices.
+pub fn command(p: &Program, cache: &Path, jobs: usize) -> Command {
+    let mut cmd = Command::new(&p.path);
+    cmd.env("CK_JIT_CACHE_DIR", cache)
         .env("CK_JIT_JOBS", jobs.to_string())
         .env_remove("CK_JIT_MANIFEST")
         .env_remove("CK_JIT_OFFLINE")
-        .env_remove("CK_JIT_ARCH")
-        .output()
-        .expect("program runs");
+        .env_remove("CK_JIT_ARCH");
+    cmd
+}
+
+/// Runs [`command`]; returns its standard output. Panics if it fails.
+pub fn run(p: &Program, cache: &Path, jobs: usize) -> String {
+    let out = command(p, cache, jobs).output().expect("program runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),

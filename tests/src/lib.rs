@@ -287,14 +287,16 @@ pub fn concurrency(log: &str, start: &str, end: &str) -> (usize, usize, usize) {
     (most, started, now)
 }
 
-/// The static C ABI library cargo built for this test binary (a
-/// dependency's `staticlib` lands in `target/<profile>/deps`), newest
-/// first.
+/// The static C ABI library cargo built with this test or program (a
+/// dependency's `staticlib` lands in `target/<profile>/deps`, beside a
+/// test binary and below a program), the newest.
 pub fn capi_staticlib() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let deps = exe.parent()?;
-    let mut found: Vec<PathBuf> = fs::read_dir(deps)
-        .ok()?
+    let dir = exe.parent()?;
+    let mut found: Vec<PathBuf> = [dir.to_path_buf(), dir.join("deps")]
+        .iter()
+        .filter_map(|d| fs::read_dir(d).ok())
+        .flatten()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()

@@ -221,7 +221,10 @@ fn run(o: &Options) -> Result<(), String> {
     };
     let manifest = write_manifest(&o.targets, "manifest.json")?;
     let single = match &o.single {
-        Some(a) => Some(write_manifest(&[a.clone()], "manifest-single.json")?),
+        Some(a) => Some(write_manifest(
+            std::slice::from_ref(a),
+            "manifest-single.json",
+        )?),
         None => None,
     };
 

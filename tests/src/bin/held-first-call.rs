@@ -27,37 +27,17 @@
 //! process then makes a million warm calls (three stub calls each) and
 //! prints the time of one: the stubs' cost once everything is loaded.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Instant;
 
 use ck_jit_rt::manifest::Manifest;
 use ck_jit_rt::Runtime;
 use ck_jit_tests::held::{self, line, Options, Program, FIRST_CALL};
-use ck_jit_tests::Tree;
+use ck_jit_tests::{capi_staticlib, Tree};
 
 fn usage() -> ! {
     eprintln!("usage: held-first-call [--rounds R] [--delays DOT,DQ,CONVERT] [--jobs N]");
     std::process::exit(2);
-}
-
-/// `libck_jit_capi.a` of this binary's profile.
-fn capi() -> PathBuf {
-    let exe = std::env::current_exe().expect("own path");
-    let deps = exe.parent().expect("profile directory").join("deps");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&deps)
-        .unwrap_or_else(|e| panic!("{}: {e}", deps.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libck_jit_capi") && n.ends_with(".a"))
-        })
-        .collect();
-    found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-    found
-        .pop()
-        .unwrap_or_else(|| panic!("no libck_jit_capi.a in {}", deps.display()))
 }
 
 /// One timed process on an empty cache (or one holding `warm`'s blobs):
@@ -75,12 +55,7 @@ fn measure(p: &Program, cache: &Path, jobs: usize, warm: &[&str]) -> (f64, f64, 
         }
     }
     let t = Instant::now();
-    let out = Command::new(&p.path)
-        .env("CK_JIT_CACHE_DIR", cache)
-        .env("CK_JIT_JOBS", jobs.to_string())
-        .env_remove("CK_JIT_MANIFEST")
-        .env_remove("CK_JIT_OFFLINE")
-        .env_remove("CK_JIT_ARCH")
+    let out = held::command(p, cache, jobs)
         .output()
         .expect("program runs");
     let whole = t.elapsed().as_secs_f64() * 1e3;
@@ -132,7 +107,7 @@ fn main() {
             _ => usage(),
         }
     }
-    let capi = capi();
+    let capi = capi_staticlib().expect("libck_jit_capi.a below this program's directory");
     let build = |name: &str, sets: bool, ordered: bool| {
         let t = Tree::new(name);
         let p = held::build(
