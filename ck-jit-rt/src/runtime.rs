@@ -638,9 +638,9 @@ impl Runtime {
 
     /// Compiles and loads the blobs one operation calls (CK's bwd kernels,
     /// a splitkv pair) together, so its first call costs about its slowest
-    /// blob's compile, not the sum; at most `CK_JIT_JOBS` at once. Loads only: no
-    /// symbol is looked up (the callers name theirs). Returns
-    /// the first failure, naming its blob.
+    /// blob's compile, not the sum; at most `CK_JIT_JOBS` at once. Loads
+    /// only: no symbol is looked up (the callers name theirs). Returns the
+    /// first failure, naming its blob.
     ///
     /// # Errors
     ///
@@ -720,7 +720,9 @@ impl Runtime {
             .filter(|s| earlier.iter().all(|e| s.iter().any(|b| b == e)))
             .collect();
         let mut names: Vec<&str> = earlier.to_vec();
-        names.push(blob);
+        if !names.contains(&blob) {
+            names.push(blob);
+        }
         if let Some((first, rest)) = holding.split_first() {
             for b in first.iter() {
                 if rest.iter().all(|s| s.contains(b)) && !names.contains(&b.as_str()) {
