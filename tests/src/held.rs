@@ -149,6 +149,9 @@ pub struct Options {
     pub delays_ms: [u64; 3],
     /// The program's `main`: [`MAIN`] or [`FIRST_CALL`].
     pub main: &'static str,
+    /// Hold each compile until the compiles started with it have started
+    /// ([`crate::wait_for_siblings`]), for tests that count overlaps.
+    pub overlap: bool,
 }
 
 /// What [`build`] made.
@@ -165,11 +168,15 @@ pub struct Program {
 }
 
 /// A C++ compiler that logs `start`/`end` around each compile, after
-/// sleeping the blob's delay.
-fn slow_cxx(t: &Tree, delays: [u64; 3]) -> (PathBuf, PathBuf) {
+/// sleeping the blob's delay (and, with `overlap`, waiting for the
+/// compiles started with it).
+fn slow_cxx(t: &Tree, delays: [u64; 3], overlap: bool) -> (PathBuf, PathBuf) {
     let log = t.path("spans.log");
     let mut script = String::from("#!/bin/sh\n[ \"$1\" = --version ] && exec c++ --version\n");
     script.push_str(&format!("echo start >> {}\n", log.display()));
+    if overlap {
+        script.push_str(&crate::wait_for_siblings(&log));
+    }
     for (kind, d) in ["dot", "dq", "convert"].iter().zip(delays) {
         script.push_str(&format!(
             "case \"$*\" in *bwd_{kind}_*) sleep {}.{:03};; esac\n",
@@ -220,7 +227,7 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     assert_eq!(n, 6);
     let stubs = t.write("stubs.cpp", &stubs);
 
-    let (cxx, spans) = slow_cxx(t, o.delays_ms);
+    let (cxx, spans) = slow_cxx(t, o.delays_ms, o.overlap);
     let mut m = Manifest::new("held_calls", t.dir.to_string_lossy());
     m.groups.push(Group {
         name: "bwd".into(),

@@ -268,6 +268,23 @@ pub fn cargo_build_fixture(
     }
 }
 
+/// Shell lines for a mock compiler that has just written `start` to
+/// `log`: wait until no compile has started for half a second (at most 20
+/// s), so that compiles started together are all running at one moment
+/// however loaded the machine is, while compiles run one after another
+/// still never overlap. What [`concurrency`] then counts is how the
+/// runtime started them, not how fast the machine was.
+pub fn wait_for_siblings(log: &Path) -> String {
+    format!(
+        "last=$(grep -c start {log}); quiet=0; n=0\n\
+         while [ $quiet -lt 5 ] && [ $n -lt 200 ]; do\n  \
+         sleep 0.1; c=$(grep -c start {log}); n=$((n+1))\n  \
+         if [ \"$c\" = \"$last\" ]; then quiet=$((quiet+1)); else quiet=0; last=$c; fi\n\
+         done\n",
+        log = log.display()
+    )
+}
+
 /// From a log where each compile writes `start` when it begins and `end`
 /// when it ends (lines in time order): the most compiles running at
 /// once, how many started, and how many never ended.

@@ -18,8 +18,9 @@ fn options(sets: bool, ordered: bool) -> Options {
     Options {
         sets,
         ordered,
-        delays_ms: [400, 400, 400],
+        delays_ms: [0, 0, 0],
         main: MAIN,
+        overlap: true,
     }
 }
 

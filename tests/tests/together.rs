@@ -9,15 +9,17 @@ use std::os::unix::fs::PermissionsExt;
 use ck_jit_rt::Outcome;
 use ck_jit_tests::{c_manifest, test_config, Tree};
 
-/// A compiler that logs `start`/`end` around a 300 ms compile.
+/// A compiler that logs `start`/`end` around each compile, holding it
+/// until the compiles started with it have started too.
 fn slow_cc(t: &Tree) -> String {
     let log = t.path("spans.log");
     let cc = t.write(
         "bin/slow-cc",
         &format!(
             "#!/bin/sh\n[ \"$1\" = --version ] && exec cc --version\n\
-             echo start >> {log}\nsleep 0.3\ncc \"$@\"; rc=$?\necho end >> {log}\nexit $rc\n",
-            log = log.display()
+             echo start >> {log}\n{wait}cc \"$@\"; rc=$?\necho end >> {log}\nexit $rc\n",
+            log = log.display(),
+            wait = ck_jit_tests::wait_for_siblings(&log)
         ),
     );
     fs::set_permissions(&cc, fs::Permissions::from_mode(0o755)).unwrap();

@@ -118,6 +118,7 @@ fn main() {
                 ordered,
                 delays_ms: delays,
                 main: FIRST_CALL,
+                overlap: false,
             },
         );
         (t, p)
