@@ -223,6 +223,7 @@ pub fn stub_source_ordered(
     let mut includes: Vec<String> = Vec::new();
     let mut bodies = String::new();
     let mut n = 0;
+    let mut in_sequence = false;
     for (name, text) in blobs {
         for line in text.lines() {
             let l = line.trim();
@@ -239,6 +240,7 @@ pub fn stub_source_ordered(
             } else {
                 Part::Alone
             };
+            in_sequence |= part != Part::Alone;
             write_stub(&mut bodies, name, &s, part);
             n += 1;
         }
@@ -282,7 +284,9 @@ pub fn stub_source_ordered(
          if(fn == nullptr)\n        ck_jit_stub_fail(blob);\n    \
          return reinterpret_cast<F>(fn);\n}\n\n} // namespace\n\n",
     );
-    if !order.members.is_empty() {
+    // Only a file with a stub of a sequence needs (and links against) the
+    // held calls' functions.
+    if in_sequence {
         out.push_str(HELD_CALLS);
     }
     out.push_str(&bodies);
@@ -520,9 +524,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("static const auto fn = ck_jit_stub_resolve<decltype(&other_<d0>)>(\"b\", \"_Z6other_I\");"), "{text}");
-        // Without an order, no held calls at all.
+        // Without an order, no held calls at all; nor in a file none of
+        // whose stubs is in a sequence (it needs no more of ck_jit.h).
         let (plain, _) = stub_source(&[("b".into(), blob.into())]).unwrap();
         assert!(!plain.contains("ck_jit_stub_v1"), "{plain}");
+        let other = blob.replace("d0", "d1");
+        let (apart, _) = stub_source_ordered(&[("c".into(), other)], &order).unwrap();
+        assert!(!apart.contains("ck_jit_stub_v1"), "{apart}");
     }
 
     #[test]
