@@ -9,6 +9,11 @@ use std::os::unix::fs::PermissionsExt;
 use ck_jit_rt::Outcome;
 use ck_jit_tests::{c_manifest, test_config, Tree};
 
+/// The compile limit every test here sets: the process-wide limit is
+/// shared by the tests running at once, whose compiles (3 + 2 + 3) must
+/// all find a slot for the counts to mean anything.
+const JOBS: usize = 8;
+
 /// A compiler that logs `start`/`end` around each compile, holding it
 /// until the compiles started with it have started too.
 fn slow_cc(t: &Tree) -> String {
@@ -35,7 +40,7 @@ fn spans(t: &Tree) -> (usize, usize) {
 
 #[test]
 fn the_first_call_of_an_operation_compiles_its_blobs_together() {
-    ck_jit_rt::set_jobs(4);
+    ck_jit_rt::set_jobs(JOBS);
     let t = Tree::new("together");
     for (i, n) in ["bwd_dot", "bwd_dq", "bwd_convert", "fwd_alone"]
         .iter()
@@ -103,7 +108,7 @@ fn the_first_call_of_an_operation_compiles_its_blobs_together() {
 /// other set's does not.
 #[test]
 fn the_set_whose_earlier_blob_was_loaded_is_the_one_under_way() {
-    ck_jit_rt::set_jobs(4);
+    ck_jit_rt::set_jobs(JOBS);
     let t = Tree::new("together-evidence");
     let names = ["dot1", "dot2", "dq", "dq3", "conv1", "conv2", "conv3"];
     for (i, n) in names.iter().enumerate() {
@@ -138,7 +143,7 @@ fn the_set_whose_earlier_blob_was_loaded_is_the_one_under_way() {
 /// holding both blobs contains.
 #[test]
 fn prepare_after_compiles_the_set_both_blobs_share_at_the_current_limit() {
-    ck_jit_rt::set_jobs(4);
+    ck_jit_rt::set_jobs(JOBS);
     let t = Tree::new("together-after");
     let names = ["dot", "dq1", "dq2", "conv1", "conv2"];
     for (i, n) in names.iter().enumerate() {
