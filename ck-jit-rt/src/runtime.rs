@@ -38,6 +38,17 @@ thread_local! {
     static PREFETCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The blobs in every one of `sets` (none when there are no sets).
+fn common_to<'a>(sets: &[&'a Vec<String>]) -> Vec<&'a String> {
+    let Some((first, rest)) = sets.split_first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .filter(|b| rest.iter().all(|s| s.contains(b)))
+        .collect()
+}
+
 /// After this, any cache miss is an error instead of a compile (for code
 /// that must not stall: graph capture, latency-critical serving).
 /// `CK_JIT_OFFLINE=1` does the same from the environment.
@@ -526,12 +537,9 @@ impl Runtime {
         } else {
             with_evidence
         };
-        let Some((first, rest)) = chosen.split_first() else {
-            return Vec::new();
-        };
-        first
-            .iter()
-            .filter(|b| b.as_str() != blob && rest.iter().all(|s| s.contains(b)))
+        common_to(&chosen)
+            .into_iter()
+            .filter(|b| b.as_str() != blob)
             .cloned()
             .collect()
     }
@@ -723,11 +731,9 @@ impl Runtime {
         if !names.contains(&blob) {
             names.push(blob);
         }
-        if let Some((first, rest)) = holding.split_first() {
-            for b in first.iter() {
-                if rest.iter().all(|s| s.contains(b)) && !names.contains(&b.as_str()) {
-                    names.push(b);
-                }
+        for b in common_to(&holding) {
+            if !names.contains(&b.as_str()) {
+                names.push(b);
             }
         }
         self.prepare_together(&names)
