@@ -162,3 +162,4 @@ pub use ck::intercept;
 pub use error::Error;
 pub use group::BlobGroup;
 pub use manifest::Manifest;
+pub use record::write_manifest;

@@ -96,6 +96,31 @@ pub(crate) fn write(
     Ok(path)
 }
 
+/// Writes a manifest assembled outside [`Build`](crate::Build) (edited
+/// after [`Build::try_manifest`](crate::Build::try_manifest), or made by
+/// hand) into `out_dir`: the JSON file and the compact form that
+/// `ck_jit_rt::embed_manifest!()` embeds, each only when its contents
+/// changed. The manifest is validated first; nothing is written if it is
+/// invalid. Returns the JSON file's path.
+///
+/// ```no_run
+/// # fn main() -> Result<(), ck_jit_build::Error> {
+/// let mut build = ck_jit_build::Build::new();
+/// let mut manifest = build.try_manifest()?;
+/// manifest.blobs.retain(|b| !b.name.ends_with("_slow"));
+/// ck_jit_build::write_manifest(&manifest, std::env::var("OUT_DIR").unwrap())?;
+/// # Ok(()) }
+/// ```
+pub fn write_manifest(manifest: &Manifest, out_dir: impl AsRef<Path>) -> Result<PathBuf, Error> {
+    manifest.validate()?;
+    let out_dir = out_dir.as_ref();
+    fs::create_dir_all(out_dir).map_err(|source| Error::WriteManifest {
+        path: out_dir.join(manifest::MANIFEST_FILE),
+        source,
+    })?;
+    write(manifest, out_dir, CargoOutput::silent())
+}
+
 /// Writes `text` to `path` unless it already holds exactly that, through a
 /// temporary file in the same directory so a reader never sees half of it
 /// and an unchanged file keeps its mtime (nothing downstream rebuilds).

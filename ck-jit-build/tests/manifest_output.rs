@@ -5,6 +5,7 @@ mod common;
 use std::fs;
 use std::time::{Duration, SystemTime};
 
+use ck_jit_build::manifest::compact::COMPACT_FILE;
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
 use ck_jit_build::BlobGroup;
 use common::{read, Tree};
@@ -63,6 +64,35 @@ fn the_written_manifest_parses_back_and_validates() {
     assert_eq!(m.name, "t");
     assert_eq!(m.blobs.len(), 2);
     assert_eq!(m, t.manifest(&vec_group()).unwrap());
+}
+
+#[test]
+fn a_manifest_edited_after_the_build_is_written_in_both_forms_an_embedding_program_reads() {
+    let t = Tree::new("write-edited");
+    t.files(&["k/vadd_f32.cpp", "k/vmul_f64.cpp"]);
+    let mut m = t.manifest(&vec_group()).unwrap();
+    m.blobs.retain(|b| b.name != "vmul_f64");
+    let out = t.path("edited-out");
+    let path = ck_jit_build::write_manifest(&m, &out).unwrap();
+    assert_eq!(path, out.join(MANIFEST_FILE));
+    assert_eq!(Manifest::from_json(&read(&path)).unwrap(), m);
+    // The compact form is what `embed_manifest!()` includes: without it a
+    // crate that writes its own manifest does not compile.
+    let compact = fs::read(out.join(COMPACT_FILE)).unwrap();
+    assert_eq!(compact, m.to_compact());
+}
+
+#[test]
+fn an_invalid_hand_made_manifest_is_refused_and_nothing_is_written() {
+    let t = Tree::new("write-invalid");
+    t.files(&["k/vadd_f32.cpp"]);
+    let mut m = t.manifest(&vec_group()).unwrap();
+    m.blobs[0].group = 7;
+    let out = t.path("invalid-out");
+    let err = ck_jit_build::write_manifest(&m, &out).unwrap_err();
+    assert!(err.to_string().contains("invalid manifest"), "{err}");
+    assert!(!out.join(MANIFEST_FILE).exists());
+    assert!(!out.join(COMPACT_FILE).exists());
 }
 
 #[test]

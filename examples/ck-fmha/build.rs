@@ -27,7 +27,7 @@ use std::time::Instant;
 use ck_jit_build::ck::ffi::{rust_structs, StructSpec};
 use ck_jit_build::ck::{write_stubs, CkFmha, FMHA_EXAMPLE_DIR};
 use ck_jit_build::manifest::rules::{RulesFile, RULES_FORMAT};
-use ck_jit_build::manifest::{Group, Manifest, SymbolSpec, FORMAT_VERSION, MANIFEST_FILE};
+use ck_jit_build::manifest::{Group, Manifest, SymbolSpec, FORMAT_VERSION};
 
 const DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
 const ARCH: &str = "gfx942";
@@ -191,7 +191,8 @@ fn without_ck(out_dir: &Path) -> Result<(), String> {
         blobs: Vec::new(),
         together: Vec::new(),
     };
-    write_if_changed(&out_dir.join(MANIFEST_FILE), &m.to_json())?;
+    // Both forms: the JSON file and the compact one `embed_manifest!()` embeds.
+    ck_jit_build::write_manifest(&m, out_dir).map_err(|e| e.to_string())?;
     fs::create_dir_all(out_dir.join("rules")).map_err(|e| e.to_string())?;
     for d in DISPATCHERS {
         let empty = RulesFile {

@@ -7,11 +7,6 @@
 //! whose value is its place in the chain (`gemm=1, bias_add=2, relu=3`),
 //! `ops` counts them and `dtype` is the last part.
 
-use std::fs;
-use std::path::PathBuf;
-
-use ck_jit_build::manifest::compact::COMPACT_FILE;
-use ck_jit_build::manifest::MANIFEST_FILE;
 use ck_jit_build::{BlobGroup, Build};
 
 /// The operation kinds, as they appear in kernel names.
@@ -47,13 +42,6 @@ fn main() {
         }
         blob.meta.insert("ops".into(), ops.len().to_string());
     }
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for (file, bytes) in [
-        (MANIFEST_FILE, manifest.to_json().into_bytes()),
-        (COMPACT_FILE, manifest.to_compact()),
-    ] {
-        let path = out.join(file);
-        fs::write(&path, bytes)
-            .unwrap_or_else(|e| panic!("ck-jit: writing {}: {e}", path.display()));
-    }
+    let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
+    ck_jit_build::write_manifest(&manifest, out).unwrap_or_else(|e| panic!("ck-jit: {e}"));
 }

@@ -454,9 +454,8 @@ fn record_together(files: &CkFmhaFiles, together: &[Vec<String>]) -> Result<(), 
         path: path.clone(),
         why: format!("the dispatchers' call sets: {e}"),
     })?;
-    crate::record::write_if_changed(path, m.to_json()).map_err(io_err(path))?;
-    let compact = path.with_file_name(crate::manifest::compact::COMPACT_FILE);
-    crate::record::write_if_changed(&compact, m.to_compact()).map_err(io_err(&compact))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::write_manifest(&m, dir)?;
     Ok(())
 }
 
