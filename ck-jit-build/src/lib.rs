@@ -118,10 +118,9 @@
 //! [`ck::CkFmha`] records CK's fused-attention blobs: it runs CK's code
 //! generator (the only program it starts) or takes its output, and makes one
 //! group per blob kind with CK's compile command, entry symbol prefix and the
-//! traits each file name encodes. [`ck::rewrite_dispatcher`] makes CK's
-//! `*_api.cpp` dispatchers resolve their blobs through ck-jit's C ABI.
-//! [`intercept`] records the blob compiles of a build only its own scripts
-//! know, by running it with a fake `hipcc`.
+//! traits each blob declares. [`ck::write_stubs`] makes CK's own dispatchers
+//! lazy. [`intercept`] records the blob compiles of a build only its own
+//! scripts know, by running it with a fake `hipcc`.
 //!
 //! # Bindings (feature `bindgen`)
 //!

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ck_jit_build::ck::{CallOrder, CkFmha, Direction, Error, Role, Vocabulary};
+use ck_jit_build::ck::{CallOrder, CkFmha, Error, Role, Vocabulary};
 use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
 use ck_jit_rt::Query;
@@ -396,7 +396,7 @@ fn two_architectures_go_to_their_own_families() {
     let Some(ck) = ck_tree(CK_2025) else { return };
     let tmp = Scratch::new("preset-archs");
     let files = preset(&ck, &tmp.path().join("out"))
-        .direction(Direction::Fwd)
+        .direction("fwd")
         .filter("*_d128_fp16_batch*")
         .arch("gfx942")
         .arch("gfx950")
@@ -430,8 +430,8 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
         let Some(ck) = ck_tree(version) else { return };
         let tmp = Scratch::new("preset-flags");
         let files = preset(&ck, &tmp.path().join("out"))
-            .direction(Direction::Fwd)
-            .direction(Direction::Bwd)
+            .direction("fwd")
+            .direction("bwd")
             .filter("*_d64_*")
             .arch("gfx90a")
             .flag("-fvisibility=hidden")
@@ -512,7 +512,7 @@ fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
     };
     let files = preset(&ck, &tmp.path().join("out"))
         .root(tmp.path())
-        .direction(Direction::FwdAppendkv)
+        .direction("fwd_appendkv")
         .filter("*_d128_*")
         .arch("gfx942")
         .try_manifest()
@@ -535,7 +535,7 @@ fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
 
     let err = preset(&ck, &tmp.path().join("out"))
         .root(tmp.path().join("third_party"))
-        .direction(Direction::FwdAppendkv)
+        .direction("fwd_appendkv")
         .try_manifest()
         .unwrap_err();
     assert!(
@@ -558,7 +558,7 @@ fn the_generator_runs_once_per_direction_and_again_only_when_its_inputs_change()
     let out = tmp.path().join("out");
     let mut p = CkFmha::new();
     p.source(tmp.path().join("aiter"))
-        .direction(Direction::Fwd)
+        .direction("fwd")
         .direction("batch_prefill")
         .filter("*_d128_*")
         .arch("gfx942")
@@ -622,7 +622,7 @@ fn a_filter_matching_nothing_is_an_error_not_an_empty_manifest() {
     let Some(ck) = ck_tree(CK_2025) else { return };
     let tmp = Scratch::new("preset-empty");
     let e = preset(&ck, tmp.path())
-        .direction(Direction::Fwd)
+        .direction("fwd")
         .filter("no_such_kernel*")
         .try_manifest()
         .unwrap_err();
@@ -658,7 +658,7 @@ fn a_failing_generator_reports_its_command_and_the_end_of_its_traceback() {
     let tmp = Scratch::new("preset-fail");
     let ck = failing_ck(&tmp.path().join("ck"));
     let e = preset(&ck, &tmp.path().join("out"))
-        .direction(Direction::Fwd)
+        .direction("fwd")
         .try_manifest()
         .unwrap_err();
     let msg = e.to_string();

@@ -66,7 +66,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ck_jit_build::ck::{write_stubs, CkFmha, Direction};
+use ck_jit_build::ck::{write_stubs, CkFmha};
 use ck_jit_build::manifest::SymbolSpec;
 use ck_jit_rt::{Outcome, Runtime};
 use ck_jit_tests::Tree;
@@ -98,7 +98,7 @@ struct CkVersion {
     /// `--filter` per direction. CK 2024-10-23 filters the splitkv and
     /// dq_dk_dv kernels only (every dot_do_o and convert_dq is written);
     /// CK 2025-11 takes `combine@splitkv` and `dot_do_o@convert_dq@dq_dk_dv`.
-    filters: [(Direction, &'static str); 3],
+    filters: [(&'static str, &'static str); 3],
     /// The blob-name suffix to pick. CK 2025-11 writes every kernel once per
     /// target (`--targets`, default `gfx9,gfx950`); only the `_gfx9` ones are
     /// compiled for gfx942 here.
@@ -111,9 +111,9 @@ fn versions(ws: &Path) -> Vec<CkVersion> {
             label: "ck-2024-10-23",
             tree: ws.join("../shared/data/ck/ck-2024-10-23"),
             filters: [
-                (Direction::Fwd, "*d64_fp16_batch*_qr_vr_psskddv"),
-                (Direction::FwdSplitkv, "*d64_fp16_batch_*_ps*_lse"),
-                (Direction::Bwd, "*d64_fp16_batch*_o1_kr_ktr_vr_psskddv"),
+                ("fwd", "*d64_fp16_batch*_qr_vr_psskddv"),
+                ("fwd_splitkv", "*d64_fp16_batch_*_ps*_lse"),
+                ("bwd", "*d64_fp16_batch*_o1_kr_ktr_vr_psskddv"),
             ],
             suffix: "",
         },
@@ -122,16 +122,16 @@ fn versions(ws: &Path) -> Vec<CkVersion> {
             tree: ws.join("../shared/data/ck/ck-2025-11"),
             filters: [
                 (
-                    Direction::Fwd,
+                    "fwd",
                     "*d64_fp16_batch_*_qr_vr_psskddv_nlogits_nbias_nmask_nlse_ndropout_nskip_nsquant_ntrload",
                 ),
                 (
-                    Direction::FwdSplitkv,
+                    "fwd_splitkv",
                     "*d64_fp16_*\
                      @*d64_fp16_batch_*_qr_vr_psk_nlogits_nbias_nmask_lse_nsquant_npagedkv",
                 ),
                 (
-                    Direction::Bwd,
+                    "bwd",
                     "*d64_fp16_b64_batch_o2_npad\
                      @*d64_fp16_b64x*_batch_o2_npad_ndeterministic\
                      @*d64_fp16_batch_*_npad_nbias_ndbias_nmask_ndropout_ndeterministic_ntrload",
@@ -325,7 +325,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
         let mut rts = Vec::new();
         for (direction, filter) in v.filters {
             let t = Instant::now();
-            let out = tree.path(&format!("{}/{}", v.label, direction.as_str()));
+            let out = tree.path(&format!("{}/{}", v.label, direction));
             let files = CkFmha::new()
                 .source(&v.tree)
                 .direction(direction)
@@ -337,12 +337,12 @@ fn real_ck_blobs_compile_load_and_resolve() {
                 .out_dir(&out)
                 .cargo_metadata(false)
                 .try_manifest()
-                .unwrap_or_else(|e| panic!("{} {direction:?}: {e}", v.label));
+                .unwrap_or_else(|e| panic!("{} {direction}: {e}", v.label));
             writeln!(
                 report,
                 "{} generate -d {}: {} files, {} blobs recorded, {:.1}s",
                 v.label,
-                direction.as_str(),
+                direction,
                 files.files.len(),
                 files.manifest.blobs.len(),
                 t.elapsed().as_secs_f64()
@@ -368,7 +368,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
                     );
                 }
             }
-            if direction == Direction::Fwd {
+            if direction == "fwd" {
                 let api = files
                     .dispatchers()
                     .find(|p| p.ends_with("fmha_fwd_api.cpp"))

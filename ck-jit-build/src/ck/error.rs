@@ -84,48 +84,11 @@ pub enum Error {
         /// What was expected.
         why: String,
     },
-    /// Rewriting a dispatcher: a call whose template arguments no blob
-    /// declares.
-    UnmatchedCall {
-        /// The dispatcher, where known.
-        file: Option<PathBuf>,
-        /// 1-based line of the call.
-        line: usize,
-        /// The call's template, e.g. `fmha_fwd_`.
-        call: String,
-        /// The unmatched template argument, normalised.
-        args: String,
-    },
     /// Dispatcher calls of blob specialisations that no recorded blob
     /// defines, all of them: file, line, specialisation.
     UnresolvedCalls {
         /// Every such call.
         calls: Vec<(PathBuf, usize, String)>,
-    },
-    /// Rewriting a dispatcher: the blob declaring a call's traits is of
-    /// another kind than the call's template argument needs.
-    WrongKind {
-        /// The dispatcher, where known.
-        file: Option<PathBuf>,
-        /// 1-based line of the call.
-        line: usize,
-        /// The call's template.
-        call: String,
-        /// The blob found.
-        blob: String,
-        /// Its kind.
-        found: super::Kind,
-        /// The kind needed at that position.
-        needed: super::Kind,
-    },
-    /// Indexing blobs: two blobs declare the same traits.
-    DuplicateTraits {
-        /// The traits, normalised.
-        traits: String,
-        /// The first blob.
-        first: String,
-        /// The second blob.
-        second: String,
     },
     /// Running the intercepted build: it failed.
     ForeignBuild {
@@ -164,8 +127,23 @@ pub enum Error {
 
 /// `s` with control characters escaped, not shortened (normalised traits
 /// run to several hundred characters and all of them matter).
-fn escape_all(s: &str) -> String {
-    s.chars().flat_map(char::escape_debug).collect()
+impl Error {
+    /// The error with `path` as the file it is about, for a parse error
+    /// raised before the file was known.
+    pub(crate) fn in_file(self, path: &Path) -> Error {
+        match self {
+            Error::Parse {
+                file: None,
+                line,
+                why,
+            } => Error::Parse {
+                file: Some(PathBuf::from(path)),
+                line,
+                why,
+            },
+            other => other,
+        }
+    }
 }
 
 pub(crate) fn shown(path: &Path) -> String {
@@ -232,53 +210,6 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::UnmatchedCall {
-                file,
-                line,
-                call,
-                args,
-            } => {
-                let at = match file {
-                    Some(p) => format!("{}:{line}", shown(p)),
-                    None => format!("line {line}"),
-                };
-                write!(
-                    f,
-                    "{at}: no blob declares the traits of the call {}<...>: {}",
-                    escape(call),
-                    escape_all(args)
-                )
-            }
-            Error::WrongKind {
-                file,
-                line,
-                call,
-                blob,
-                found,
-                needed,
-            } => {
-                let at = match file {
-                    Some(p) => format!("{}:{line}", shown(p)),
-                    None => format!("line {line}"),
-                };
-                write!(
-                    f,
-                    "{at}: the call {}<...> needs a {needed} blob, but its traits are declared by                      the {found} blob '{}'",
-                    escape(call),
-                    escape(blob)
-                )
-            }
-            Error::DuplicateTraits {
-                traits,
-                first,
-                second,
-            } => write!(
-                f,
-                "blobs '{}' and '{}' both declare {}",
-                escape(first),
-                escape(second),
-                escape_all(traits)
-            ),
             Error::ForeignBuild {
                 command,
                 status,
@@ -411,11 +342,10 @@ mod tests {
                 program: "python3".into(),
                 purpose: "run CK's code generator",
             },
-            Error::UnmatchedCall {
+            Error::Parse {
                 file: None,
                 line: 7,
-                call: "fmha_fwd_".into(),
-                args: "fmha_fwd_traits_<1>".into(),
+                why: "expected '>'".into(),
             },
             Error::Codegen {
                 command: "python3 generate.py".into(),

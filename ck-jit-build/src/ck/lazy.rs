@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use super::calls::specialisation_key;
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
-use super::kind::mangled_template_prefix;
 use super::preset::{CkFmhaFiles, Role};
+use super::symbol::mangled_template_prefix;
 use crate::record::write_if_changed;
 
 /// How many blobs one stub file defines at most. Every file parses CK's

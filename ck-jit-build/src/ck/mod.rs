@@ -23,11 +23,6 @@
 //!   compiles instead of running them, and turns the records into a
 //!   manifest.
 //!
-//! The older, name-based pieces ([`BlobTraits`] parses CK 2024's file
-//! names, [`rewrite_dispatcher`] rewrites dispatchers whose calls take one
-//! traits argument) remain for the interceptor and the `ck-fmha` example;
-//! the preset and the stubs do not use them.
-//!
 //! Nothing here compiles a blob. The only programs started are CK's
 //! generator (by [`CkFmha`]) and, in [`intercept`], the foreign build and,
 //! from the fake compiler, the real compiler for host sources.
@@ -40,24 +35,20 @@ pub mod decl;
 mod error;
 pub mod ffi;
 pub mod intercept;
-mod kind;
 mod lazy;
-mod name;
 mod preset;
-mod rewrite;
 pub mod rules;
+mod symbol;
 pub mod vocab;
 
 pub use error::Error;
 pub use intercept::Intercept;
-pub use kind::{classify, mangled_template_prefix, Direction, FileClass, Kind};
 pub use lazy::{
     stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
 };
-pub use name::{Bias, BlobTraits, Mask, Mode, NameError, Pad, Rope, VLayout};
 pub use preset::{
     CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
     GENERATED_SUBDIR,
 };
-pub use rewrite::{rewrite_dispatcher, BlobIndex, Rewritten, RewrittenCall};
+pub use symbol::mangled_template_prefix;
 pub use vocab::{BlobDecl, Vocabulary};

@@ -16,8 +16,7 @@ use super::cmake;
 use super::codegen::{Codegen, Outcome};
 use super::decl;
 use super::error::{io_err, shown, Error};
-use super::kind::{mangled_template_prefix, Direction};
-use super::rewrite::{rewrite_dispatcher, BlobIndex};
+use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use crate::cargo::CargoOutput;
 use crate::env;
@@ -35,6 +34,9 @@ pub const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
 /// The subdirectory of `OUT_DIR` the generator writes into, one
 /// subdirectory per direction.
 pub const GENERATED_SUBDIR: &str = "ck_fmha";
+
+/// The directions of a generator older than `codegen/ops/` (CK 2024).
+const CLASSIC_DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
 
 /// The GPU architecture compiled for unless [`CkFmha::arch`] says otherwise.
 pub const DEFAULT_ARCH: &str = "gfx90a";
@@ -101,11 +103,11 @@ const CK_FMHA_FLAGS: &[&str] = &[
 ///
 /// ```no_run
 /// // build.rs
-/// use ck_jit_build::ck::{CkFmha, Direction};
+/// use ck_jit_build::ck::CkFmha;
 ///
 /// let files = CkFmha::new()
 ///     .source("third_party/aiter")
-///     .direction(Direction::Fwd)
+///     .direction("fwd")
 ///     .direction("batch_prefill")
 ///     .arch("gfx942")
 ///     .write();
@@ -245,42 +247,6 @@ impl CkFmhaFiles {
         })
     }
 
-    /// Reads every blob and indexes the traits each declares, for
-    /// [`rewrite_dispatcher`].
-    pub fn blob_index(&self) -> Result<BlobIndex, Error> {
-        let mut index = BlobIndex::new();
-        for f in &self.files {
-            if let Role::Blob(_) = f.role {
-                index.add_file(&f.path)?;
-            }
-        }
-        Ok(index)
-    }
-
-    /// Rewrites every dispatcher so it calls its blobs through ck-jit's C
-    /// ABI ([`rewrite_dispatcher`]) and writes the results into `dir`
-    /// (created if needed; a file whose content did not change is not
-    /// rewritten). Returns the paths written, for a C++ build of the
-    /// consumer: compile them as CK's dispatchers are compiled (`hipcc`,
-    /// `-I<ck>/include -I<ck>/example/ck_tile/01_fmha`), with the directory
-    /// of the runtime's `ck_jit.h` on the include path, and link the
-    /// runtime's C ABI.
-    pub fn rewrite_dispatchers<P: AsRef<Path>>(&self, dir: P) -> Result<Vec<PathBuf>, Error> {
-        let dir = dir.as_ref();
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let index = self.blob_index()?;
-        let mut written = Vec::new();
-        for api in self.dispatchers() {
-            let text = fs::read_to_string(api).map_err(io_err(api))?;
-            let out = rewrite_dispatcher(&text, &index).map_err(|e| e.in_file(api))?;
-            let name = api.file_name().unwrap_or_default();
-            let path = dir.join(name);
-            write_if_changed(&path, &out.text).map_err(io_err(&path))?;
-            written.push(path);
-        }
-        Ok(written)
-    }
-
     /// The dispatch rules of every dispatcher (see [`super::rules`]): what
     /// each of CK's dispatcher functions decides, for a Rust caller to
     /// decide the same. Calls no blob answers are one error listing each
@@ -411,8 +377,8 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// use ck_jit_build::ck::{CkFmha, Direction};
-    /// CkFmha::new().direction(Direction::Fwd).direction("batch_prefill");
+    /// use ck_jit_build::ck::CkFmha;
+    /// CkFmha::new().direction("fwd").direction("batch_prefill");
     /// ```
     pub fn direction(&mut self, direction: impl std::fmt::Display) -> &mut CkFmha {
         let direction = direction.to_string();
@@ -1060,10 +1026,7 @@ fn offered_directions(example: &Path) -> Vec<String> {
         })
         .collect();
     if d.is_empty() {
-        d = Direction::ALL
-            .iter()
-            .map(|d| d.as_str().to_string())
-            .collect();
+        d = CLASSIC_DIRECTIONS.iter().map(|d| d.to_string()).collect();
     }
     d.sort();
     d

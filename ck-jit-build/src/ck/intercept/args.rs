@@ -80,7 +80,7 @@ pub(crate) fn is_source(arg: &str) -> bool {
     !arg.starts_with('-')
         && arg
             .rsplit_once('.')
-            .is_some_and(|(_, ext)| super::super::kind::SOURCE_EXTENSIONS.contains(&ext))
+            .is_some_and(|(_, ext)| super::super::symbol::SOURCE_EXTENSIONS.contains(&ext))
 }
 
 /// Reads `args` (without the program name).

@@ -99,8 +99,8 @@ pub use link::Link;
 pub use shim::{is_shim, shim_main, Record};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::kind::mangled_template_prefix;
 use super::preset::{describe_blob, neutral_of};
+use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use crate::cargo::CargoOutput;
 use crate::env;
