@@ -1,5 +1,6 @@
 //! The `cargo:` lines a build script prints: the only place this crate
-//! writes them. Each is one whole line; a value is never allowed to carry a
+//! (and the crates that assemble manifests with [`crate::record`]) writes
+//! them. Each is one whole line; a value is never allowed to carry a
 //! line break, which would let the rest of it be read as another directive.
 
 use std::borrow::Cow;
@@ -7,14 +8,22 @@ use std::io::{self, Write};
 
 /// Where `cargo:` lines go: a writer (stdout in a build script, a buffer in
 /// tests) or nowhere.
-pub(crate) struct CargoOutput<'a> {
+///
+/// ```
+/// let mut buf = Vec::new();
+/// let mut out = ck_jit_build::CargoOutput::to(&mut buf);
+/// out.rerun_if_changed("kernels");
+/// out.finish().unwrap();
+/// assert_eq!(buf, b"cargo:rerun-if-changed=kernels\n");
+/// ```
+pub struct CargoOutput<'a> {
     out: Option<&'a mut dyn Write>,
     error: Option<io::Error>,
 }
 
 impl<'a> CargoOutput<'a> {
     /// Lines go to `out`.
-    pub(crate) fn to(out: &'a mut dyn Write) -> CargoOutput<'a> {
+    pub fn to(out: &'a mut dyn Write) -> CargoOutput<'a> {
         CargoOutput {
             out: Some(out),
             error: None,
@@ -22,7 +31,7 @@ impl<'a> CargoOutput<'a> {
     }
 
     /// Lines go nowhere.
-    pub(crate) fn silent<'b>() -> CargoOutput<'b> {
+    pub fn silent<'b>() -> CargoOutput<'b> {
         CargoOutput {
             out: None,
             error: None,
@@ -30,17 +39,25 @@ impl<'a> CargoOutput<'a> {
     }
 
     /// `cargo:rerun-if-changed=PATH`.
-    pub(crate) fn rerun_if_changed(&mut self, path: &str) {
+    pub fn rerun_if_changed(&mut self, path: &str) {
         self.line("rerun-if-changed", path);
     }
 
     /// `cargo:rerun-if-env-changed=VAR`.
-    pub(crate) fn rerun_if_env_changed(&mut self, var: &str) {
+    pub fn rerun_if_env_changed(&mut self, var: &str) {
         self.line("rerun-if-env-changed", var);
     }
 
+    /// Reads the environment variable `name`, announcing it with
+    /// `cargo:rerun-if-env-changed` unless cargo sets it for every build
+    /// script run (`OUT_DIR`, `CARGO_MANIFEST_DIR`): changing it reruns the
+    /// build script.
+    pub fn var(&mut self, name: &str) -> Option<std::ffi::OsString> {
+        crate::env::var(name, self)
+    }
+
     /// `cargo:warning=MESSAGE`, prefixed so the user sees who says it.
-    pub(crate) fn warning(&mut self, message: &str) {
+    pub fn warning(&mut self, message: &str) {
         self.line("warning", &format!("ck-jit-build: {message}"));
     }
 
@@ -57,7 +74,7 @@ impl<'a> CargoOutput<'a> {
     }
 
     /// Flushes and reports the first write error, if any.
-    pub(crate) fn finish(mut self) -> io::Result<()> {
+    pub fn finish(mut self) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }

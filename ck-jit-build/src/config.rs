@@ -245,8 +245,14 @@ impl GroupTable {
         if let Some(cwd) = self.cwd {
             g.cwd(cwd);
         }
-        if let Some(symbol) = symbol {
-            g.symbol(symbol);
+        match symbol {
+            Some(SymbolSpec::Exact(s)) => {
+                g.symbol_exact(&s);
+            }
+            Some(SymbolSpec::Prefix(p)) => {
+                g.symbol_prefix(&p);
+            }
+            None => {}
         }
         if let Some(depfile) = self.depfile {
             g.depfile(depfile);

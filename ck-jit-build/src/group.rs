@@ -346,11 +346,6 @@ impl BlobGroup {
         self
     }
 
-    pub(crate) fn symbol(&mut self, symbol: SymbolSpec) -> &mut BlobGroup {
-        self.symbol = symbol;
-        self
-    }
-
     /// Whether the compiler understands `-MD -MF <file>`, so the runtime can
     /// track the headers a blob includes (default true).
     ///
@@ -450,8 +445,16 @@ impl BlobGroup {
             .collect()
     }
 
-    /// The manifest group: compiler, argument template, cwd, symbol.
-    pub(crate) fn render(&self) -> Result<manifest::Group, Error> {
+    /// The manifest group this describes: compiler, argument template,
+    /// cwd, symbol. What [`Build`](crate::Build) records; a crate that
+    /// assembles its own manifest ([`crate::record::Recorder`]) adds it
+    /// with [`Recorder::group`](crate::record::Recorder::group).
+    ///
+    /// ```
+    /// let g = ck_jit_build::BlobGroup::new("k").compiler("cc").render().unwrap();
+    /// assert_eq!(g.compiler, "cc");
+    /// ```
+    pub fn render(&self) -> Result<manifest::Group, Error> {
         let bad = |why: String| Error::GroupSpec {
             group: escape(&self.name),
             why,

@@ -76,11 +76,8 @@
 //! | `CK_JIT_NAME` | cache name, when neither [`Build::name`] nor the config file sets one (default `ck_jit`) |
 //! | `OUT_DIR` | where the manifest is written, unless [`Build::out_dir`] is set (set by cargo) |
 //! | `CARGO_MANIFEST_DIR` | the tree root, unless [`Build::root`] or the config file's `root` is set (set by cargo) |
-//! | `PATH`, `ROCM_PATH`, `HIP_PATH` | [`intercept`]: where the real `hipcc` is, and what the fake ROCm home mirrors |
-//! | `CK_JIT_REAL_HIPCC` | [`intercept`]: the real compiler for host sources, unless set with [`Intercept::real_compiler`](intercept::Intercept::real_compiler) |
 //! | `LIBCLANG_PATH`, `LLVM_CONFIG_PATH`, `CLANG_PATH`, `BINDGEN_EXTRA_CLANG_ARGS` | `bindings` (feature `bindgen`): libclang, the `clang` asked for its resource directory, extra clang arguments |
 //! | `ROCM_PATH`, `HIP_PATH` | `bindings::CkTypes`: HIP's headers, unless given with `hip_include()` |
-//! | `CK_JIT_SHIM_*` | [`intercept`]: set by the interceptor for its fake compiler, read in shim mode only |
 //!
 //! The compiler is not taken from `CC`/`CXX`: blobs are not host build
 //! artifacts. `CK_JIT_ROOT` and the `CK_JIT_*` variables not listed above
@@ -115,12 +112,9 @@
 //!
 //! # CK and aiter
 //!
-//! [`ck::CkFmha`] records CK's fused-attention blobs: it runs CK's code
-//! generator (the only program it starts) or takes its output, and makes one
-//! group per blob kind with CK's compile command, entry symbol prefix and the
-//! traits each blob declares. [`ck::write_stubs`] makes CK's own dispatchers
-//! lazy. [`intercept`] records the blob compiles of a build only its own
-//! scripts know, by running it with a fake `hipcc`.
+//! CK's fused-attention blobs, CK's dispatchers made lazy and the
+//! interception of foreign builds live in the `ck-jit-ck` crate, which
+//! records its manifests through [`record`].
 //!
 //! # Bindings (feature `bindgen`)
 //!
@@ -147,17 +141,16 @@
 pub mod bindings;
 mod build;
 mod cargo;
-pub mod ck;
 mod config;
 mod discover;
 mod env;
 mod error;
 mod group;
-mod record;
+pub mod record;
 pub use ck_jit_manifest as manifest;
 
 pub use build::{from_config, Build, Watch};
-pub use ck::intercept;
+pub use cargo::CargoOutput;
 pub use error::Error;
 pub use group::BlobGroup;
 pub use manifest::Manifest;

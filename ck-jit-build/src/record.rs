@@ -1,16 +1,15 @@
-//! Assembling and writing a manifest: the one path behind [`Build`],
-//! [`CkFmha`] and [`Intercept`]. Each of them decides *which* files are
-//! blobs and how to compile them; this module resolves the cache name and
+//! Assembling and writing a manifest: the one path behind [`Build`] and
+//! the crates that record blobs of their own kind (the CK crate's preset
+//! and interceptor). Each of them decides *which* files are blobs and how
+//! to compile them; this module resolves the cache name and
 //! the output directory, checks every blob's name and source, refuses two
 //! blobs with one name, sorts, validates and writes the file (only when it
 //! changed, never half-written).
 //!
-//! It reads the environment only through [`crate::env`], and starts no
+//! It reads the environment only through [`CargoOutput::var`], and starts no
 //! program.
 //!
 //! [`Build`]: crate::Build
-//! [`CkFmha`]: crate::ck::CkFmha
-//! [`Intercept`]: crate::intercept::Intercept
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,10 +23,7 @@ use crate::manifest::{self, check_name, check_source, escape, Blob, Group, Manif
 
 /// The cache name: the explicit one, else `CK_JIT_NAME`, else
 /// [`manifest::DEFAULT_NAME`]; checked like a blob name.
-pub(crate) fn cache_name(
-    explicit: Option<&str>,
-    cargo: &mut CargoOutput<'_>,
-) -> Result<String, Error> {
+pub fn cache_name(explicit: Option<&str>, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
     let name = match explicit {
         Some(n) => n.to_string(),
         None => match env::var(env::CK_JIT_NAME, cargo) {
@@ -48,7 +44,7 @@ pub(crate) fn cache_name(
 /// The directory the manifest goes to: the explicit one, else `OUT_DIR`;
 /// created if missing, and canonical. `hint` names the setter(s) that
 /// replace `OUT_DIR` outside cargo.
-pub(crate) fn out_dir(
+pub fn out_dir(
     explicit: Option<&Path>,
     hint: &'static str,
     cargo: &mut CargoOutput<'_>,
@@ -72,8 +68,9 @@ pub(crate) fn out_dir(
 
 /// Writes `manifest` as `out_dir`'s manifest file and its compact form
 /// beside it (each unless the file already holds exactly that), then
-/// flushes the `cargo:` lines. Returns the JSON file's path.
-pub(crate) fn write(
+/// flushes the `cargo:` lines. Returns the JSON file's path. The manifest
+/// is written as given: [`Recorder::finish`] validates it.
+pub fn write(
     manifest: &Manifest,
     out_dir: &Path,
     cargo: CargoOutput<'_>,
@@ -124,7 +121,7 @@ pub fn write_manifest(manifest: &Manifest, out_dir: impl AsRef<Path>) -> Result<
 /// Writes `text` to `path` unless it already holds exactly that, through a
 /// temporary file in the same directory so a reader never sees half of it
 /// and an unchanged file keeps its mtime (nothing downstream rebuilds).
-pub(crate) fn write_if_changed(path: &Path, text: impl AsRef<[u8]>) -> io::Result<()> {
+pub fn write_if_changed(path: &Path, text: impl AsRef<[u8]>) -> io::Result<()> {
     let text = text.as_ref();
     if fs::read(path).is_ok_and(|old| old == text) {
         return Ok(());
@@ -144,7 +141,7 @@ pub(crate) fn write_if_changed(path: &Path, text: impl AsRef<[u8]>) -> io::Resul
 /// (for the caller to report with the file it came from), or a second blob
 /// of the same name.
 #[derive(Debug)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// The name or the source path is not acceptable.
     Name(manifest::ManifestError),
     /// Another blob already has this name.
@@ -153,7 +150,7 @@ pub(crate) enum Refused {
 
 /// A manifest being assembled: groups and blobs in, a checked, sorted,
 /// validated [`Manifest`] out.
-pub(crate) struct Recorder {
+pub struct Recorder {
     manifest: Manifest,
     /// Blob name -> source, to name both files of a duplicate.
     sources: BTreeMap<String, String>,
@@ -161,7 +158,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// An empty manifest for cache `name` over the canonical `root`.
-    pub(crate) fn new(name: String, root: &str) -> Recorder {
+    pub fn new(name: String, root: &str) -> Recorder {
         Recorder {
             manifest: Manifest::new(name, root),
             sources: BTreeMap::new(),
@@ -169,14 +166,14 @@ impl Recorder {
     }
 
     /// Adds a rendered group; returns its index for the blobs that use it.
-    pub(crate) fn group(&mut self, group: Group) -> u32 {
+    pub fn group(&mut self, group: Group) -> u32 {
         self.manifest.groups.push(group);
         (self.manifest.groups.len() - 1) as u32
     }
 
     /// Adds a blob after checking its name and source path, refusing a
     /// second blob of the same name (naming both sources).
-    pub(crate) fn blob(&mut self, blob: Blob) -> Result<(), Refused> {
+    pub fn blob(&mut self, blob: Blob) -> Result<(), Refused> {
         check_name(&blob.name).map_err(Refused::Name)?;
         check_source(&blob.name, &blob.source).map_err(Refused::Name)?;
         if let Some(first) = self.sources.get(&blob.name) {
@@ -192,7 +189,7 @@ impl Recorder {
     }
 
     /// Sorts the blobs and validates the whole manifest.
-    pub(crate) fn finish(self) -> Result<Manifest, Error> {
+    pub fn finish(self) -> Result<Manifest, Error> {
         let mut manifest = self.manifest;
         manifest.finish()?;
         Ok(manifest)

@@ -213,7 +213,7 @@ fn blobs_under_src_are_still_watched_with_it_and_a_warning_says_so() {
         .out_dir(&t.out)
         .name("t")
         .watch(Watch::CrateSources)
-        .group(BlobGroup::new("rs").glob("ck/intercept/*.rs"));
+        .group(BlobGroup::new("rs").glob("bindings/*.rs"));
     let lines = lines_of(&b);
     assert!(lines.contains(&rerun(&src)), "{lines:?}");
     assert!(

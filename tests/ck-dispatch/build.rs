@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ck_jit_build::ck::{ffi, CkFmha};
+use ck_jit_ck::{ffi, CkFmha};
 
 const FILTER: &str = "*d128_fp16_batch_*_nlogits_nbias_nmask_nlse_ndropout_nskip_nsquant_ntrload";
 

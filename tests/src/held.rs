@@ -12,9 +12,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ck_jit_build::ck::calls::{check_calls, specialisation_key};
-use ck_jit_build::ck::{decl, stub_source, stub_source_ordered, CallOrder};
 use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
+use ck_jit_ck::calls::{check_calls, specialisation_key};
+use ck_jit_ck::{decl, stub_source, stub_source_ordered, CallOrder};
 
 use crate::Tree;
 

@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use ck_jit_build::intercept::{self, Intercept};
 use ck_jit_build::manifest::Manifest;
+use ck_jit_ck::intercept::{self, Intercept};
 use ck_jit_tests::capi_staticlib;
 
 #[cfg(target_os = "linux")]

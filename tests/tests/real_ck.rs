@@ -66,8 +66,8 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ck_jit_build::ck::{write_stubs, CkFmha};
 use ck_jit_build::manifest::SymbolSpec;
+use ck_jit_ck::{write_stubs, CkFmha};
 use ck_jit_rt::{Outcome, Runtime};
 use ck_jit_tests::Tree;
 

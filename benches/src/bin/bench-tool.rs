@@ -8,7 +8,7 @@
 //!
 //! `ck-scale` (the build at CK scale): writes the 10,554 blobs of
 //! `data/ck-fmha-blobs.txt` as small CK-shaped files and a crate whose
-//! `build.rs` records them (with the `ck_jit_build::ck` preset, or with
+//! `build.rs` records them (with the `ck_jit_ck` preset, or with
 //! plain `BlobGroup` globs per direction under `--groups`), times that crate's `cargo build` (and the
 //! `build.rs` inside it) against a tree of four blobs, reports the
 //! manifest's size and the binary size delta, and compares the build with
@@ -415,7 +415,7 @@ fn ck_scale(o: &Opts) -> Result<(), String> {
         if o.groups {
             "BlobGroup globs + meta_pattern"
         } else {
-            "the ck_jit_build::ck preset (generated_dir)"
+            "the ck_jit_ck preset (generated_dir)"
         },
         o.rounds
     ));

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use ck_jit_build::ck::{write_stubs, CkFmha};
+use ck_jit_ck::{write_stubs, CkFmha};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

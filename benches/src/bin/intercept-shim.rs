@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ck_jit_build::intercept::{self, Intercept};
+use ck_jit_ck::intercept::{self, Intercept};
 
 fn main() {
     if intercept::is_shim() {

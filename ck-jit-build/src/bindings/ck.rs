@@ -13,8 +13,12 @@ use super::error::{shown, Error};
 use super::generated::{announce_inputs, generate_printing, generate_to, Bindings};
 use super::items;
 use crate::cargo::CargoOutput;
-use crate::ck::{AITER_CK_DIR, FMHA_EXAMPLE_DIR};
 use crate::env;
+
+/// Where CK keeps the FMHA example (headers and generator) in its tree.
+const FMHA_EXAMPLE_DIR: &str = "example/ck_tile/01_fmha";
+/// Where an aiter checkout keeps CK.
+const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
 
 /// The FMHA headers read, one translation unit each: they cannot be
 /// parsed together (both define `FmhaMasks`). The first must exist.

@@ -3,7 +3,7 @@
 //! versions beside the repository: every field's offset and size and each
 //! struct's size and alignment must be what `c++` gives CK's own struct
 //! text. The structs and fields must also be exactly those the headers
-//! define (`ck_jit_build::ck::decl::struct_fields`, an independent reader).
+//! define (`ck_jit_ck::decl::struct_fields`, an independent reader).
 //!
 //! The probe is CK's text cut out of its headers, verbatim: the argument
 //! and traits structs (`fmha_fwd.hpp`, `fmha_bwd.hpp`), the enums of the
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use ck_jit_bindgen_tests::{ck_2024_10_23, ck_2025_11, Layout};
-use ck_jit_build::ck::decl::struct_fields;
+use ck_jit_ck::decl::struct_fields;
 
 fn ck_tree(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,5 +1,5 @@
 //! CK 2025-11's own forward dispatcher, its lazy stubs and the C glue of
-//! `ck_jit_build::ck::ffi`, compiled into this crate by its build script
+//! `ck_jit_ck::ffi`, compiled into this crate by its build script
 //! (see there); Rust calls `ck_jit_fmha_fwd`, CK's `fmha_fwd` picks the
 //! blob, and ck-jit compiles it on its first call.
 

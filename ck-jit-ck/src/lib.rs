@@ -1,5 +1,12 @@
-//! CK/aiter support: the fused-attention (FMHA) preset, lazy dispatchers
-//! for C++ consumers, and the interception of foreign builds.
+//! ck-jit's CK/aiter half, used from a build script: the fused-attention
+//! (FMHA) preset, lazy dispatchers for C++ consumers, and the interception
+//! of foreign builds. It writes manifests through `ck-jit-build`'s
+//! [`record`](ck_jit_build::record) and is never linked into a program.
+//!
+//! ```toml
+//! [build-dependencies]
+//! ck-jit-ck = "0.1"
+//! ```
 //!
 //! What a CK version is made of is read from the version itself, never
 //! from a grammar kept here:
@@ -26,6 +33,20 @@
 //! Nothing here compiles a blob. The only programs started are CK's
 //! generator (by [`CkFmha`]) and, in [`intercept`], the foreign build and,
 //! from the fake compiler, the real compiler for host sources.
+//!
+//! # Environment
+//!
+//! Every variable read is announced with `cargo:rerun-if-env-changed`
+//! (through [`ck_jit_build::CargoOutput::var`]).
+//!
+//! | variable | used for |
+//! |---|---|
+//! | `OUT_DIR` | where the generator writes and the manifest goes, unless [`CkFmha::out_dir`] or [`Intercept::out_dir`] is set (set by cargo) |
+//! | `CK_JIT_NAME` | cache name, unless set with `name()` |
+//! | `PATH`, `ROCM_PATH`, `HIP_PATH`, `ROCM_HOME`, `CXX` | [`intercept`]: where the real `hipcc` is, and what the fake ROCm home mirrors |
+//! | `CK_JIT_REAL_HIPCC` | [`intercept`]: the real compiler for host sources, unless set with [`Intercept::real_compiler`] |
+//! | `CK_JIT_SHIM_*` | [`intercept`]: set by the interceptor for its fake compiler, read in shim mode only |
+#![deny(missing_docs)]
 
 pub mod calls;
 mod cmake;

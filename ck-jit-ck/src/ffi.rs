@@ -444,7 +444,7 @@ pub struct CompiledDispatchers {
 
 /// Adds to the manifest `files` wrote the sets of blobs each dispatcher
 /// call runs together, so the runtime compiles an operation's blobs at its
-/// first call together ([`Manifest::together`](crate::manifest::Manifest)).
+/// first call together ([`Manifest::together`](ck_jit_build::manifest::Manifest)).
 fn record_together(files: &CkFmhaFiles, together: &[Vec<String>]) -> Result<(), Error> {
     let Some(path) = &files.manifest_path else {
         return Ok(());
@@ -455,7 +455,7 @@ fn record_together(files: &CkFmhaFiles, together: &[Vec<String>]) -> Result<(), 
         why: format!("the dispatchers' call sets: {e}"),
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::write_manifest(&m, dir)?;
+    ck_jit_build::write_manifest(&m, dir)?;
     Ok(())
 }
 
@@ -502,8 +502,8 @@ pub fn compile_dispatchers(
     let g = glue(&ck, &wanted)?;
     let glue_cpp = out_dir.join("ck_jit_glue.cpp");
     let glue_rs = out_dir.join("ck_jit_glue.rs");
-    crate::record::write_if_changed(&glue_cpp, &g.cpp).map_err(io_err(&glue_cpp))?;
-    crate::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
+    ck_jit_build::record::write_if_changed(&glue_cpp, &g.cpp).map_err(io_err(&glue_cpp))?;
+    ck_jit_build::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
 
     let manifest = &files.manifest;
     let group = manifest.groups.first().ok_or_else(|| Error::NoBlobs {

@@ -20,8 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{analyse, strip_hip_flags, Analysed};
 use super::{link, probe};
-use crate::cargo::CargoOutput;
-use crate::env;
+use ck_jit_build::CargoOutput;
 
 /// The interception log (presence, together with a compiler name as
 /// argv[0], means shim mode).
@@ -81,7 +80,7 @@ pub struct Record {
 }
 
 fn var(name: &str) -> Option<OsString> {
-    env::var(name, &mut CargoOutput::silent()).filter(|v| !v.is_empty())
+    CargoOutput::silent().var(name).filter(|v| !v.is_empty())
 }
 
 /// Whether this process was started as the fake compiler: the interceptor
@@ -90,8 +89,8 @@ fn var(name: &str) -> Option<OsString> {
 ///
 /// ```no_run
 /// // build.rs, the start of `main`
-/// if ck_jit_build::intercept::is_shim() {
-///     ck_jit_build::intercept::shim_main()
+/// if ck_jit_ck::intercept::is_shim() {
+///     ck_jit_ck::intercept::shim_main()
 /// }
 /// // ... the build script proper
 /// ```

@@ -1,8 +1,8 @@
-//! The error type of the CK preset, the dispatcher rewrite and the build
+//! The error type of the CK preset, the lazy dispatchers and the build
 //! interceptor: each variant names the step that failed and carries the
 //! path, program, command or call site it failed on.
 //!
-//! It is separate from [`crate::Error`] because these steps run programs and
+//! It is separate from [`ck_jit_build::Error`] because these steps run programs and
 //! read C++ sources, which the plain manifest builder never does; a failure
 //! of the manifest assembly itself is wrapped unchanged in
 //! [`Error::Build`].
@@ -11,14 +11,14 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::manifest::escape;
+use ck_jit_build::manifest::escape;
 
 /// Why the CK preset, a dispatcher rewrite or an interception failed.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// Assembling or writing the manifest (cache name, root, write, ...).
-    Build(crate::Error),
+    Build(ck_jit_build::Error),
     /// Finding the CK tree: the path is missing or holds no CK FMHA example.
     SourceTree {
         /// The tree as given.
@@ -246,15 +246,15 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Error {
+impl From<ck_jit_build::Error> for Error {
+    fn from(e: ck_jit_build::Error) -> Error {
         Error::Build(e)
     }
 }
 
-impl From<crate::manifest::ManifestError> for Error {
-    fn from(e: crate::manifest::ManifestError) -> Error {
-        Error::Build(crate::Error::Manifest(e))
+impl From<ck_jit_build::manifest::ManifestError> for Error {
+    fn from(e: ck_jit_build::manifest::ManifestError) -> Error {
+        Error::Build(ck_jit_build::Error::Manifest(e))
     }
 }
 

@@ -16,9 +16,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use ck_common::TempDir;
-use ck_jit_build::ck::Error;
-use ck_jit_build::intercept::{self, Intercept};
 use ck_jit_build::manifest::{Manifest, SymbolSpec};
+use ck_jit_ck::intercept::{self, Intercept};
+use ck_jit_ck::Error;
 
 #[cfg(target_os = "linux")]
 #[used]

@@ -102,11 +102,10 @@ use super::error::{io_err, quoted, shown, tail, Error};
 use super::preset::{describe_blob, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
-use crate::cargo::CargoOutput;
-use crate::env;
-use crate::group::BlobGroup;
-use crate::manifest::{self, escape, Blob, Manifest, SymbolSpec};
-use crate::record::{self, Recorder, Refused};
+use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
+use ck_jit_build::record::{self, Recorder, Refused};
+use ck_jit_build::BlobGroup;
+use ck_jit_build::CargoOutput;
 
 /// The default blob file-name patterns: CK's FMHA blobs, which all name
 /// their head dimension (`fmha_fwd_d128_...`, `fmha_batch_prefill_d64_...`,
@@ -119,10 +118,10 @@ const DEFAULT_BLOBS: &[&str] = &["fmha_*_d[0-9]*"];
 ///
 /// ```no_run
 /// // build.rs, in `main`
-/// if ck_jit_build::intercept::is_shim() {
-///     ck_jit_build::intercept::shim_main()
+/// if ck_jit_ck::intercept::is_shim() {
+///     ck_jit_ck::intercept::shim_main()
 /// }
-/// ck_jit_build::intercept::Intercept::new(["python3", "op_tests/cpp/mha/compile.py", "--api", "fwd"])
+/// ck_jit_ck::intercept::Intercept::new(["python3", "op_tests/cpp/mha/compile.py", "--api", "fwd"])
 ///     .current_dir("third_party/aiter")
 ///     .blobs("fmha_*.cpp")
 ///     .write();
@@ -181,7 +180,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make", "-j8"]);
+    /// ck_jit_ck::intercept::Intercept::new(["make", "-j8"]);
     /// ```
     pub fn new<I, S>(command: I) -> Intercept
     where
@@ -231,7 +230,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["python3", "compile.py"])
+    /// ck_jit_ck::intercept::Intercept::new(["python3", "compile.py"])
     ///     .hip_version("6.4.43482")
     ///     .env("GPU_ARCHS", "gfx942");
     /// ```
@@ -248,7 +247,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"])
+    /// ck_jit_ck::intercept::Intercept::new(["make"])
     ///     .real_compiler_drops("-mllvm -amdgpu-coerce-illegal-types=1");
     /// ```
     pub fn real_compiler_drops(&mut self, args: &str) -> &mut Intercept {
@@ -272,7 +271,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"])
+    /// ck_jit_ck::intercept::Intercept::new(["make"])
     ///     .lazy_libraries("target/release/libck_jit_capi.a");
     /// ```
     pub fn lazy_libraries<P: AsRef<Path>>(&mut self, runtime: P) -> &mut Intercept {
@@ -285,7 +284,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).current_dir("native");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).current_dir("native");
     /// ```
     pub fn current_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut Intercept {
         self.cwd = Some(dir.as_ref().to_path_buf());
@@ -298,7 +297,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).root("..");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).root("..");
     /// ```
     pub fn root<P: AsRef<Path>>(&mut self, dir: P) -> &mut Intercept {
         self.root = Some(dir.as_ref().to_path_buf());
@@ -313,7 +312,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).blobs("kernel_*.cu");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).blobs("kernel_*.cu");
     /// ```
     pub fn blobs(&mut self, pattern: &str) -> &mut Intercept {
         self.blobs.push(pattern.to_string());
@@ -326,7 +325,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).exclude("*_host.cpp");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).exclude("*_host.cpp");
     /// ```
     pub fn exclude(&mut self, pattern: &str) -> &mut Intercept {
         self.exclude.push(pattern.to_string());
@@ -339,7 +338,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).compiler_name("hipcc").compiler_name("amdclang++");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).compiler_name("hipcc").compiler_name("amdclang++");
     /// ```
     pub fn compiler_name(&mut self, name: &str) -> &mut Intercept {
         self.names.push(name.to_string());
@@ -352,7 +351,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).real_compiler("/opt/rocm/bin/hipcc");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).real_compiler("/opt/rocm/bin/hipcc");
     /// ```
     pub fn real_compiler<P: AsRef<Path>>(&mut self, program: P) -> &mut Intercept {
         self.real = Some(program.as_ref().to_path_buf());
@@ -365,7 +364,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).manifest_compiler("/opt/rocm/bin/hipcc");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).manifest_compiler("/opt/rocm/bin/hipcc");
     /// ```
     pub fn manifest_compiler(&mut self, program: &str) -> &mut Intercept {
         self.manifest_compiler = Some(program.to_string());
@@ -379,7 +378,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).shim_program("/path/to/build-script");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).shim_program("/path/to/build-script");
     /// ```
     pub fn shim_program<P: AsRef<Path>>(&mut self, program: P) -> &mut Intercept {
         self.shim_program = Some(program.as_ref().to_path_buf());
@@ -392,7 +391,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).work_dir("target/intercept");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).work_dir("target/intercept");
     /// ```
     pub fn work_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut Intercept {
         self.work_dir = Some(dir.as_ref().to_path_buf());
@@ -404,7 +403,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).out_dir("target/ck");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).out_dir("target/ck");
     /// ```
     pub fn out_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut Intercept {
         self.out_dir = Some(dir.as_ref().to_path_buf());
@@ -416,7 +415,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).env("GPU_ARCHS", "gfx942");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).env("GPU_ARCHS", "gfx942");
     /// ```
     pub fn env<K: AsRef<OsStr>, V: AsRef<OsStr>>(&mut self, key: K, value: V) -> &mut Intercept {
         self.envs
@@ -429,7 +428,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).name("aiter_mha");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).name("aiter_mha");
     /// ```
     pub fn name(&mut self, name: &str) -> &mut Intercept {
         self.name = Some(name.to_string());
@@ -437,12 +436,13 @@ impl Intercept {
     }
 
     /// The group name for blobs that are not CK FMHA blobs (default
-    /// `blob`); CK blobs are grouped by their [`Kind`](super::Kind).
+    /// `blob`); CK blobs are grouped by their kind (what their specialised
+    /// names share, `fwd` for `fmha_fwd_`).
     ///
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).group_name("kernels");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).group_name("kernels");
     /// ```
     pub fn group_name(&mut self, name: &str) -> &mut Intercept {
         self.group_name = name.to_string();
@@ -455,7 +455,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).symbol_exact("{name}_entry");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).symbol_exact("{name}_entry");
     /// ```
     pub fn symbol_exact(&mut self, symbol: &str) -> &mut Intercept {
         self.symbol = SymbolSpec::Exact(symbol.to_string());
@@ -468,7 +468,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).symbol_prefix("_Z6launch");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).symbol_prefix("_Z6launch");
     /// ```
     pub fn symbol_prefix(&mut self, prefix: &str) -> &mut Intercept {
         self.symbol = SymbolSpec::Prefix(prefix.to_string());
@@ -484,7 +484,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"])
+    /// ck_jit_ck::intercept::Intercept::new(["make"])
     ///     .watch("native/Makefile")
     ///     .watch("native/src");
     /// ```
@@ -498,7 +498,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).cargo_metadata(false);
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).cargo_metadata(false);
     /// ```
     pub fn cargo_metadata(&mut self, print: bool) -> &mut Intercept {
         self.cargo_metadata = print;
@@ -512,11 +512,11 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// use ck_jit_build::intercept::Intercept;
+    /// use ck_jit_ck::intercept::Intercept;
     /// let hipcc = Intercept::new(["true"]).work_dir("target/i").fake_compiler()?;
     /// let mut cmake = Intercept::new(["cmake", "-S", "ck", "-B", "build"]);
     /// cmake.work_dir("target/i").arg_os(format!("-DCMAKE_CXX_COMPILER={}", hipcc.display()));
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn fake_compiler(&self) -> Result<PathBuf, Error> {
         let work = self.resolve_work_dir(&mut CargoOutput::silent())?;
@@ -530,7 +530,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).arg_os("-j4");
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).arg_os("-j4");
     /// ```
     pub fn arg_os<S: AsRef<OsStr>>(&mut self, arg: S) -> &mut Intercept {
         self.command.push(arg.as_ref().to_os_string());
@@ -573,9 +573,9 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// let done = ck_jit_build::intercept::Intercept::new(["make"]).work_dir("w").try_run()?;
+    /// let done = ck_jit_ck::intercept::Intercept::new(["make"]).work_dir("w").try_run()?;
     /// println!("{} blob compiles recorded", done.records.len());
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_run(&self) -> Result<Intercepted, Error> {
         self.run(&mut CargoOutput::silent())
@@ -588,8 +588,8 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).try_write()?;
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).try_write()?;
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<Intercepted, Error> {
         let stdout = io::stdout();
@@ -604,8 +604,8 @@ impl Intercept {
     ///
     /// ```no_run
     /// let mut lines = Vec::new();
-    /// ck_jit_build::intercept::Intercept::new(["make"]).try_write_with_output(&mut lines)?;
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).try_write_with_output(&mut lines)?;
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write_with_output(
         &self,
@@ -625,7 +625,7 @@ impl Intercept {
         for path in watched {
             match path.to_str() {
                 Some(p) if !p.contains(['\n', '\r']) => cargo.rerun_if_changed(p),
-                _ => return Err(crate::Error::RerunPath { path }.into()),
+                _ => return Err(ck_jit_build::Error::RerunPath { path }.into()),
             }
         }
         let out_dir = self.resolve_out_dir(&mut cargo)?;
@@ -644,7 +644,7 @@ impl Intercept {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::intercept::Intercept::new(["make"]).write();
+    /// ck_jit_ck::intercept::Intercept::new(["make"]).write();
     /// ```
     pub fn write(&self) -> Intercepted {
         match self.try_write() {
@@ -666,14 +666,15 @@ impl Intercept {
         let work = self.resolve_work_dir(cargo)?;
         fs::create_dir_all(&work).map_err(io_err(&work))?;
         let work = fs::canonicalize(&work).map_err(io_err(&work))?;
-        let orig_path = env::var("PATH", cargo);
-        let orig_rocm = env::var("ROCM_PATH", cargo);
-        let orig_hip = env::var("HIP_PATH", cargo);
-        let orig_rocm_home = env::var("ROCM_HOME", cargo);
-        let orig_cxx = env::var("CXX", cargo);
+        let orig_path = cargo.var("PATH");
+        let orig_rocm = cargo.var("ROCM_PATH");
+        let orig_hip = cargo.var("HIP_PATH");
+        let orig_rocm_home = cargo.var("ROCM_HOME");
+        let orig_cxx = cargo.var("CXX");
         let real = match &self.real {
             Some(r) => Some(r.clone()),
-            None => env::var(shim::REAL_HIPCC, cargo)
+            None => cargo
+                .var(shim::REAL_HIPCC)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
         };
@@ -866,7 +867,7 @@ impl Intercept {
         record::write_if_changed(&previous, &text).map_err(io_err(&previous))?;
         let links = read_links(&links_log)?;
         let root = match &self.root {
-            Some(r) => fs::canonicalize(r).map_err(|source| crate::Error::Root {
+            Some(r) => fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
                 path: r.clone(),
                 source,
             })?,
@@ -1081,12 +1082,11 @@ impl Intercept {
                 format!("{}_{n}", key.0)
             };
             let mut g = BlobGroup::new(&group_name);
-            g.compiler(&key.1)
-                .args_template(&key.2)
-                .symbol(match &key.4 {
-                    (true, p) => SymbolSpec::Prefix(p.clone()),
-                    (false, e) => SymbolSpec::Exact(e.clone()),
-                });
+            g.compiler(&key.1).args_template(&key.2);
+            match &key.4 {
+                (true, p) => g.symbol_prefix(p),
+                (false, e) => g.symbol_exact(e),
+            };
             let rendered = g.render()?;
             // The working directory is already a template (`{root}/...` or
             // absolute).

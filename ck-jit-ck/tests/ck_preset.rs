@@ -13,9 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ck_jit_build::ck::{CallOrder, CkFmha, Error, Role, Vocabulary};
 use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
+use ck_jit_ck::{CallOrder, CkFmha, Error, Role, Vocabulary};
 use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
 
@@ -158,7 +158,7 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
     let mut returns: BTreeMap<String, String> = BTreeMap::new();
     for (_, p) in files.blobs() {
         let text = std::fs::read_to_string(p).unwrap();
-        for s in ck_jit_build::ck::decl::specialisations(&text).unwrap() {
+        for s in ck_jit_ck::decl::specialisations(&text).unwrap() {
             returns.entry(s.template).or_insert(s.returns);
         }
     }

@@ -27,8 +27,7 @@ use super::shim::{
     append_line, real_command, restored, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS,
     SHIM_LOG, SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
 };
-use crate::cargo::CargoOutput;
-use crate::env;
+use ck_jit_build::CargoOutput;
 
 /// One link made lazy: a line of the link log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +44,8 @@ pub struct Link {
 }
 
 fn var(name: &str) -> Option<String> {
-    env::var(name, &mut CargoOutput::silent())
+    CargoOutput::silent()
+        .var(name)
         .and_then(|v| v.into_string().ok())
         .filter(|v| !v.is_empty())
 }
@@ -117,7 +117,7 @@ fn quote_response(arg: &str) -> String {
 /// Returns the order of the dispatchers' calls, for the stubs
 /// ([`CallOrder`]).
 ///
-/// [`Manifest::together`]: crate::manifest::Manifest
+/// [`Manifest::together`]: ck_jit_build::manifest::Manifest
 /// [`CallOrder`]: super::super::CallOrder
 fn note_together(
     flat: &[String],
@@ -299,7 +299,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
         super::super::lazy::stub_source_ordered(&blobs, &order).map_err(|e| e.to_string())?;
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
     let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
-    crate::record::write_if_changed(&stubs, &stubs_text)
+    ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
         .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
 
     // Compiled with the first blob's own command: its includes and

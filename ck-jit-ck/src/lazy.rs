@@ -31,7 +31,7 @@ use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
 use super::preset::{CkFmhaFiles, Role};
 use super::symbol::mangled_template_prefix;
-use crate::record::write_if_changed;
+use ck_jit_build::record::write_if_changed;
 
 /// How many blobs one stub file defines at most. Every file parses CK's
 /// headers again, which costs more than its specialisations: one file per
@@ -48,7 +48,7 @@ pub struct Stubs {
     pub specialisations: usize,
     /// The blobs each dispatcher call runs together (CK's bwd kernels, a
     /// splitkv pair; [`CallCheck::groups`](super::calls::CallCheck)), by
-    /// name: what [`Manifest::together`](crate::manifest::Manifest) records.
+    /// name: what [`Manifest::together`](ck_jit_build::manifest::Manifest) records.
     pub together: Vec<Vec<String>>,
 }
 

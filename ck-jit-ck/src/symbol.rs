@@ -9,7 +9,7 @@ pub(crate) const SOURCE_EXTENSIONS: &[&str] = &["cpp", "cc", "cxx", "c", "cu", "
 /// global function template `name` starts.
 ///
 /// ```
-/// assert_eq!(ck_jit_build::ck::mangled_template_prefix("fmha_fwd_"), "_Z9fmha_fwd_I");
+/// assert_eq!(ck_jit_ck::mangled_template_prefix("fmha_fwd_"), "_Z9fmha_fwd_I");
 /// ```
 pub fn mangled_template_prefix(name: &str) -> String {
     format!("_Z{}{name}I", name.len())

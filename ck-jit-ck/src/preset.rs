@@ -18,12 +18,11 @@ use super::decl;
 use super::error::{io_err, shown, Error};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
-use crate::cargo::CargoOutput;
-use crate::env;
-use crate::group::BlobGroup;
-use crate::manifest::rules::RulesFile;
-use crate::manifest::{escape, Blob, Manifest, SymbolSpec};
-use crate::record::{self, write_if_changed, Recorder, Refused};
+use ck_jit_build::manifest::rules::RulesFile;
+use ck_jit_build::manifest::{escape, Blob, Manifest};
+use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
+use ck_jit_build::BlobGroup;
+use ck_jit_build::CargoOutput;
 
 /// Where CK keeps the FMHA example (headers and generator) in its tree.
 pub const FMHA_EXAMPLE_DIR: &str = "example/ck_tile/01_fmha";
@@ -103,7 +102,7 @@ const CK_FMHA_FLAGS: &[&str] = &[
 ///
 /// ```no_run
 /// // build.rs
-/// use ck_jit_build::ck::CkFmha;
+/// use ck_jit_ck::CkFmha;
 ///
 /// let files = CkFmha::new()
 ///     .source("third_party/aiter")
@@ -310,7 +309,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// let mut ck = ck_jit_build::ck::CkFmha::new();
+    /// let mut ck = ck_jit_ck::CkFmha::new();
     /// ```
     pub fn new() -> CkFmha {
         CkFmha {
@@ -341,7 +340,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().source("third_party/composable_kernel");
+    /// ck_jit_ck::CkFmha::new().source("third_party/composable_kernel");
     /// ```
     pub fn source<P: AsRef<Path>>(&mut self, tree: P) -> &mut CkFmha {
         self.source = Some(tree.as_ref().to_path_buf());
@@ -358,7 +357,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new()
+    /// ck_jit_ck::CkFmha::new()
     ///     .source("third_party/composable_kernel")
     ///     .generated_dir("generated/fmha");
     /// ```
@@ -367,8 +366,8 @@ impl CkFmha {
         self
     }
 
-    /// Adds a direction to generate (`generate.py -d`): a [`Direction`] or
-    /// any name the generator offers (`"batch_prefill"`); default every
+    /// Adds a direction to generate (`generate.py -d`): any name the
+    /// generator offers (`"fwd"`, `"batch_prefill"`); default every
     /// direction the generator offers (its `codegen/ops/fmha_*.py`
     /// modules). A name it does not offer is an error listing those it does.
     /// With [`generated_dir`](CkFmha::generated_dir), every generated blob
@@ -377,7 +376,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// use ck_jit_build::ck::CkFmha;
+    /// use ck_jit_ck::CkFmha;
     /// CkFmha::new().direction("fwd").direction("batch_prefill");
     /// ```
     pub fn direction(&mut self, direction: impl std::fmt::Display) -> &mut CkFmha {
@@ -396,7 +395,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().receipt(600);
+    /// ck_jit_ck::CkFmha::new().receipt(600);
     /// ```
     pub fn receipt(&mut self, receipt: u32) -> &mut CkFmha {
         self.receipt = receipt;
@@ -409,7 +408,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().filter("*_d128_*");
+    /// ck_jit_ck::CkFmha::new().filter("*_d128_*");
     /// ```
     pub fn filter(&mut self, pattern: &str) -> &mut CkFmha {
         self.filter = Some(pattern.to_string());
@@ -422,7 +421,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().arch("gfx90a").arch("gfx942");
+    /// ck_jit_ck::CkFmha::new().arch("gfx90a").arch("gfx942");
     /// ```
     pub fn arch(&mut self, arch: &str) -> &mut CkFmha {
         self.archs.push(arch.to_string());
@@ -435,7 +434,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().compiler("/opt/rocm/bin/hipcc");
+    /// ck_jit_ck::CkFmha::new().compiler("/opt/rocm/bin/hipcc");
     /// ```
     pub fn compiler(&mut self, program: &str) -> &mut CkFmha {
         self.compiler = program.to_string();
@@ -447,7 +446,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().flag("-mllvm").flag("-enable-post-misched=0");
+    /// ck_jit_ck::CkFmha::new().flag("-mllvm").flag("-enable-post-misched=0");
     /// ```
     pub fn flag(&mut self, flag: &str) -> &mut CkFmha {
         self.flags.push(flag.to_string());
@@ -460,7 +459,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().include("/opt/ck/include");
+    /// ck_jit_ck::CkFmha::new().include("/opt/ck/include");
     /// ```
     pub fn include<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
         self.includes.push(dir.as_ref().to_path_buf());
@@ -472,7 +471,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().define("CK_TILE_FLOAT_TO_BFLOAT16_DEFAULT", Some("3"));
+    /// ck_jit_ck::CkFmha::new().define("CK_TILE_FLOAT_TO_BFLOAT16_DEFAULT", Some("3"));
     /// ```
     pub fn define(&mut self, name: &str, value: Option<&str>) -> &mut CkFmha {
         self.defines
@@ -486,7 +485,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().fast_exp2(false);
+    /// ck_jit_ck::CkFmha::new().fast_exp2(false);
     /// ```
     pub fn fast_exp2(&mut self, on: bool) -> &mut CkFmha {
         self.fast_exp2 = on;
@@ -498,7 +497,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().python("/usr/bin/python3.11");
+    /// ck_jit_ck::CkFmha::new().python("/usr/bin/python3.11");
     /// ```
     pub fn python<P: AsRef<Path>>(&mut self, program: P) -> &mut CkFmha {
         self.python = program.as_ref().to_path_buf();
@@ -510,7 +509,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().name("my_attention");
+    /// ck_jit_ck::CkFmha::new().name("my_attention");
     /// ```
     pub fn name(&mut self, name: &str) -> &mut CkFmha {
         self.name = Some(name.to_string());
@@ -522,7 +521,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().out_dir("target/ck");
+    /// ck_jit_ck::CkFmha::new().out_dir("target/ck");
     /// ```
     pub fn out_dir<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
         self.out_dir = Some(dir.as_ref().to_path_buf());
@@ -535,7 +534,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().root("..");
+    /// ck_jit_ck::CkFmha::new().root("..");
     /// ```
     pub fn root<P: AsRef<Path>>(&mut self, dir: P) -> &mut CkFmha {
         self.root = Some(dir.as_ref().to_path_buf());
@@ -547,7 +546,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().cargo_metadata(false);
+    /// ck_jit_ck::CkFmha::new().cargo_metadata(false);
     /// ```
     pub fn cargo_metadata(&mut self, print: bool) -> &mut CkFmha {
         self.cargo_metadata = print;
@@ -560,11 +559,11 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// let files = ck_jit_build::ck::CkFmha::new()
+    /// let files = ck_jit_ck::CkFmha::new()
     ///     .generated_dir("generated")
     ///     .try_manifest()?;
     /// println!("{} blobs", files.manifest.blobs.len());
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_manifest(&self) -> Result<CkFmhaFiles, Error> {
         let mut cargo = CargoOutput::silent();
@@ -578,8 +577,8 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// let files = ck_jit_build::ck::CkFmha::new().source("ck").try_write()?;
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// let files = ck_jit_ck::CkFmha::new().source("ck").try_write()?;
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<CkFmhaFiles, Error> {
         let stdout = io::stdout();
@@ -594,8 +593,8 @@ impl CkFmha {
     ///
     /// ```no_run
     /// let mut lines = Vec::new();
-    /// ck_jit_build::ck::CkFmha::new().source("ck").try_write_with_output(&mut lines)?;
-    /// # Ok::<(), ck_jit_build::ck::Error>(())
+    /// ck_jit_ck::CkFmha::new().source("ck").try_write_with_output(&mut lines)?;
+    /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<CkFmhaFiles, Error> {
         let mut cargo = if self.cargo_metadata {
@@ -621,7 +620,7 @@ impl CkFmha {
     /// # Example
     ///
     /// ```no_run
-    /// ck_jit_build::ck::CkFmha::new().source("ck").write();
+    /// ck_jit_ck::CkFmha::new().source("ck").write();
     /// ```
     pub fn write(&self) -> CkFmhaFiles {
         match self.try_write() {
@@ -727,7 +726,7 @@ impl CkFmha {
             let out_dir = self
                 .out_dir
                 .clone()
-                .or_else(|| env::var(env::OUT_DIR, &mut CargoOutput::silent()).map(PathBuf::from));
+                .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
             let inside_out = out_dir
                 .and_then(|o| fs::canonicalize(o).ok())
                 .is_some_and(|o| generated.starts_with(o));
@@ -738,7 +737,7 @@ impl CkFmha {
 
         let root = match &self.root {
             Some(r) => {
-                let canon = fs::canonicalize(r).map_err(|source| crate::Error::Root {
+                let canon = fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
                     path: r.clone(),
                     source,
                 })?;
@@ -956,7 +955,7 @@ impl CkFmha {
         for (name, value) in &self.defines {
             g.define(name, value.as_deref());
         }
-        g.symbol(SymbolSpec::Prefix(mangled_template_prefix(entry)));
+        g.symbol_prefix(&mangled_template_prefix(entry));
         Ok(g)
     }
 }
@@ -1222,7 +1221,7 @@ fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Err
 fn utf8(path: &Path) -> Result<String, Error> {
     match path.to_str() {
         Some(s) if !s.contains(['\n', '\r']) => Ok(s.to_string()),
-        _ => Err(crate::Error::RerunPath {
+        _ => Err(ck_jit_build::Error::RerunPath {
             path: path.to_path_buf(),
         }
         .into()),
