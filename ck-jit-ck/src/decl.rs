@@ -28,11 +28,15 @@ pub struct TemplateDecl {
     pub params: Vec<TemplateParam>,
 }
 
-/// One template parameter: its name and default argument, if any.
+/// One template parameter: its name, whether it takes a type, and its
+/// default argument, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateParam {
     /// The declared name (`HDim_`, `kHasLogitsSoftCap_`, `Arch`).
     pub name: String,
+    /// Whether it takes a type (`typename X`, `class X`, a template
+    /// template parameter) rather than a value (`bool X`, `index_t X`).
+    pub is_type: bool,
     /// The default argument, normalised (`false`, `void`).
     pub default: Option<String>,
 }
@@ -288,8 +292,12 @@ pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
                 }
                 None => None,
             };
+            let is_type = head
+                .first()
+                .is_some_and(|t| matches!(t.text(src), "typename" | "class" | "template"));
             params.push(TemplateParam {
                 name: name.text(src).to_string(),
+                is_type,
                 default,
             });
         }

@@ -239,34 +239,62 @@ impl Vocabulary {
     }
 
     /// Records a traits instantiation: each argument under its parameter's
-    /// name (defaults filling the rest), then the aliases.
+    /// name (defaults filling the rest), then the aliases. An argument list
+    /// that cannot be the declared one is an error naming both counts.
     fn traits(
         &self,
         t: &TemplateDecl,
         args: &[String],
         meta: &mut BTreeMap<String, String>,
     ) -> Result<(), String> {
-        if args.len() > t.params.len() {
-            return Err(format!(
-                "{} takes {} template arguments, the blob passes {}",
+        // Arguments are read by position. If the header and the generator
+        // disagree on the parameter list, every later value would be
+        // recorded one place off; a default can even make C++ accept the
+        // shorter list. Too many arguments, a missing one without default,
+        // or an argument of the wrong sort (a value for a type parameter,
+        // a type for a value parameter) all show such a shift.
+        let counts = || {
+            format!(
+                "{} declares {} template parameters, the blob passes {} arguments",
                 t.name,
                 t.params.len(),
                 args.len()
+            )
+        };
+        if args.len() > t.params.len() {
+            return Err(format!(
+                "{}: its header and its generator disagree",
+                counts()
+            ));
+        }
+        for (i, (p, a)) in t.params.iter().zip(args).enumerate() {
+            let sort = match (p.is_type, argument_sort(a)) {
+                (true, Some(Sort::Value)) => "a type, given the value",
+                (false, Some(Sort::Type)) => "a value, given the type",
+                _ => continue,
+            };
+            return Err(format!(
+                "{}: parameter {} ({}) is {sort} `{a}`, so the values are shifted: \
+                 its header and its generator disagree",
+                counts(),
+                i + 1,
+                p.name
+            ));
+        }
+        if let Some(p) = t.params[args.len()..].iter().find(|p| p.default.is_none()) {
+            return Err(format!(
+                "{}, and parameter {} has no default: its header and its generator disagree",
+                counts(),
+                p.name
             ));
         }
         let mut values: Vec<(&TemplateParam, String)> = Vec::new();
         for (i, p) in t.params.iter().enumerate() {
+            // Checked above: a missing argument has a default.
             let raw = match (args.get(i), &p.default) {
                 (Some(a), _) => a.clone(),
                 (None, Some(d)) => d.clone(),
-                (None, None) => {
-                    return Err(format!(
-                        "{} needs parameter {} and the blob passes only {} arguments",
-                        t.name,
-                        p.name,
-                        args.len()
-                    ))
-                }
+                (None, None) => continue,
             };
             values.push((p, raw));
         }
@@ -303,6 +331,31 @@ impl Vocabulary {
     }
 }
 
+/// What a template argument is, where its text says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    Type,
+    Value,
+}
+
+/// `Value` for literals (`128`, `-1`, `true`), `Type` for instantiations
+/// (`ck_tile::SimplifiedGenericAttentionMask<true>`) and built-in types;
+/// `None` for a name that could be either (an enumerator or a type alias).
+fn argument_sort(arg: &str) -> Option<Sort> {
+    let a = arg.trim();
+    let number = a.strip_prefix('-').unwrap_or(a);
+    if a == "true" || a == "false" || number.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
+        return Some(Sort::Value);
+    }
+    const BUILTIN: &[&str] = &[
+        "void", "bool", "char", "int", "float", "double", "unsigned", "long", "short",
+    ];
+    if a.ends_with('>') || BUILTIN.contains(&a) {
+        return Some(Sort::Type);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,7 +374,7 @@ mod tests {
         MODE_MAP = {\"batch\": \"false\", \"group\": \"true\"}\n";
     const BLOB: &str = "using fmha_mask_0 = ck_tile::SimplifiedGenericAttentionMask<true>;\n\
         using trait_0 = fmha_fwd_traits_<128, FmhaFwdBf16, false, fmha_mask_0,\n\
-            ck_tile::BlockAttentionBiasEnum::NO_BIAS, true, false>;\n\
+            ck_tile::BlockAttentionBiasEnum::NO_BIAS, true, false, false>;\n\
         template<> float fmha_fwd_<trait_0, ck_tile::gfx9_t>(const ck_tile::stream_config& s, fmha_fwd_args a) { return 0; }\n\
         template<> std::string fmha_fwd_get_name_<trait_0, ck_tile::gfx9_t>() { return {}; }\n";
 
@@ -350,7 +403,6 @@ mod tests {
         assert_eq!(m["bias"], "no");
         assert_eq!(m["lse"], "true");
         assert_eq!(m["logits"], "false");
-        // A parameter the blob leaves to its default.
         assert_eq!(m["kSkipMinSeqlenQ"], "false");
         assert_eq!(m["skip"], "false");
         assert_eq!(m["arch"], "gfx9");
@@ -370,13 +422,32 @@ mod tests {
     }
 
     #[test]
-    fn too_many_arguments_or_no_entry_are_errors() {
+    fn a_traits_argument_count_other_than_declared_or_no_entry_are_errors() {
         let v = vocab();
         let blob = "template<> float fmha_fwd_<fmha_fwd_traits_<1,2,3,4,5,6,7,8,9>>(int) {}";
         let e = v
             .describe(&decl::specialisations(blob).unwrap())
             .unwrap_err();
-        assert!(e.contains("takes 8 template arguments"), "{e}");
+        assert!(
+            e.contains("fmha_fwd_traits_ declares 8 template parameters, the blob passes 9"),
+            "{e}"
+        );
+        // One fewer where the rest has a default is what CK's own
+        // generators write (2025-11's batch_prefill)...
+        let blob = BLOB.replace("true, false, false>", "true, false>");
+        let d = v.describe(&decl::specialisations(&blob).unwrap()).unwrap();
+        assert_eq!(d.meta["kSkipMinSeqlenQ"], "false");
+        // ...but one missing in the middle shifts a value into a parameter
+        // of another sort.
+        let blob = BLOB.replace("<128, FmhaFwdBf16, false,", "<128, false,");
+        let e = v
+            .describe(&decl::specialisations(&blob).unwrap())
+            .unwrap_err();
+        assert!(
+            e.contains("fmha_fwd_traits_ declares 8 template parameters, the blob passes 7")
+                && e.contains("parameter 2 (DataType_) is a type, given the value `false`"),
+            "{e}"
+        );
         let blob = "template<> float fmha_f_<int>(int) {}\ntemplate<> float gmha_g_<int>(int) {}";
         assert!(v.describe(&decl::specialisations(blob).unwrap()).is_err());
         assert!(v.describe(&[]).is_err());

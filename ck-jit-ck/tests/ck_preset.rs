@@ -721,3 +721,51 @@ fn missing_trees_generators_and_pythons_are_named() {
     let e = run(&|_| {});
     assert!(e.to_string().contains("no CK tree given"), "{e}");
 }
+
+/// A traits template of `version` with one more parameter than its
+/// generator passes, a type after `HDim_`. In CK 2025-11 the last
+/// parameter has a default, so C++ counts would agree and every value
+/// after `HDim` would be read one place off. Recording must stop, naming a
+/// blob, both counts and the parameter that shows the shift.
+fn shifted_traits_are_refused(version: &str, declared: usize, passed: usize) {
+    let tmp = Scratch::new(&format!("shifted-{version}"));
+    let Some(ck) = ck_copy(version, &tmp.path().join("ck")) else {
+        return;
+    };
+    let header = ck.join("example/ck_tile/01_fmha/fmha_fwd.hpp");
+    let text = fs::read_to_string(&header).unwrap();
+    let head = "template <ck_tile::index_t HDim_,\n          typename DataType_,";
+    assert!(
+        text.contains(head),
+        "{version}: fmha_fwd_traits_ is not declared as expected"
+    );
+    let text = text.replacen(
+        head,
+        "template <ck_tile::index_t HDim_,\n          typename Inserted_,\n          typename DataType_,",
+        1,
+    );
+    fs::write(&header, text).unwrap();
+    let err = preset(&ck, &tmp.path().join("out"))
+        .direction("fwd")
+        .filter("*d128_fp16_batch*")
+        .try_write()
+        .map(|f| f.manifest.blobs.len())
+        .expect_err("blobs whose traits arguments are shifted were recorded");
+    let text = err.to_string();
+    assert!(
+        text.contains("fmha_fwd_d128_fp16_batch"),
+        "{version}: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "fmha_fwd_traits_ declares {declared} template parameters, the blob passes {passed} arguments"
+        )) && text.contains("parameter 3 (DataType_) is a type, given the value `false`"),
+        "{version}: {text}"
+    );
+}
+
+#[test]
+fn traits_arguments_shifted_against_the_declaration_are_an_error_naming_both_counts() {
+    shifted_traits_are_refused(CK_2024, 21, 20);
+    shifted_traits_are_refused(CK_2025, 24, 23);
+}
