@@ -300,6 +300,31 @@ pub(crate) fn matching_paren(src: &str, toks: &[Token], open: usize) -> Option<u
     None
 }
 
+/// How far a function body may reach when looking for its closing brace.
+const MAX_BODY_TOKENS: usize = 1 << 20;
+
+/// The index of the `}` closing the `{` at `open`, skipping nested
+/// brackets. `None` when unbalanced or farther than a bound on the work.
+pub(crate) fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, t) in toks.iter().enumerate().skip(open).take(MAX_BODY_TOKENS) {
+        if t.kind != Tok::Punct {
+            continue;
+        }
+        match t.text(src) {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return if t.text(src) == "}" { Some(i) } else { None };
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Splits `toks[from..to]` at top-level commas (outside `<>`, `()`, `[]`,
 /// `{}`), giving index ranges.
 pub(crate) fn split_commas(

@@ -26,6 +26,11 @@ pub struct TemplateDecl {
     pub is_class: bool,
     /// Its parameters, in order.
     pub params: Vec<TemplateParam>,
+    /// A function template's definition as written, `template` to the
+    /// closing `}` of its body, where this declaration defines it (a
+    /// header's launch template: what it calls is what a dispatcher
+    /// calling it needs).
+    pub definition: Option<String>,
 }
 
 /// One template parameter: its name, whether it takes a type, and its
@@ -305,6 +310,7 @@ pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
         // whose name is the identifier before the first `(`.
         let mut j = close + 1;
         let mut decl = None;
+        let mut definition = None;
         while let Some(tj) = toks.get(j).filter(|_| j - close < cpp::MAX_SPAN_TOKENS) {
             let text = tj.text(src);
             if tj.kind == Tok::Punct && matches!(text, ";" | "{" | "=") {
@@ -323,6 +329,9 @@ pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
                 if let Some(n) = j.checked_sub(1).and_then(|p| toks.get(p)) {
                     if n.kind == Tok::Ident {
                         decl = Some((n.text(src).to_string(), false));
+                        definition = function_body_end(src, &toks, j)
+                            .and_then(|end| src.get(t.start..end))
+                            .map(str::to_string);
                     }
                 }
                 break;
@@ -334,11 +343,32 @@ pub fn template_declarations(src: &str) -> Result<Vec<TemplateDecl>, Error> {
                 name,
                 is_class,
                 params,
+                definition,
             });
         }
         i = close + 1;
     }
     Ok(out)
+}
+
+/// Where the body of the function whose parameter list opens at token
+/// `open` ends (the byte after its `}`; the body follows the `)` and any
+/// qualifiers or trailing return type), or `None` for a declaration
+/// ending in `;`.
+fn function_body_end(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    let close = cpp::matching_paren(src, toks, open)?;
+    let mut k = close + 1;
+    while let Some(t) = toks.get(k).filter(|_| k - close < cpp::MAX_SPAN_TOKENS) {
+        if t.kind == Tok::Punct && matches!(t.text(src), ";" | "=") {
+            return None;
+        }
+        if is_punct(src, Some(t), "{") {
+            let end = cpp::matching_brace(src, toks, k)?;
+            return Some(toks[end].end);
+        }
+        k += 1;
+    }
+    None
 }
 
 /// What a blob source declares at namespace scope.

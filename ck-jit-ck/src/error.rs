@@ -123,6 +123,21 @@ pub enum Error {
         /// The compiler's message.
         why: String,
     },
+    /// Reading a compiled object or archive.
+    Object {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Compiled dispatchers leave specialisations of blob templates
+    /// undefined that no stub defines: every one of them.
+    UndefinedSpecialisations {
+        /// What was linked or archived (a library, a shared object).
+        output: PathBuf,
+        /// Each symbol, with its template and the object that needs it.
+        missing: Vec<crate::objects::Missing>,
+    },
 }
 
 /// `s` with control characters escaped, not shortened (normalised traits
@@ -231,6 +246,20 @@ impl fmt::Display for Error {
                 "compiling CK's dispatchers, lazy stubs and glue with '{}' failed: {}",
                 shown(compiler),
                 escape(why)
+            ),
+            Error::Object { path, why } => {
+                write!(f, "cannot read object '{}': {}", shown(path), escape(why))
+            }
+            Error::UndefinedSpecialisations { output, missing } => write!(
+                f,
+                "'{}': {} blob specialisation{} the compiled dispatchers call {} no blob \
+                 stub: {} (the blobs are missing from the generated output, or the \
+                 dispatchers call kinds that were not recorded)",
+                shown(output),
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                if missing.len() == 1 { "has" } else { "have" },
+                escape(&crate::objects::describe(missing, 20))
             ),
         }
     }

@@ -548,6 +548,10 @@ pub fn compile_dispatchers(
             compiler: compiler.to_path_buf(),
             why: e.to_string(),
         })?;
+    // What the compiled dispatchers need, whatever the CK version's shape:
+    // every blob specialisation they leave undefined has a stub.
+    let archive = out_dir.join("ck_jit_obj").join(format!("lib{library}.a"));
+    files.check_objects(std::slice::from_ref(&archive), &archive)?;
     Ok(CompiledDispatchers {
         sources,
         rust: glue_rs,

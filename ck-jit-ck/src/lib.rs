@@ -57,6 +57,7 @@ mod error;
 pub mod ffi;
 pub mod intercept;
 mod lazy;
+pub mod objects;
 mod preset;
 pub mod rules;
 mod symbol;

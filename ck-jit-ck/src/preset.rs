@@ -17,7 +17,7 @@ use super::codegen::{Codegen, Outcome};
 use super::decl;
 use super::error::{io_err, shown, Error};
 use super::symbol::mangled_template_prefix;
-use super::vocab::{BlobDecl, Vocabulary};
+use super::vocab::{calls_template, BlobDecl, Vocabulary};
 use ck_jit_build::manifest::rules::RulesFile;
 use ck_jit_build::manifest::{escape, Blob, Manifest};
 use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
@@ -198,6 +198,23 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
+    /// The definitions of the function templates of the CK tree's FMHA
+    /// headers that call blob templates (newer CK's bwd launch template in
+    /// `fmha_bwd.hpp`): appended to each dispatcher's text when it is
+    /// read, so its calls are followed into the headers it includes. The
+    /// lines of the dispatcher itself keep their numbers.
+    fn header_launchers(&self) -> Result<String, Error> {
+        let Some(ck) = &self.ck_root else {
+            return Ok(String::new());
+        };
+        let vocab = Vocabulary::read(&ck.join(FMHA_EXAMPLE_DIR))?;
+        let templates: BTreeSet<String> = self
+            .blobs()
+            .flat_map(|(d, _)| d.templates.iter().cloned())
+            .collect();
+        Ok(vocab.launcher_definitions(&templates))
+    }
+
     /// Checks every call CK's dispatchers make of a blob specialisation
     /// against the specialisations the recorded blobs define (see
     /// [`check_calls`](super::calls::check_calls)).
@@ -213,9 +230,11 @@ impl CkFmhaFiles {
             .collect();
         let owner = super::calls::defined_specialisations(&blobs)?;
         let defined: std::collections::BTreeSet<String> = owner.keys().cloned().collect();
+        let launchers = self.header_launchers()?;
         let mut dispatchers = Vec::new();
         for p in self.dispatchers() {
-            let text = fs::read_to_string(p).map_err(io_err(p))?;
+            let mut text = fs::read_to_string(p).map_err(io_err(p))?;
+            text.push_str(&launchers);
             dispatchers.push((p.to_path_buf(), text));
         }
         let mut check = super::calls::check_calls(&dispatchers, &defined)?;
@@ -258,13 +277,25 @@ impl CkFmhaFiles {
             blobs.push((name.to_string(), text));
         }
         let blob_of = super::rules::blobs_by_specialisation(&blobs)?;
+        let launchers = self.header_launchers()?;
         let mut out = Vec::new();
         let mut unresolved = Vec::new();
         for api in self.dispatchers() {
-            let text = fs::read_to_string(api).map_err(io_err(api))?;
+            let mut text = fs::read_to_string(api).map_err(io_err(api))?;
+            text.push_str(&launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let r = super::rules::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
+            if r.rules.blobs.is_empty() && r.unresolved.is_empty() {
+                // A dispatcher calls blobs (that is how it was told from a
+                // host source); rules that reach none would decide nothing.
+                return Err(Error::SourceTree {
+                    path: api.to_path_buf(),
+                    why: "no call of a blob template was found in this dispatcher or in the \
+                          templates of the CK headers it can call: its rules would be empty"
+                        .into(),
+                });
+            }
             unresolved.extend(
                 r.unresolved
                     .into_iter()
@@ -1058,9 +1089,13 @@ fn classify_files(
             texts.push(Some(text));
         }
     }
+    // A dispatcher calls a blob template, or a template of the headers
+    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
+    let mut called = templates.clone();
+    called.extend(vocab.launchers(&templates));
     for (f, text) in files.iter_mut().zip(texts) {
         if let Some(text) = text {
-            let calls = templates.iter().any(|t| text.contains(&format!("{t}<")));
+            let calls = called.iter().any(|t| calls_template(&text, t));
             f.role = if calls { Role::Dispatcher } else { Role::Host };
         }
     }

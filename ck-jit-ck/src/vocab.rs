@@ -10,7 +10,7 @@
 //! recorded under that name; others as C++ spells them, `true`/`false` and
 //! numbers included.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 
@@ -139,6 +139,66 @@ impl Vocabulary {
             }
             self.tables.insert(name, pairs);
         }
+    }
+
+    /// The function templates the headers declare (the entries blobs
+    /// specialise among them), sorted.
+    pub fn function_templates(&self) -> Vec<&str> {
+        let mut t: Vec<&str> = self
+            .templates
+            .values()
+            .filter(|d| !d.is_class)
+            .map(|d| d.name.as_str())
+            .collect();
+        t.sort_unstable();
+        t
+    }
+
+    /// The function templates the headers define whose bodies call one of
+    /// `blob_templates`, directly or through another such template: what
+    /// a dispatcher may call instead of a blob (newer CK's
+    /// `fmha_bwd_<dot_do_o, dq_dk_dv, convert_dq, Arch>` in
+    /// `fmha_bwd.hpp`). Sorted.
+    pub fn launchers(&self, blob_templates: &BTreeSet<String>) -> Vec<String> {
+        let mut called: BTreeSet<String> = blob_templates.clone();
+        let mut out = Vec::new();
+        loop {
+            let before = out.len();
+            for d in self.templates.values() {
+                let Some(body) = &d.definition else { continue };
+                if called.contains(&d.name) {
+                    continue;
+                }
+                if called.iter().any(|t| calls_template(body, t)) {
+                    called.insert(d.name.clone());
+                    out.push(d.name.clone());
+                }
+            }
+            if out.len() == before {
+                break;
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The definitions of [`launchers`](Self::launchers), as the headers
+    /// write them: what a reading of a dispatcher appends to follow its
+    /// calls into the headers it includes.
+    pub fn launcher_definitions(&self, blob_templates: &BTreeSet<String>) -> String {
+        let mut text = String::new();
+        for name in self.launchers(blob_templates) {
+            if let Some(d) = self
+                .templates
+                .get(&name)
+                .and_then(|d| d.definition.as_ref())
+            {
+                text.push('\n');
+                text.push_str(d);
+                text.push('\n');
+            }
+        }
+        text
     }
 
     /// The declaration of template `name`, if a header declares it.
@@ -331,6 +391,22 @@ impl Vocabulary {
     }
 }
 
+/// Whether `text` names `template<` as a whole identifier (`fmha_fwd_<`,
+/// not `my_fmha_fwd_<`).
+pub(crate) fn calls_template(text: &str, template: &str) -> bool {
+    let pat = format!("{template}<");
+    let mut from = 0;
+    while let Some(at) = text[from..].find(&pat) {
+        let at = from + at;
+        let before = text[..at].bytes().next_back();
+        if !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return true;
+        }
+        from = at + pat.len();
+    }
+    false
+}
+
 /// What a template argument is, where its text says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sort {
@@ -406,6 +482,35 @@ mod tests {
         assert_eq!(m["kSkipMinSeqlenQ"], "false");
         assert_eq!(m["skip"], "false");
         assert_eq!(m["arch"], "gfx9");
+    }
+
+    #[test]
+    fn header_templates_that_call_blob_templates_are_launchers_through_each_other() {
+        let mut v = Vocabulary::new();
+        v.add_header(
+            "template <typename A, typename Arch>\n\
+             float inner_(const S& s, X a) { return fmha_k_oneshot_<A, Arch>(s, a); }\n\
+             template <typename A, typename Arch>\n\
+             float outer_(const S& s, X a) { return inner_<A, Arch>(s, a); }\n\
+             template <typename A>\n\
+             float unrelated_(X a) { return my_fmha_k_oneshot_<A>(a); }\n\
+             template <typename A, typename Arch>\n\
+             float declared_only_(X a);\n",
+        )
+        .unwrap();
+        let blob: BTreeSet<String> = ["fmha_k_oneshot_".to_string()].into();
+        assert_eq!(v.launchers(&blob), ["inner_", "outer_"]);
+        let defs = v.launcher_definitions(&blob);
+        assert!(
+            defs.contains("template <typename A, typename Arch>\nfloat inner_("),
+            "{defs}"
+        );
+        assert!(
+            !defs.contains("unrelated_") && !defs.contains("declared_only_"),
+            "{defs}"
+        );
+        assert!(calls_template("x = fmha_k_<A>(s);", "fmha_k_"));
+        assert!(!calls_template("x = my_fmha_k_<A>(s);", "fmha_k_"));
     }
 
     #[test]

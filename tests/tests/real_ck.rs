@@ -321,6 +321,8 @@ fn real_ck_blobs_compile_load_and_resolve() {
     let mut jobs = VecDeque::new();
     let mut report = String::new();
     let mut lazy_objects: Vec<(usize, PathBuf)> = Vec::new();
+    // Per version: the fwd run's files and its dispatcher's object.
+    let mut fwd_runs: Vec<(usize, ck_jit_ck::CkFmhaFiles, PathBuf)> = Vec::new();
     for (vi, v) in versions.iter().enumerate() {
         let mut rts = Vec::new();
         for (direction, filter) in v.filters {
@@ -387,6 +389,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
                 // lazy: each compiled as CK compiles its sources, `-c`.
                 let stubs = write_stubs(&files, &out.join("stubs"))
                     .unwrap_or_else(|e| panic!("{}: stubs: {e}", v.label));
+                fwd_runs.push((vi, files.clone(), api.with_extension("o")));
                 let mut sources = vec![api];
                 sources.extend(stubs.files.iter().cloned());
                 let capi_include = ws.join("ck-jit-capi/include");
@@ -580,6 +583,44 @@ fn real_ck_blobs_compile_load_and_resolve() {
             .filter(|(i, _)| *i == vi)
             .map(|(_, o)| o)
             .collect();
+        // What the compiled objects need, checked where it cannot be
+        // fooled: with the stubs nothing is missing; without them, every
+        // recorded fwd blob's entry is a specialisation the dispatcher
+        // object leaves undefined (what deleting those blobs would leave).
+        let (_, files, api_obj) = fwd_runs
+            .iter()
+            .find(|(i, _, _)| *i == vi)
+            .expect("the fwd run");
+        let owned: Vec<PathBuf> = objects.iter().map(|p| p.to_path_buf()).collect();
+        files
+            .check_objects(&owned, Path::new("libfmha_fwd_lazy.so"))
+            .unwrap_or_else(|e| panic!("{}: {e}", v.label));
+        let alone = ck_jit_ck::objects::missing_specialisations(
+            std::slice::from_ref(api_obj),
+            files.blob_templates().expect("blob templates"),
+        )
+        .expect("the dispatcher object reads");
+        let fwd_blobs = files
+            .manifest
+            .blobs
+            .iter()
+            .filter(|b| b.meta["kind"] == "fwd")
+            .count();
+        let fwd_missing = alone.iter().filter(|m| m.template == "fmha_fwd_").count();
+        assert!(
+            fwd_missing >= fwd_blobs && alone.iter().all(|m| m.object.ends_with("fmha_fwd_api.o")),
+            "{}: the dispatcher alone leaves {fwd_missing} fmha_fwd_ specialisations undefined \
+             for {fwd_blobs} fwd blobs: {alone:?}",
+            v.label
+        );
+        writeln!(
+            report,
+            "{}: fmha_fwd_api.o alone leaves {} blob specialisations undefined ({fwd_missing} \
+             fmha_fwd_ for {fwd_blobs} fwd blobs); with the stubs, none",
+            v.label,
+            alone.len()
+        )
+        .unwrap();
         let lib = tree.path(&format!("{}/libfmha_fwd_lazy.so", v.label));
         run(Command::new("cc")
             .args(["-shared", "-o"])

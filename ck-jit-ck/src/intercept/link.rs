@@ -390,7 +390,37 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
         .args(&largs)
         .status()
         .map_err(|e| format!("cannot run the linker {program:?}: {e}"))?;
+    if status.success() {
+        check_linked(&output_abs, &blobs)?;
+    }
     Ok(Some(status.code().unwrap_or(1)))
+}
+
+/// What the linked output leaves undefined, checked where it cannot be
+/// fooled: a specialisation of a template the linked blobs specialise that
+/// the output needs and does not define (a call the stubs do not answer,
+/// made from the dispatcher or from a template of a header it includes)
+/// fails the link, and the output is removed so the build cannot install
+/// it. HIP runtime and C++ library symbols stay undefined, as in any
+/// ROCm link: they are resolved when the library loads.
+fn check_linked(output: &Path, blobs: &[(String, String)]) -> Result<(), String> {
+    let mut templates = std::collections::BTreeSet::new();
+    for (_, text) in blobs {
+        if let Ok(specs) = super::super::decl::specialisations(text) {
+            templates.extend(specs.into_iter().map(|s| s.template));
+        }
+    }
+    let missing = crate::objects::missing_specialisations(&[output.to_path_buf()], &templates)
+        .map_err(|e| e.to_string())?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let _ = fs::remove_file(output);
+    Err(crate::error::Error::UndefinedSpecialisations {
+        output: output.to_path_buf(),
+        missing,
+    }
+    .to_string())
 }
 
 /// The arguments of a blob compile turned into the stubs' compile: the
