@@ -26,6 +26,12 @@ pub enum Error {
         /// What is missing.
         why: String,
     },
+    /// Reading the HIP version given to the preset: it is not
+    /// `MAJOR.MINOR.PATCH`.
+    HipVersion {
+        /// The version as given.
+        version: String,
+    },
     /// Finding CK's code generator: `generate.py` is not where CK keeps it.
     Generator {
         /// Where it was looked for.
@@ -172,6 +178,12 @@ impl fmt::Display for Error {
             Error::SourceTree { path, why } => {
                 write!(f, "cannot use CK tree '{}': {why}", shown(path))
             }
+            Error::HipVersion { version } => write!(
+                f,
+                "hip version '{}' is not MAJOR.MINOR.PATCH (as `hipconfig --version` prints it, \
+                 e.g. 6.4.43482)",
+                escape(version)
+            ),
             Error::Generator { path } => write!(
                 f,
                 "code generator '{}' does not exist; give the root of a composable_kernel \

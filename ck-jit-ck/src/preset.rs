@@ -40,6 +40,12 @@ const CLASSIC_DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd
 /// The GPU architecture compiled for unless [`CkFmha::arch`] says otherwise.
 pub const DEFAULT_ARCH: &str = "gfx90a";
 
+/// The C++ standard of a CK tree with no top-level `CMakeLists.txt` to read
+/// it from: what CK built with before it made the standard the
+/// `CK_CXX_STANDARD` option, and what every tree was recorded with before
+/// the file was read, so such a tree compiles as it always did.
+const FALLBACK_CXX_STANDARD: &str = "17";
+
 /// Flags CK's `example/ck_tile/01_fmha/CMakeLists.txt` gives every FMHA
 /// source (`EXAMPLE_FMHA_{FWD,BWD}_COMPILE_OPTIONS`), besides the fast-exp2
 /// define of the forward kinds.
@@ -69,14 +75,23 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// Each blob compiles as a CK build compiles it:
 ///
 /// ```text
-/// hipcc -std=c++17 -O3 --offload-arch=<the targets of its family>
+/// hipcc -std=c++<N> -O3 --offload-arch=<the targets of its family>
+///       <the HIP-version flags of CK's CMakeLists.txt, for hip_version()>
 ///       <the options of 01_fmha/CMakeLists.txt for fwd or bwd sources>
 ///       -Wno-undefined-func-template
 ///       -I<ck>/include -I<ck>/example/ck_tile/01_fmha -I{root}/<direction>
 ///       -fPIC -shared {src} -o {out}
 /// ```
 ///
-/// and is entered through the first exported function whose mangled name
+/// where `N` is the standard CK's top-level `CMakeLists.txt` sets
+/// (`CK_CXX_STANDARD`, 20 in CK 2025-11); a tree without that file (CK 2024
+/// builds, copies holding only `include/` and `example/`) compiles with
+/// `-std=c++17`, and a `cargo:warning` says so. The flags CK adds under a
+/// condition on the HIP version are recorded only for a version given with
+/// [`hip_version`](CkFmha::hip_version): the build script never runs the
+/// compiler, and such a flag fails every compile on a compiler that lacks it.
+///
+/// The blob is entered through the first exported function whose mangled name
 /// starts with its entry template's prefix (`_Z9fmha_fwd_I` for `fwd_`).
 ///
 /// # Where things are recorded
@@ -132,6 +147,7 @@ pub struct CkFmha {
     out_dir: Option<PathBuf>,
     root: Option<PathBuf>,
     cargo_metadata: bool,
+    hip_version: Option<String>,
 }
 
 /// A generated file and what it is for.
@@ -360,6 +376,7 @@ impl CkFmha {
             out_dir: None,
             root: None,
             cargo_metadata: true,
+            hip_version: None,
         }
     }
 
@@ -481,6 +498,24 @@ impl CkFmha {
     /// ```
     pub fn flag(&mut self, flag: &str) -> &mut CkFmha {
         self.flags.push(flag.to_string());
+        self
+    }
+
+    /// The HIP version of the compiler the runtime runs (`MAJOR.MINOR.PATCH`
+    /// as `hipconfig --version` prints it; a `-0` suffix is ignored). CK's
+    /// top-level `CMakeLists.txt` is then evaluated for it and the flags it
+    /// adds for that version (`-fno-offload-uniform-block`, `-mllvm
+    /// -enable-post-misched=0`, ...) are recorded. Without it none of them
+    /// is, since one the compiler does not know fails every compile.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// // ROCm 6.1
+    /// ck_jit_ck::CkFmha::new().hip_version("6.1.40091");
+    /// ```
+    pub fn hip_version(&mut self, version: &str) -> &mut CkFmha {
+        self.hip_version = Some(version.to_string());
         self
     }
 
@@ -814,6 +849,7 @@ impl CkFmha {
         let name = record::cache_name(self.name.as_deref(), cargo)?;
         let mut recorder = Recorder::new(name, &root_text);
         let options = cmake::fmha_compile_options(&example);
+        let top = self.top_level_options(&ck, cargo)?;
         // One group per kind and architecture family: the compile command
         // of a blob depends on nothing else.
         let mut dirs_of: BTreeMap<(String, Option<String>, String), BTreeSet<PathBuf>> =
@@ -838,6 +874,7 @@ impl CkFmha {
                 entry,
                 &targets,
                 &options,
+                &top,
                 &ck,
                 &root,
                 dirs,
@@ -901,6 +938,40 @@ impl CkFmha {
         })
     }
 
+    /// The standard and HIP-version flags of CK's top-level
+    /// `CMakeLists.txt`, watched when it exists; where it does not, or sets
+    /// no standard, a warning names the standard assumed.
+    fn top_level_options(
+        &self,
+        ck: &Path,
+        cargo: &mut CargoOutput<'_>,
+    ) -> Result<cmake::TopLevelOptions, Error> {
+        let path = ck.join("CMakeLists.txt");
+        let hip = match &self.hip_version {
+            Some(v) => Some(
+                cmake::HipVersion::parse(v)
+                    .ok_or_else(|| Error::HipVersion { version: v.clone() })?,
+            ),
+            None => None,
+        };
+        let top = cmake::top_level_options(ck, hip)?;
+        let why = match &top {
+            Some(t) => {
+                cargo.rerun_if_changed(&utf8(&path)?);
+                if t.standard.is_some() {
+                    return Ok(t.clone());
+                }
+                "sets no C++ standard"
+            }
+            None => "does not exist",
+        };
+        cargo.warning(&format!(
+            "'{}' {why}: CK's FMHA blobs are recorded with -std=c++{FALLBACK_CXX_STANDARD}",
+            shown(&path)
+        ));
+        Ok(top.unwrap_or_default())
+    }
+
     /// The architectures asked for, or the default one.
     fn default_targets(&self) -> Vec<String> {
         if self.archs.is_empty() {
@@ -947,6 +1018,7 @@ impl CkFmha {
         entry: &str,
         targets: &[String],
         options: &cmake::FmhaOptions,
+        top: &cmake::TopLevelOptions,
         ck: &Path,
         root: &Path,
         blob_dirs: &BTreeSet<PathBuf>,
@@ -956,10 +1028,14 @@ impl CkFmha {
             None => kind.to_string(),
         };
         let mut g = BlobGroup::new(&name);
-        g.compiler(&self.compiler).flags(["-std=c++17", "-O3"]);
+        let standard = top.standard.as_deref().unwrap_or(FALLBACK_CXX_STANDARD);
+        g.compiler(&self.compiler)
+            .flags([format!("-std=c++{standard}"), "-O3".to_string()]);
         for t in targets {
             g.flag(&format!("--offload-arch={t}"));
         }
+        // CMake puts directory options before the target's own.
+        g.flags(&top.hip_flags);
         // CK's CMake gives forward and backward sources different options.
         let cmake_flags = if kind.starts_with("bwd") {
             &options.bwd

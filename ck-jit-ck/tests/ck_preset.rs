@@ -452,7 +452,6 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
         let fwd = group("fwd");
         let bwd = group("bwd_dq_dk_dv");
         for f in [
-            "-std=c++17",
             "-O3",
             "--offload-arch=gfx90a",
             "-DCK_TILE_FMHA_FWD_FAST_EXP2=1",
@@ -502,6 +501,171 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
         );
         assert!(fwd.depfile);
     }
+}
+
+/// The forward and backward groups of `ck` (d64 only, for speed), with
+/// the `cargo:` lines the preset printed.
+fn fwd_bwd_groups(ck: &Path, out: &Path, hip: Option<&str>) -> (Manifest, String) {
+    let mut p = preset(ck, out);
+    p.direction("fwd")
+        .direction("bwd")
+        .filter("*_d64_*")
+        .arch("gfx90a")
+        .cargo_metadata(true);
+    if let Some(v) = hip {
+        p.hip_version(v);
+    }
+    let mut lines = Vec::new();
+    let files = p
+        .try_write_with_output(&mut lines)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (files.manifest, String::from_utf8(lines).unwrap())
+}
+
+/// The `-std=` flags of every group, one set for all of them.
+fn standards(m: &Manifest) -> BTreeSet<String> {
+    assert!(!m.groups.is_empty());
+    m.groups
+        .iter()
+        .flat_map(|g| g.args.iter().filter(|a| a.starts_with("-std=")).cloned())
+        .collect()
+}
+
+#[test]
+fn ck_2025_blobs_compile_with_the_cxx_standard_of_cks_top_level_cmake() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-std-2025");
+    let (m, lines) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
+    // Every group, forward and backward, once each: c++20, never c++17.
+    assert_eq!(standards(&m), BTreeSet::from(["-std=c++20".to_string()]));
+    for g in &m.groups {
+        assert_eq!(
+            g.args.iter().filter(|a| a.starts_with("-std=")).count(),
+            1,
+            "{}: {:?}",
+            g.name,
+            g.args
+        );
+    }
+    // The file the standard came from is watched; nothing was assumed.
+    assert!(
+        lines.contains(&format!(
+            "cargo:rerun-if-changed={}\n",
+            ck.join("CMakeLists.txt").display()
+        )),
+        "{lines}"
+    );
+    assert!(!lines.contains("c++17"), "{lines}");
+}
+
+#[test]
+fn a_ck_tree_without_a_top_level_cmake_file_compiles_with_cxx17_and_says_so() {
+    let Some(ck) = ck_tree(CK_2024) else { return };
+    // The 2024 tree here is `include/` and `example/` only.
+    assert!(!ck.join("CMakeLists.txt").exists());
+    let tmp = Scratch::new("preset-std-2024");
+    let (m, lines) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
+    assert_eq!(standards(&m), BTreeSet::from(["-std=c++17".to_string()]));
+    let warning = format!(
+        "cargo:warning=ck-jit-build: '{}' does not exist: CK's FMHA blobs are recorded with \
+         -std=c++17\n",
+        ck.join("CMakeLists.txt").display()
+    );
+    assert!(lines.contains(&warning), "{lines}");
+    assert_eq!(lines.matches("cargo:warning=").count(), 1, "{lines}");
+    assert!(
+        !lines.contains("CMakeLists.txt\n"),
+        "a missing file is not watched: {lines}"
+    );
+}
+
+#[test]
+fn the_cxx_standard_is_read_from_the_top_level_cmake_file_of_the_tree() {
+    let tmp = Scratch::new("preset-std-edited");
+    let Some(ck) = ck_copy(CK_2025, &tmp.path().join("ck")) else {
+        return;
+    };
+    let top = ck.join("CMakeLists.txt");
+    let text = fs::read_to_string(&top).unwrap();
+    let from = r#"set(CK_CXX_STANDARD "20" CACHE"#;
+    assert!(text.contains(from));
+    fs::write(
+        &top,
+        text.replace(from, r#"set(CK_CXX_STANDARD "23" CACHE"#),
+    )
+    .unwrap();
+    let (m, _) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
+    assert_eq!(standards(&m), BTreeSet::from(["-std=c++23".to_string()]));
+
+    // A file that sets no standard: the one assumed, and a warning.
+    fs::write(&top, text.replace("set(CMAKE_CXX_STANDARD ", "set(UNUSED ")).unwrap();
+    let (m, lines) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
+    assert_eq!(standards(&m), BTreeSet::from(["-std=c++17".to_string()]));
+    assert!(
+        lines.contains(&format!(
+            "cargo:warning=ck-jit-build: '{}' sets no C++ standard",
+            top.display()
+        )),
+        "{lines}"
+    );
+}
+
+#[test]
+fn cks_hip_version_flags_are_recorded_only_for_a_hip_version_given() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-hip-flags");
+    let has = |args: &[String], pair: [&str; 2]| args.windows(2).any(|w| w == pair);
+    // Unknown compiler: none of them (one it lacks fails every compile).
+    let (m, _) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
+    for g in &m.groups {
+        assert!(
+            !g.args
+                .iter()
+                .any(|a| a == "-mllvm" || a == "-fno-offload-uniform-block"),
+            "{}: {:?}",
+            g.name,
+            g.args
+        );
+    }
+    // ROCm 6.1's HIP: what CK 2025-11's CMake adds for it, on every group,
+    // before the example's own options; not the ones for HIP > 6.2.41132.
+    let (m, _) = fwd_bwd_groups(&ck, &tmp.path().join("out"), Some("6.1.40091"));
+    for g in &m.groups {
+        let a = &g.args;
+        assert!(a.iter().any(|f| f == "-fno-offload-uniform-block"), "{a:?}");
+        assert!(has(a, ["-mllvm", "--lsr-drop-solution=1"]), "{a:?}");
+        assert!(has(a, ["-mllvm", "-enable-post-misched=0"]), "{a:?}");
+        assert!(
+            !a.iter().any(|f| f.contains("amdgpu-function-calls")),
+            "{a:?}"
+        );
+        assert!(
+            !a.iter().any(|f| f.contains("coerce-illegal-types")),
+            "{a:?}"
+        );
+        let pos = |f: &str| a.iter().position(|x| x == f);
+        assert!(
+            pos("-fno-offload-uniform-block") < pos("-Wno-float-equal"),
+            "{a:?}"
+        );
+    }
+    let (m, _) = fwd_bwd_groups(&ck, &tmp.path().join("out"), Some("6.4.43483-0"));
+    assert!(has(
+        &m.groups[0].args,
+        ["-mllvm", "-amdgpu-function-calls=false"]
+    ));
+    // A version that is not one is an error naming it, not a guess.
+    let err = preset(&ck, &tmp.path().join("out"))
+        .direction("fwd")
+        .filter("*_d64_*")
+        .hip_version("rocm-6")
+        .try_manifest()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::HipVersion { version } if version == "rocm-6"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("'rocm-6'"), "{err}");
 }
 
 #[test]

@@ -32,13 +32,18 @@ pub fn ck_tree(version: &str) -> Option<PathBuf> {
     None
 }
 
-/// A CK tree of `version` that a test may change: the FMHA example copied,
-/// `include/` a symlink to the real headers.
+/// A CK tree of `version` that a test may change: the FMHA example and the
+/// top-level `CMakeLists.txt` (where the version has one) copied, `include/`
+/// a symlink to the real headers.
 pub fn ck_copy(version: &str, dest: &Path) -> Option<PathBuf> {
     let real = ck_tree(version)?;
     let example = dest.join("example/ck_tile/01_fmha");
     copy_dir(&real.join("example/ck_tile/01_fmha"), &example);
     std::os::unix::fs::symlink(real.join("include"), dest.join("include")).unwrap();
+    let top = real.join("CMakeLists.txt");
+    if top.is_file() {
+        fs::copy(&top, dest.join("CMakeLists.txt")).unwrap();
+    }
     Some(dest.to_path_buf())
 }
 
