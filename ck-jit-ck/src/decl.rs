@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::cpp::{self, is_punct, matching_angle, matching_paren, split_commas, Tok, Token};
 use super::error::Error;
+use super::guard::Guard;
 
 /// A `template <...> struct NAME` or `template <...> RET NAME(...)`
 /// declaration (not a specialisation).
@@ -380,6 +381,88 @@ pub struct BlobSource {
     /// the alias name and the numbers joined by `x`
     /// (`fmha_block_tile_0` -> `128x64x32x128x32x128`).
     pub sequences: Vec<(String, String)>,
+    /// The preprocessor condition its specialisations are inside (CK's
+    /// `#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))`), the
+    /// conditions of nested conditionals and of differently guarded
+    /// specialisations joined by `&&`; `None` when none is guarded.
+    pub guard: Option<Guard>,
+}
+
+/// An open `#if`/`#ifdef`/`#ifndef` while a blob is read: the conditions
+/// of its earlier branches and of the branch being read, each kept
+/// unparsed-as-error until a specialisation inside needs it, so a
+/// conditional around anything else never stops a blob from being read.
+struct Conditional {
+    line: usize,
+    earlier: Vec<Result<Guard, String>>,
+    current: Result<Guard, String>,
+}
+
+impl Conditional {
+    /// What the branch being read needs: its own condition and that no
+    /// earlier branch was taken.
+    fn condition(&self) -> Result<Guard, String> {
+        let mut g = self.current.clone()?;
+        for e in self.earlier.iter().rev() {
+            g = e.clone()?.negate().and(g);
+        }
+        Ok(g)
+    }
+}
+
+/// Follows one directive of a blob: `stack` holds the open conditionals.
+fn follow_directive(text: &str, line: usize, stack: &mut Vec<Conditional>) {
+    let d = text.trim_start_matches('#').trim_start();
+    let word_len = d
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(d.len());
+    let (word, rest) = d.split_at(word_len);
+    let defined = |negate: bool| {
+        Guard::parse(&format!("defined {rest}")).map(|g| if negate { g.negate() } else { g })
+    };
+    let condition = match word {
+        "if" | "elif" => Guard::parse(rest),
+        "ifdef" | "elifdef" => defined(false),
+        "ifndef" | "elifndef" => defined(true),
+        _ => Ok(Guard::Const(true)),
+    };
+    match word {
+        "if" | "ifdef" | "ifndef" => stack.push(Conditional {
+            line,
+            earlier: Vec::new(),
+            current: condition,
+        }),
+        "elif" | "elifdef" | "elifndef" | "else" => {
+            // A stray branch (no open `#if`) is the compiler's to report.
+            if let Some(top) = stack.last_mut() {
+                let before = std::mem::replace(&mut top.current, condition);
+                top.earlier.push(before);
+                top.line = line;
+            }
+        }
+        "endif" => {
+            stack.pop();
+        }
+        _ => {}
+    }
+}
+
+/// The condition a specialisation at `line` is inside, if any.
+fn enclosing_guard(stack: &[Conditional], line: usize) -> Result<Option<Guard>, Error> {
+    let mut out: Option<Guard> = None;
+    for c in stack {
+        let g = c.condition().map_err(|why| {
+            parse_err(
+                c.line,
+                format!("the specialisation at line {line} is inside a condition that cannot be decided per target: {why}"),
+            )
+        })?;
+        out = Some(match out {
+            Some(o) => o.and(g),
+            None => g,
+        });
+    }
+    Ok(out)
 }
 
 /// Every explicit specialisation a blob defines at namespace scope, its
@@ -396,10 +479,13 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
     let mut depth = 0usize;
     let mut out = Vec::new();
     let mut sequences = Vec::new();
+    let mut conditionals: Vec<Conditional> = Vec::new();
+    let mut guards: Vec<Guard> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
         match (t.kind, t.text(src)) {
+            (Tok::Preproc, text) => follow_directive(text, t.line, &mut conditionals),
             (Tok::Punct, "{") => depth += 1,
             (Tok::Punct, "}") => {
                 depth = depth
@@ -462,6 +548,11 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
                                 .map(|(a, b)| text(a, b))
                                 .filter(|p| !p.is_empty() && p != "void")
                                 .collect();
+                            if let Some(g) = enclosing_guard(&conditionals, t.line)? {
+                                if !guards.contains(&g) {
+                                    guards.push(g);
+                                }
+                            }
                             out.push(Specialisation {
                                 template: tj.text(src).to_string(),
                                 args,
@@ -484,9 +575,12 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
         }
         i += 1;
     }
+    // Every specialisation must be there for a target to use the blob.
+    let guard = guards.into_iter().reduce(Guard::and);
     Ok(BlobSource {
         specialisations: out,
         sequences,
+        guard,
     })
 }
 
@@ -676,6 +770,47 @@ mod tests {
         assert_eq!(f[2].line, 7);
         assert!(struct_fields(src, "missing").is_err());
         assert!(struct_fields("struct a { int x;", "a").is_err());
+    }
+
+    #[test]
+    fn a_blobs_guard_is_the_condition_around_its_specialisations() {
+        let spec = "template<> float fmha_fwd_<int>(int a) { return 0; }\n";
+        // CK 2025-11's split-KV blob: one guard, an `#endif` with a comment.
+        let src = format!(
+            "#include <iostream>\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n\
+             using t = int;\n{spec}#endif // !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n"
+        );
+        let g = blob_source(&src).unwrap().guard.unwrap();
+        assert_eq!(
+            g.to_string(),
+            "!defined(__HIP_DEVICE_COMPILE__) || defined(__gfx9__)"
+        );
+        assert!(g.admits("gfx950") && g.admits("gfx942") && !g.admits("gfx1100"));
+        // No conditional: no guard; one around something else: no guard, and
+        // a condition that could not be decided there is no error.
+        assert_eq!(blob_source(spec).unwrap().guard, None);
+        let other = format!("#if __clang_major__ >= 20\nusing x = int;\n#endif\n{spec}");
+        assert_eq!(blob_source(&other).unwrap().guard, None);
+        // Nested conditionals, `#ifdef`, and an `#else` branch.
+        let src = format!(
+            "#ifdef __HIP_DEVICE_COMPILE__\n#if defined(__gfx950__)\nusing a = int;\n#else\n{spec}#endif\n#endif\n"
+        );
+        let g = blob_source(&src).unwrap().guard.unwrap();
+        assert!(g.admits("gfx942") && !g.admits("gfx950"), "{g}");
+        let src = format!("#if defined(__gfx11__)\n#elif defined(__gfx12__)\n{spec}#endif\n");
+        let g = blob_source(&src).unwrap().guard.unwrap();
+        assert!(g.admits("gfx1201") && !g.admits("gfx1100") && !g.admits("gfx942"));
+        // A specialisation inside a condition on the compile is an error at
+        // the directive's line, not a blob silently left out.
+        let src = format!("\n#if CK_TILE_FMHA_FWD_FAST_EXP2\n{spec}#endif\n");
+        match blob_source(&src).unwrap_err() {
+            Error::Parse { line, why, .. } => {
+                assert_eq!(line, 2);
+                assert!(why.contains("macro 'CK_TILE_FMHA_FWD_FAST_EXP2'"), "{why}");
+                assert!(why.contains("specialisation at line 3"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -14,13 +14,15 @@
 //! - [`decl`] reads the template declarations of the version's headers
 //!   (each traits struct's parameter names), the explicit specialisations
 //!   each blob defines, and the generator's symbol tables
-//!   (`codegen/cpp_symbol_map.py`); [`vocab`] describes each blob from them
-//!   (kind, entry, architecture, traits by parameter name);
+//!   (`codegen/cpp_symbol_map.py`), and the preprocessor guard around each
+//!   blob's specialisations; [`vocab`] describes each blob from them
+//!   (kind, entry, architecture, traits by parameter name) and [`guard`]
+//!   decides which GPU targets a blob's guard admits;
 //! - [`CkFmha`] runs CK's generator for the directions it offers (its
 //!   `codegen/ops` modules), with `--targets` where it takes it, reads every
-//!   generated file, and records one manifest group per kind and
-//!   architecture family with the compile options of the version's CMake
-//!   (`cmake`);
+//!   generated file, and records each blob for the requested targets its
+//!   guard admits, one manifest group per kind and set of targets, with the
+//!   compile options of the version's CMake (`cmake`);
 //! - [`write_stubs`] makes CK's own dispatchers lazy: it defines every
 //!   specialisation the blobs define, each resolving its blob through
 //!   `ck_jit.h` on first call, after [`calls`] has checked that every
@@ -55,6 +57,7 @@ mod cpp;
 pub mod decl;
 mod error;
 pub mod ffi;
+pub mod guard;
 pub mod intercept;
 mod lazy;
 pub mod objects;

@@ -1,8 +1,9 @@
 //! [`CkFmha`]: the preset for CK's fused-attention blobs. It runs CK's code
 //! generator (or takes an already generated directory), classifies every
-//! generated file, and records one manifest group per blob kind with the
-//! compile command a CK build uses, the entry symbol prefix and the traits
-//! each file name encodes.
+//! generated file from its declarations, and records each blob for the
+//! requested targets its preprocessor guard admits, one manifest group per
+//! blob kind and set of targets, with the compile command a CK build uses,
+//! the entry symbol prefix and the traits the blob declares.
 //!
 //! It never compiles a blob; the only program it starts is CK's generator
 //! (see [`codegen`](super::codegen)).
@@ -68,14 +69,36 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// file is read (see [`Role`]): a blob specialises an entry template for a
 /// traits type the version's headers declare, and is recorded with what its
 /// declarations say ([`Vocabulary::describe`](super::Vocabulary::describe));
-/// a dispatcher calls the blobs' templates. Each kind and architecture
-/// family becomes one manifest group (`fwd`, or `fwd_gfx9` of family
-/// `fwd`).
+/// a dispatcher calls the blobs' templates.
+///
+/// # Architectures
+///
+/// A blob is compiled for the requested targets ([`arch`](CkFmha::arch))
+/// whose device pass keeps its specialisations: the preprocessor guard
+/// around them (CK 2025 writes `#if !defined(__HIP_DEVICE_COMPILE__) ||
+/// (defined(__gfx9__))`) is read with the blob and decided per target from
+/// the macros the target defines (`gfx950` defines `__gfx950__` and its
+/// family's `__gfx9__`; see [`guard::target_macros`](crate::guard::target_macros)).
+/// Its file name and `Arch` tag do not decide: with `--targets gfx950` CK
+/// still writes `_gfx9` split-KV, append-KV and paged-KV blobs guarded by
+/// `defined(__gfx9__)`, which gfx950 runs, while its `_gfx9` forward blobs
+/// (`defined(__gfx9__) && !defined(__gfx950__))` are for gfx942 only. A
+/// blob without a guard (CK 2024, `batch_prefill`) is for every target; one
+/// no requested target admits is not recorded
+/// ([`CkFmhaFiles::left_out`]); a guard that depends on anything but the
+/// target (`__clang_major__ >= 20`) is an error naming the blob.
+///
+/// Each kind, architecture tag and set of admitted targets becomes one
+/// manifest group (`fwd`, or `fwd_gfx9` of family `fwd`; with gfx942 and
+/// gfx950 asked for, `fwd_splitkv_gfx9` carries both `--offload-arch`
+/// flags, `fwd_gfx9` only gfx942's). Blobs of one kind and tag that
+/// different targets admit get the targets in their group's name
+/// (`fwd_gfx9_gfx942`).
 ///
 /// Each blob compiles as a CK build compiles it:
 ///
 /// ```text
-/// hipcc -std=c++<N> -O3 --offload-arch=<the targets of its family>
+/// hipcc -std=c++<N> -O3 --offload-arch=<the requested targets its guard admits>
 ///       <the HIP-version flags of CK's CMakeLists.txt, for hip_version()>
 ///       <the options of 01_fmha/CMakeLists.txt for fwd or bwd sources>
 ///       -Wno-undefined-func-template
@@ -167,7 +190,8 @@ pub enum Role {
     /// A blob: it specialises an entry template for a traits type the
     /// headers declare.
     Blob(Box<BlobDecl>),
-    /// A blob for an architecture that was not asked for: not recorded.
+    /// A blob whose guard admits none of the requested targets: not
+    /// recorded (see [`CkFmhaFiles::left_out`]).
     OtherArch(Box<BlobDecl>),
     /// A dispatcher: it calls the blobs' entry templates.
     Dispatcher,
@@ -203,6 +227,16 @@ impl CkFmhaFiles {
         self.files
             .iter()
             .filter(|f| f.role == Role::Dispatcher)
+            .map(|f| f.path.as_path())
+    }
+
+    /// Blobs that no requested target's guard admits, not recorded: with
+    /// only `gfx950` asked for, CK's forward blobs guarded by
+    /// `defined(__gfx9__) && !defined(__gfx950__)`.
+    pub fn left_out(&self) -> impl Iterator<Item = &Path> {
+        self.files
+            .iter()
+            .filter(|f| matches!(f.role, Role::OtherArch(_)))
             .map(|f| f.path.as_path())
     }
 
@@ -464,7 +498,9 @@ impl CkFmha {
     }
 
     /// Adds a GPU architecture (`--offload-arch=<arch>`); default `gfx90a`
-    /// when none is given.
+    /// when none is given. The architectures are the generator's
+    /// `--targets`, and each blob is compiled for those its guard admits
+    /// (see [Architectures](CkFmha#architectures)).
     ///
     /// # Example
     ///
@@ -829,18 +865,24 @@ impl CkFmha {
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
         let mut disagreements = Vec::new();
         classify_files(&vocab, &mut files, &mut disagreements)?;
-        let families = self.arch_families(&files);
+        // A blob is for the requested targets its guard admits, whatever
+        // its name or `Arch` tag says: CK's `_gfx9` split-KV blobs are
+        // guarded by `defined(__gfx9__)` and run on gfx950 too.
+        let requested = self.default_targets();
+        let mut targets_of: Vec<Vec<String>> = Vec::with_capacity(files.len());
         for f in &mut files {
-            let keep = match &f.role {
-                Role::Blob(d) => d.arch.as_ref().is_none_or(|a| !families[a].is_empty()),
-                _ => true,
+            let admitted = match &f.role {
+                Role::Blob(d) => admitted_targets(d, &requested),
+                _ => Vec::new(),
             };
-            if !keep {
+            if admitted.is_empty() {
                 let role = std::mem::replace(&mut f.role, Role::Host);
-                if let Role::Blob(d) = role {
-                    f.role = Role::OtherArch(d);
-                }
+                f.role = match role {
+                    Role::Blob(d) => Role::OtherArch(d),
+                    other => other,
+                };
             }
+            targets_of.push(admitted);
         }
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
@@ -850,40 +892,59 @@ impl CkFmha {
         let mut recorder = Recorder::new(name, &root_text);
         let options = cmake::fmha_compile_options(&example);
         let top = self.top_level_options(&ck, cargo)?;
-        // One group per kind and architecture family: the compile command
-        // of a blob depends on nothing else.
-        let mut dirs_of: BTreeMap<(String, Option<String>, String), BTreeSet<PathBuf>> =
-            BTreeMap::new();
-        for f in &files {
-            if let (Role::Blob(d), Some(parent)) = (&f.role, f.path.parent()) {
-                dirs_of
-                    .entry((d.kind.clone(), d.arch.clone(), d.entry.clone()))
-                    .or_default()
-                    .insert(parent.to_path_buf());
+        // One group per kind, architecture tag and set of admitted targets:
+        // the compile command of a blob depends on nothing else.
+        let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
+        for (i, f) in files.iter().enumerate() {
+            if let Role::Blob(d) = &f.role {
+                let key = (
+                    d.kind.clone(),
+                    d.arch.clone(),
+                    targets_of[i].clone(),
+                    d.entry.clone(),
+                );
+                members.entry(key).or_default().push(i);
             }
         }
-        let mut group_of = BTreeMap::new();
-        for ((kind, arch, entry), dirs) in &dirs_of {
-            let targets = match arch {
-                Some(a) => families[a].clone(),
-                None => self.default_targets(),
+        // Blobs of one kind and tag admitted by different targets (a guard
+        // naming a target the tag does not) get the targets in their
+        // group's name too.
+        let mut sets_per_name: BTreeMap<(&str, Option<&str>), BTreeSet<&[String]>> =
+            BTreeMap::new();
+        for (kind, arch, targets, _) in members.keys() {
+            sets_per_name
+                .entry((kind.as_str(), arch.as_deref()))
+                .or_default()
+                .insert(targets.as_slice());
+        }
+        let mut group_of_file = vec![0; files.len()];
+        for (key, idx) in &members {
+            let (kind, arch, targets, entry) = key;
+            let mut name = match arch {
+                Some(a) => format!("{kind}_{a}"),
+                None => kind.clone(),
             };
+            if sets_per_name[&(kind.as_str(), arch.as_deref())].len() > 1 {
+                name = format!("{name}_{}", targets.join("_"));
+            }
+            let dirs: BTreeSet<PathBuf> = idx
+                .iter()
+                .filter_map(|&i| files[i].path.parent().map(Path::to_path_buf))
+                .collect();
             let group = self.group(
-                kind,
-                arch.as_deref(),
-                entry,
-                &targets,
-                &options,
-                &top,
-                &ck,
-                &root,
-                dirs,
+                &name, kind, entry, targets, &options, &top, &ck, &root, &dirs,
             )?;
             let mut rendered = group.render()?;
-            // One family per kind, whatever the architecture.
-            rendered.family = arch.as_ref().map(|_| kind.clone());
-            rendered.neutral = neutral_values(&files, kind, arch.as_deref());
-            group_of.insert((kind.clone(), arch.clone()), recorder.group(rendered));
+            // One family per kind, whatever the architectures.
+            rendered.family = (name != *kind).then(|| kind.clone());
+            rendered.neutral = neutral_of(idx.iter().filter_map(|&i| match &files[i].role {
+                Role::Blob(d) => Some(&**d),
+                _ => None,
+            }));
+            let id = recorder.group(rendered);
+            for &i in idx {
+                group_of_file[i] = id;
+            }
         }
 
         // Paths are compared as strings: `files` are relative to the
@@ -893,7 +954,7 @@ impl CkFmha {
             Ok(p) => format!("{}/", utf8(p)?.replace('\\', "/")),
             Err(_) => String::new(),
         };
-        for f in &files {
+        for (f, group) in files.iter().zip(group_of_file) {
             let Role::Blob(d) = &f.role else {
                 continue;
             };
@@ -902,10 +963,7 @@ impl CkFmha {
             let blob = Blob {
                 name: stem.to_string(),
                 source: format!("{prefix}{}", f.rel),
-                group: group_of
-                    .get(&(d.kind.clone(), d.arch.clone()))
-                    .copied()
-                    .unwrap_or(0),
+                group,
                 symbol: None,
                 meta: d.meta.clone(),
             };
@@ -981,40 +1039,13 @@ impl CkFmha {
         }
     }
 
-    /// For each architecture family the blobs declare (`gfx9`, `gfx950`):
-    /// the asked-for architectures it covers. An architecture belongs to
-    /// the longest family its name starts with, as CK's generator assigns
-    /// targets (`gfx950` to `gfx950`, `gfx942` to `gfx9`).
-    fn arch_families(&self, files: &[GeneratedFile]) -> BTreeMap<String, Vec<String>> {
-        let mut families: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for f in files {
-            if let Role::Blob(d) = &f.role {
-                if let Some(a) = &d.arch {
-                    families.entry(a.clone()).or_default();
-                }
-            }
-        }
-        for target in self.default_targets() {
-            let best = families
-                .keys()
-                .filter(|fam| target.starts_with(fam.as_str()))
-                .max_by_key(|fam| fam.len())
-                .cloned();
-            if let Some(fam) = best {
-                if let Some(v) = families.get_mut(&fam) {
-                    v.push(target);
-                }
-            }
-        }
-        families
-    }
-
-    /// The group of one kind and architecture family: CK's compile command.
+    /// The group `name` of blobs of one kind compiled for `targets`: CK's
+    /// compile command.
     #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
+        name: &str,
         kind: &str,
-        arch: Option<&str>,
         entry: &str,
         targets: &[String],
         options: &cmake::FmhaOptions,
@@ -1023,11 +1054,7 @@ impl CkFmha {
         root: &Path,
         blob_dirs: &BTreeSet<PathBuf>,
     ) -> Result<BlobGroup, Error> {
-        let name = match arch {
-            Some(a) => format!("{kind}_{a}"),
-            None => kind.to_string(),
-        };
-        let mut g = BlobGroup::new(&name);
+        let mut g = BlobGroup::new(name);
         let standard = top.standard.as_deref().unwrap_or(FALLBACK_CXX_STANDARD);
         g.compiler(&self.compiler)
             .flags([format!("-std=c++{standard}"), "-O3".to_string()]);
@@ -1080,19 +1107,6 @@ const NEUTRAL: &[(&str, &[&str])] = &[
     ("skip", &["false"]),
 ];
 
-/// The neutral values of the blobs of one kind and architecture: for each
-/// [`NEUTRAL`] trait they vary in, its "without" value.
-fn neutral_values(
-    files: &[GeneratedFile],
-    kind: &str,
-    arch: Option<&str>,
-) -> BTreeMap<String, String> {
-    neutral_of(files.iter().filter_map(|f| match &f.role {
-        Role::Blob(d) if d.kind == kind && d.arch.as_deref() == arch => Some(&**d),
-        _ => None,
-    }))
-}
-
 /// The neutral values of a set of blobs: for each [`NEUTRAL`] trait they
 /// vary in, its "without" value.
 pub(crate) fn neutral_of<'a>(
@@ -1116,6 +1130,20 @@ pub(crate) fn neutral_of<'a>(
         }
     }
     out
+}
+
+/// A group's identity: kind, architecture tag, admitted targets, entry.
+type GroupKey = (String, Option<String>, Vec<String>, String);
+
+/// The requested targets whose device pass keeps the blob's
+/// specialisations, in the order they were requested: all of them for an
+/// unguarded blob.
+fn admitted_targets(d: &BlobDecl, requested: &[String]) -> Vec<String> {
+    requested
+        .iter()
+        .filter(|t| d.guard.as_ref().is_none_or(|g| g.admits(t)))
+        .cloned()
+        .collect()
 }
 
 /// The directions CK's generator offers: its `codegen/ops/fmha_*.py`

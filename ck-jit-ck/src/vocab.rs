@@ -16,6 +16,7 @@ use std::path::Path;
 
 use super::decl::{self, Specialisation, TemplateDecl, TemplateParam};
 use super::error::{io_err, Error};
+use super::guard::Guard;
 
 /// Short metadata names for traits users query, each the first of its
 /// candidate parameters that a traits template declares. Any other
@@ -85,6 +86,11 @@ pub struct BlobDecl {
     pub traits: Option<String>,
     /// Traits by parameter name, plus the short aliases and `kind`/`arch`.
     pub meta: BTreeMap<String, String>,
+    /// The preprocessor condition around its specialisations
+    /// ([`BlobSource::guard`](decl::BlobSource::guard)): which targets have
+    /// its kernels, whatever [`arch`](Self::arch) is named. `None` when
+    /// unguarded (every target) or described from specialisations alone.
+    pub guard: Option<Guard>,
 }
 
 impl Vocabulary {
@@ -207,10 +213,11 @@ impl Vocabulary {
     }
 
     /// Describes a blob from what its source declares: its
-    /// specialisations, and its tile shapes as `block_tile`, `warp_tile0`,
+    /// specialisations, its guard, and its tile shapes as `block_tile`, `warp_tile0`,
     /// ... (the `ck_tile::sequence` aliases, without `fmha_` and the index).
     pub fn describe_source(&self, src: &decl::BlobSource) -> Result<BlobDecl, String> {
         let mut d = self.describe(&src.specialisations)?;
+        d.guard = src.guard.clone();
         for (alias, dims) in &src.sequences {
             let key = alias.strip_prefix("fmha_").unwrap_or(alias);
             let key = key
@@ -295,6 +302,7 @@ impl Vocabulary {
             arch,
             traits,
             meta,
+            guard: None,
         })
     }
 

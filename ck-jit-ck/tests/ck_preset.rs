@@ -1,8 +1,8 @@
 //! The CK preset on real generator output: both CK versions of
 //! `shared/data/ck`, every direction each generator offers (`-r 1`), every
 //! blob recorded with what its declarations say; architectures passed to
-//! the generator as `--targets` and each blob compiled for its own
-//! family; CK's CMake options per direction; the generator run again only
+//! the generator as `--targets` and each blob compiled for the requested
+//! targets its preprocessor guard admits; CK's CMake options per direction; the generator run again only
 //! when its inputs change; and what is reported when the tree, the
 //! generator or Python fails.
 
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
-use ck_jit_ck::{CallOrder, CkFmha, Error, Role, Vocabulary};
+use ck_jit_ck::{CallOrder, CkFmha, CkFmhaFiles, Error, Role, Vocabulary};
 use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
 
@@ -27,7 +27,7 @@ fn preset(ck: &Path, out: &Path) -> CkFmha {
 
 /// Every generated file is a blob, a dispatcher or nothing else; every
 /// blob's metadata has every parameter of its traits template; names agree
-/// with declarations; one group per kind and architecture family.
+/// with declarations; one group per kind and architecture tag.
 fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSummary)> {
     let ck = ck_tree(version)?;
     let tmp = Scratch::new(&format!("preset-all-{version}"));
@@ -422,6 +422,212 @@ fn two_architectures_go_to_their_own_families() {
         seen.insert(arch.to_string());
     }
     assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// The `--offload-arch=` flags of a blob's group.
+fn offload_archs(m: &Manifest, blob: &str) -> Vec<String> {
+    let g = &m.groups[m.blob(blob).unwrap().group as usize];
+    g.args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--offload-arch="))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The architecture guard a generated blob opens with, as CK writes it.
+fn guard_line(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap();
+    text.lines()
+        .find(|l| l.starts_with("#if"))
+        .unwrap_or_else(|| panic!("{}: no #if", path.display()))
+        .to_string()
+}
+
+#[test]
+fn gfx950_alone_records_the_gfx9_splitkv_and_appendkv_blobs_its_device_runs() {
+    // `--targets gfx950` still writes `_gfx9` split-KV and append-KV blobs
+    // guarded by `defined(__gfx9__)`: gfx950 defines it, and the split-KV
+    // dispatcher built for gfx950 calls them.
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-gfx950");
+    let out = tmp.path().join("out");
+    // The generator's filter differs by direction: one run each, then all
+    // three directions read together, as one build with every direction
+    // reads them (the `_gfx950` forward blobs beside the `_gfx9` ones).
+    for direction in ["fwd", "fwd_splitkv", "fwd_appendkv"] {
+        generate_d128_fp16(&ck, &out, direction, &["gfx950"]);
+    }
+    let files = preset(&ck, &tmp.path().join("out-read"))
+        .generated_dir(out.join("ck_fmha"))
+        .arch("gfx950")
+        .try_manifest()
+        .unwrap();
+    let m = &files.manifest;
+    let mut kinds: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
+    for (d, path) in files.blobs() {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let guard = guard_line(path);
+        let want = match d.arch.as_deref() {
+            Some("gfx9") => "(defined(__gfx9__))",
+            Some("gfx950") => "(defined(__gfx950__))",
+            other => panic!("{name}: arch {other:?}"),
+        };
+        assert!(guard.ends_with(want), "{name}: {guard}");
+        assert_eq!(offload_archs(m, name), ["gfx950"], "{name}");
+        *kinds.entry((d.kind.clone(), d.arch.clone())).or_default() += 1;
+    }
+    eprintln!("gfx950 alone, blobs by kind and arch: {kinds:?}");
+    for k in ["fwd_splitkv", "fwd_splitkv_combine", "fwd_appendkv"] {
+        let n = kinds.get(&(k.to_string(), Some("gfx9".to_string())));
+        assert!(n.is_some_and(|n| *n > 0), "no {k}: {kinds:?}");
+    }
+    assert_eq!(files.left_out().count(), 0);
+    // Every blob the gfx950 dispatchers call is recorded.
+    let check = files.check_dispatchers().unwrap();
+    assert!(check.calls > 0);
+    assert!(
+        check.unresolved.is_empty(),
+        "{} unresolved, e.g. {:?}",
+        check.unresolved.len(),
+        &check.unresolved[..check.unresolved.len().min(3)]
+    );
+}
+
+/// Runs the generator for one direction, fp16 d128 blobs only (split-KV's
+/// generator takes a `combine@split` pair of patterns).
+fn generate_d128_fp16(ck: &Path, out: &Path, direction: &str, archs: &[&str]) -> CkFmhaFiles {
+    let pattern = "*_d128_fp16_*";
+    let filter = if direction == "fwd_splitkv" {
+        format!("{pattern}@{pattern}")
+    } else {
+        pattern.to_string()
+    };
+    let mut p = preset(ck, out);
+    p.direction(direction).filter(&filter);
+    for a in archs {
+        p.arch(a);
+    }
+    p.try_manifest().unwrap()
+}
+
+#[test]
+fn with_gfx942_and_gfx950_each_blob_is_compiled_for_the_targets_its_guard_admits() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-guards");
+    let out = tmp.path().join("out");
+    for direction in ["fwd", "fwd_splitkv", "fwd_appendkv"] {
+        generate_d128_fp16(&ck, &out, direction, &["gfx942", "gfx950"]);
+    }
+    let generated = out.join("ck_fmha");
+    let files = preset(&ck, &tmp.path().join("out-both"))
+        .generated_dir(&generated)
+        .arch("gfx942")
+        .arch("gfx950")
+        .try_manifest()
+        .unwrap();
+    let m = &files.manifest;
+    // Blobs by (guard, kind), and the groups each guard went to.
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (d, path) in files.blobs() {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let guard = guard_line(path);
+        let guard = guard
+            .trim_start_matches("#if !defined(__HIP_DEVICE_COMPILE__) || ")
+            .to_string();
+        let want: &[&str] = match guard.as_str() {
+            "(defined(__gfx9__))" => &["gfx942", "gfx950"],
+            "(defined(__gfx9__) && !defined(__gfx950__))" => &["gfx942"],
+            "(defined(__gfx950__))" => &["gfx950"],
+            other => panic!("{name}: guard {other}"),
+        };
+        assert_eq!(offload_archs(m, name), want, "{name}: {guard}");
+        let g = &m.groups[m.blob(name).unwrap().group as usize];
+        groups
+            .entry(guard.clone())
+            .or_default()
+            .insert(g.name.clone());
+        *seen.entry((guard, d.kind.clone())).or_default() += 1;
+    }
+    eprintln!("gfx942+gfx950, blobs by guard and kind: {seen:?}; groups: {groups:?}");
+    let kinds_of = |guard: &str| -> BTreeSet<&str> {
+        seen.keys()
+            .filter(|(g, _)| g == guard)
+            .map(|(_, k)| k.as_str())
+            .collect()
+    };
+    assert_eq!(
+        kinds_of("(defined(__gfx9__))"),
+        BTreeSet::from(["fwd_appendkv", "fwd_splitkv", "fwd_splitkv_combine"])
+    );
+    assert_eq!(
+        kinds_of("(defined(__gfx9__) && !defined(__gfx950__))"),
+        BTreeSet::from(["fwd"])
+    );
+    assert_eq!(kinds_of("(defined(__gfx950__))"), BTreeSet::from(["fwd"]));
+    // Blobs of one kind compiled for different targets are in different
+    // groups, the families still one per kind.
+    let fwd: Vec<_> = m.groups.iter().filter(|g| g.family() == "fwd").collect();
+    assert_eq!(fwd.len(), 2, "{fwd:?}");
+    let check = files.check_dispatchers().unwrap();
+    assert!(check.unresolved.is_empty(), "{:?}", &check.unresolved[..1]);
+
+    // The same files read for gfx950 alone: the gfx942-only forward blobs
+    // are left out, counted, and everything else is compiled for gfx950.
+    let only = preset(&ck, &tmp.path().join("out-950"))
+        .generated_dir(&generated)
+        .arch("gfx950")
+        .try_manifest()
+        .unwrap();
+    let left_out = only.left_out().count();
+    let gfx942_only = seen
+        .iter()
+        .filter(|((g, _), _)| g.contains("!defined(__gfx950__)"))
+        .map(|(_, n)| n)
+        .sum::<usize>();
+    assert_eq!(left_out, gfx942_only);
+    assert_eq!(only.manifest.blobs.len(), m.blobs.len() - gfx942_only);
+    for b in &only.manifest.blobs {
+        assert_eq!(
+            offload_archs(&only.manifest, &b.name),
+            ["gfx950"],
+            "{}",
+            b.name
+        );
+    }
+}
+
+#[test]
+fn a_guard_that_cannot_be_decided_per_target_is_an_error_naming_the_blob() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-bad-guard");
+    let out = tmp.path().join("out");
+    let files = generate_d128_fp16(&ck, &out, "fwd_appendkv", &["gfx942"]);
+    let (_, blob) = files.blobs().next().unwrap();
+    let text = fs::read_to_string(blob).unwrap();
+    let line = guard_line(blob);
+    fs::write(
+        blob,
+        text.replacen(
+            &line,
+            "#if !defined(__HIP_DEVICE_COMPILE__) || (__clang_major__ >= 20)",
+            1,
+        ),
+    )
+    .unwrap();
+    let e = preset(&ck, &tmp.path().join("out-read"))
+        .generated_dir(out.join("ck_fmha"))
+        .arch("gfx942")
+        .try_manifest()
+        .unwrap_err();
+    match &e {
+        Error::Parse { file, .. } => assert_eq!(file.as_deref(), Some(blob)),
+        other => panic!("{other:?}"),
+    }
+    let msg = e.to_string();
+    let name = blob.file_name().unwrap().to_str().unwrap();
+    assert!(msg.contains(name), "{msg}");
+    assert!(msg.contains("unsupported operator '>='"), "{msg}");
 }
 
 #[test]
