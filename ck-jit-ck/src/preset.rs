@@ -1113,7 +1113,9 @@ pub(crate) fn neutral_of<'a>(
     decls: impl Iterator<Item = &'a BlobDecl>,
 ) -> BTreeMap<String, String> {
     let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut has_hdim_v = false;
     for d in decls {
+        has_hdim_v |= d.meta.contains_key(crate::vocab::HDIM_V);
         for (key, _) in NEUTRAL {
             if let Some(v) = d.meta.get(*key) {
                 seen.entry(key).or_default().insert(v.as_str());
@@ -1128,6 +1130,15 @@ pub(crate) fn neutral_of<'a>(
         if let Some(v) = without.iter().find(|w| values.contains(*w)) {
             out.insert((*key).to_string(), (*v).to_string());
         }
+    }
+    // A query that names the head dimension only is for hdim_v = hdim, as
+    // CK's callers mostly are: it gets a kernel whose V head covers it
+    // (`hdim = 192` a 192 one, not the (192, 128) tile).
+    if has_hdim_v {
+        out.insert(
+            crate::vocab::HDIM_V.to_string(),
+            ck_jit_build::manifest::neutral_at_least("hdim"),
+        );
     }
     out
 }

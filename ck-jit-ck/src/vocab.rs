@@ -49,6 +49,10 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("dbias", &["kHasBiasGrad"]),
 ];
 
+/// The key of the V head dimension a kernel is built for (see
+/// `Vocabulary::traits`).
+pub(crate) const HDIM_V: &str = "hdim_v";
+
 /// Parameters whose `true`/`false` the generator names in a table:
 /// (parameter, table).
 const BOOL_TABLES: &[(&str, &str)] = &[
@@ -373,6 +377,16 @@ impl Vocabulary {
             if let Some(v) = candidates.iter().find_map(|c| meta.get(*c)) {
                 meta.insert((*alias).to_string(), v.clone());
             }
+        }
+        // CK's dispatchers check `t.hdim_v` as well as `t.hdim_q`, but no
+        // traits template declares it: an attention tile's kN1 spans the
+        // whole V head (CK 2025's forward pairs (192, 128) have bn1 =
+        // hdim_v, its paged-KV and batch-prefill dispatchers bound hdim_v
+        // by bn1 itself); other kernels (bwd, appendkv, the splitkv
+        // combine, whose kN1 is a step) take hdim_v = hdim.
+        let tile_v = meta.contains_key("kK0BlockLength").then(|| meta.get("kN1"));
+        if let Some(v) = tile_v.flatten().or_else(|| meta.get("hdim")) {
+            meta.insert(HDIM_V.to_string(), v.clone());
         }
         Ok(())
     }

@@ -919,6 +919,51 @@ impl<'a> Compact<'a> {
         Ok(Names { text, ends })
     }
 
+    /// The group of each blob at `indices` (ascending), decoding only the
+    /// blocks that hold them: what a family needs when its groups differ
+    /// in the architectures they compile for, without decoding whole
+    /// records.
+    pub fn groups_at(&self, indices: &[usize]) -> Result<Vec<u32>, ManifestError> {
+        let mut out = Vec::with_capacity(indices.len());
+        let mut next = indices.iter().copied().peekable();
+        while let Some(&first) = next.peek() {
+            if first >= self.count {
+                return Err(bad(format!("blob {first} does not exist")));
+            }
+            let block = first / self.block;
+            self.scan_block(block, |_, r, index| {
+                let at_index = next.peek() == Some(&index);
+                let group = r.varint()?;
+                // The rest of the record after its group.
+                if r.usize()? == 0 {
+                    let n = r.usize()?;
+                    r.take(n)?;
+                }
+                let n = r.usize()?;
+                r.take(n)?;
+                r.varint()?;
+                if at_index {
+                    let group = u32::try_from(group)
+                        .ok()
+                        .filter(|&g| (g as usize) < self.groups.len())
+                        .ok_or_else(|| {
+                            bad(format!("blob {index} has a group that does not exist"))
+                        })?;
+                    out.push(group);
+                    next.next();
+                }
+                Ok(next
+                    .peek()
+                    .is_none_or(|&i| i / self.block != block)
+                    .then_some(()))
+            })?;
+            if next.peek().is_some_and(|&i| i / self.block == block) {
+                return Err(bad("member indices are not ascending"));
+            }
+        }
+        Ok(out)
+    }
+
     /// The sets of blobs called together ([`Manifest::together`]), as blob
     /// indices in name order.
     pub fn together(&self) -> Result<Vec<Vec<u32>>, ManifestError> {

@@ -113,7 +113,11 @@ pub struct Group {
     pub family: Option<String>,
     /// Values a family query that does not mention a key holds it to:
     /// the neutral variant of a trait the blobs vary in (CK's
-    /// `logits = false`: no soft-cap unless asked for).
+    /// `logits = false`: no soft-cap unless asked for). A value written by
+    /// [`neutral_at_least`] (`>= {hdim}`) relates the key to another: a
+    /// query silent about the key but bounding the other from below
+    /// (`hdim = 192`, `hdim >= 100`) holds the key to at least that bound
+    /// too (CK's `hdim_v`, which most callers have equal to `hdim`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub neutral: BTreeMap<String, String>,
 }
@@ -598,6 +602,18 @@ pub fn companions_in<'a>(sets: impl Iterator<Item = &'a [u32]>, blob: u32) -> Ve
         }
     }
     common.unwrap_or_default()
+}
+
+/// The neutral value that holds a key to at least what a query gives
+/// `other` ([`Group::neutral`]): `>= {other}`.
+pub fn neutral_at_least(other: &str) -> String {
+    format!(">= {{{other}}}")
+}
+
+/// The key a neutral value of [`neutral_at_least`] relates to, if it is
+/// one.
+pub fn neutral_relation(value: &str) -> Option<&str> {
+    value.strip_prefix(">= {")?.strip_suffix('}')
 }
 
 #[cfg(test)]

@@ -104,7 +104,7 @@ impl ArchChoice {
     }
 
     /// The device named for `platform`, if any.
-    fn fixed(&self, platform: Platform) -> Option<&DeviceArch> {
+    pub(crate) fn fixed(&self, platform: Platform) -> Option<&DeviceArch> {
         match self {
             ArchChoice::Fixed(archs) => archs.iter().find(|a| a.platform() == platform),
             _ => None,
@@ -438,6 +438,111 @@ fn recorded_names(sites: &[Site], has_code: bool) -> Vec<String> {
         }
     }
     names
+}
+
+/// The platform of an architecture a blob declares (`gfx9`, `gfx950`,
+/// `sm_90`), when it names one.
+pub fn tag_platform(tag: &str) -> Option<Platform> {
+    Target::parse(tag)?.platform()
+}
+
+/// Whether a blob that declares the architecture `tag` runs on `device`;
+/// `None` when the tag names nothing the runtime can judge (a generic
+/// target, a word, another platform's name).
+///
+/// An AMD tag of a major version only (`gfx9`, `gfx12`: at most two
+/// characters after `gfx`, all digits) is a family, as clang's
+/// `__gfx9__` is: it runs on every target of that major (`gfx9` on
+/// `gfx90a`, `gfx942` and `gfx950`, not on `gfx1100`). Any other AMD tag
+/// is one target and runs on that target only. An NVIDIA tag runs where
+/// its machine code or PTX does (see `Target::rank`).
+pub fn tag_runs_on(tag: &str, device: &DeviceArch) -> Option<bool> {
+    let target = Target::parse(tag)?;
+    if target.platform() != Some(device.platform()) {
+        return None;
+    }
+    match (&target, device) {
+        (Target::Gfx { generic: true, .. }, _) => None,
+        (Target::Gfx { base, .. }, DeviceArch::Amd(d)) => {
+            // The tag's features (`:xnack-`) say nothing about the family.
+            let id = &base[3..];
+            if id.len() <= 2 && id.bytes().all(|b| b.is_ascii_digit()) {
+                Some(gfx_major(d) == Some(id))
+            } else {
+                Some(base == d)
+            }
+        }
+        _ => Some(target.rank(device).is_some()),
+    }
+}
+
+/// The major version of an AMD target: all but the last two characters
+/// after `gfx` (minor and stepping), `9` of `gfx942` and `gfx90a`, `11` of
+/// `gfx1100`.
+fn gfx_major(name: &str) -> Option<&str> {
+    let id = name.get(3..)?;
+    let major = id.get(..id.len().checked_sub(2)?)?;
+    (!major.is_empty() && major.bytes().all(|b| b.is_ascii_digit())).then_some(major)
+}
+
+/// Whether an argv recorded for its targets makes code that runs on
+/// `device`: `Some(false)` only when every target it names is of the
+/// device's platform, readable, not generic, and none runs on the device
+/// (what compiling it for the device would refuse, or, for one target,
+/// compile for another); `None` when it names no target of that platform
+/// or cannot be read in full.
+pub fn recorded_runs_on(args: &[String], device: &DeviceArch) -> Option<bool> {
+    let sites = sites(args)?;
+    let has_code = sites.iter().any(|s| s.kind == Kind::Code);
+    let targets: Vec<Target> = sites
+        .iter()
+        .flat_map(|s| site_targets(s, has_code))
+        .collect();
+    if targets.is_empty()
+        || targets
+            .iter()
+            .any(|t| t.platform() != Some(device.platform()))
+        || targets
+            .iter()
+            .any(|t| matches!(t, Target::Gfx { generic: true, .. }))
+    {
+        return None;
+    }
+    Some(targets.iter().any(|t| t.rank(device).is_some()))
+}
+
+/// The platform of the targets an argv records, when it names targets of
+/// exactly one.
+pub fn recorded_platform(args: &[String]) -> Option<Platform> {
+    let sites = sites(args)?;
+    let has_code = sites.iter().any(|s| s.kind == Kind::Code);
+    let mut platforms = sites
+        .iter()
+        .flat_map(|s| site_targets(s, has_code))
+        .filter_map(|t| t.platform());
+    let first = platforms.next()?;
+    platforms.all(|p| p == first).then_some(first)
+}
+
+/// The device `CK_JIT_ARCH` names for `platform`, else the detected one
+/// (`detect`), else none: also none for `all` (every recorded target is
+/// wanted) and for a value that names no architecture (compiles report
+/// that).
+pub fn device_for(
+    choice: &ArchChoice,
+    platform: Platform,
+    detect: impl FnOnce(Platform) -> Option<Device>,
+) -> Option<Device> {
+    match choice {
+        ArchChoice::All | ArchChoice::Invalid(_) => None,
+        ArchChoice::Detect | ArchChoice::Fixed(_) => match choice.fixed(platform) {
+            Some(arch) => Some(Device {
+                arch: arch.clone(),
+                found_by: "CK_JIT_ARCH".into(),
+            }),
+            None => detect(platform),
+        },
+    }
 }
 
 /// The argument template of `blob` for the device compiles are for:
@@ -941,5 +1046,79 @@ mod tests {
         // A blob without GPU targets never reads it.
         let r = for_device("k", &argv("-O2 k.c"), &fixed("hopper"), |_| None);
         assert_eq!(r.unwrap(), None);
+    }
+
+    fn amd(name: &str) -> DeviceArch {
+        DeviceArch::Amd(name.into())
+    }
+
+    #[test]
+    fn a_major_only_tag_is_a_family_that_runs_on_every_target_of_that_major() {
+        for device in ["gfx942", "gfx950", "gfx90a", "gfx908"] {
+            assert_eq!(tag_runs_on("gfx9", &amd(device)), Some(true), "{device}");
+        }
+        assert_eq!(tag_runs_on("gfx9", &amd("gfx1100")), Some(false));
+        assert_eq!(tag_runs_on("gfx12", &amd("gfx1201")), Some(true));
+        assert_eq!(tag_runs_on("gfx11", &amd("gfx1201")), Some(false));
+        // `gfx1` is major 1, which `gfx1100` (major 11) is not.
+        assert_eq!(tag_runs_on("gfx1", &amd("gfx1100")), Some(false));
+    }
+
+    #[test]
+    fn a_full_target_tag_runs_on_that_target_only() {
+        assert_eq!(tag_runs_on("gfx950", &amd("gfx950")), Some(true));
+        assert_eq!(tag_runs_on("gfx950", &amd("gfx942")), Some(false));
+        assert_eq!(tag_runs_on("gfx90a", &amd("gfx90a")), Some(true));
+        assert_eq!(tag_runs_on("gfx942:xnack-", &amd("gfx942")), Some(true));
+    }
+
+    #[test]
+    fn tags_the_runtime_cannot_judge_are_unknown_not_refused() {
+        assert_eq!(tag_runs_on("gfx9-4-generic", &amd("gfx942")), None);
+        assert_eq!(tag_runs_on("any", &amd("gfx942")), None);
+        assert_eq!(tag_runs_on("sm_90", &amd("gfx942")), None);
+        assert_eq!(tag_runs_on("gfx9", &DeviceArch::Nvidia(90)), None);
+        assert_eq!(tag_runs_on("sm_80", &DeviceArch::Nvidia(86)), Some(true));
+        assert_eq!(tag_runs_on("sm_90a", &DeviceArch::Nvidia(100)), Some(false));
+        assert_eq!(tag_platform("gfx9"), Some(Platform::Amd));
+        assert_eq!(tag_platform("sm_90"), Some(Platform::Nvidia));
+        assert_eq!(tag_platform("x86"), None);
+    }
+
+    #[test]
+    fn recorded_targets_run_on_a_device_only_when_one_of_them_does() {
+        let runs = |args: &str, d: &str| recorded_runs_on(&argv(args), &amd(d));
+        assert_eq!(runs("--offload-arch=gfx942 x.hip", "gfx942"), Some(true));
+        assert_eq!(runs("--offload-arch=gfx950 x.hip", "gfx942"), Some(false));
+        assert_eq!(
+            runs("--offload-arch=gfx942;gfx950 x.hip", "gfx950"),
+            Some(true)
+        );
+        assert_eq!(runs("-O2 x.c", "gfx942"), None, "no target: host code");
+        assert_eq!(runs("--offload-arch=gfx9-4-generic x.hip", "gfx942"), None);
+        assert_eq!(runs("--offload-arch=gfx9zz x.hip", "gfx942"), Some(false));
+    }
+
+    #[test]
+    fn the_device_for_selection_is_the_named_one_else_the_detected_one() {
+        let found = |p: Platform| {
+            Some(Device {
+                arch: match p {
+                    Platform::Amd => amd("gfx90a"),
+                    Platform::Nvidia => DeviceArch::Nvidia(90),
+                },
+                found_by: "test".into(),
+            })
+        };
+        let d = device_for(&fixed("gfx942"), Platform::Amd, no_detection).unwrap();
+        assert_eq!(
+            (d.arch, d.found_by.as_str()),
+            (amd("gfx942"), "CK_JIT_ARCH")
+        );
+        let d = device_for(&fixed("sm_90"), Platform::Amd, found).unwrap();
+        assert_eq!(d.arch, amd("gfx90a"), "a platform not named is detected");
+        assert!(device_for(&ArchChoice::All, Platform::Amd, no_detection).is_none());
+        assert!(device_for(&fixed("gfx"), Platform::Amd, no_detection).is_none());
+        assert!(device_for(&ArchChoice::Detect, Platform::Amd, |_| None).is_none());
     }
 }

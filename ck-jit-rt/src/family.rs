@@ -27,6 +27,15 @@
 //! The order is total (blob names are unique), so a query over one
 //! manifest always selects the same blob.
 //!
+//! # The device in use
+//!
+//! Only members that run on the device compiles are for (`CK_JIT_ARCH`,
+//! else detected) are selected: a member whose `arch` metadata names
+//! another target or family, or whose group is recorded for targets none
+//! of which run on the device, is no candidate (it would be compiled out
+//! or fail to load there). With no device known every member is one. See
+//! `FamilyData::judge_runs`.
+//!
 //! # Regions of fused operations
 //!
 //! Queries compose ([`Query::and`]); two constraints that no value meets
@@ -40,7 +49,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use ck_jit_manifest::compact::{Names, Table};
-use ck_jit_manifest::{closest, escape, Blob, Manifest};
+use ck_jit_manifest::{closest, escape, neutral_relation, Blob, Manifest};
 use once_cell::sync::OnceCell;
 
 use crate::embed::Embedded;
@@ -218,15 +227,43 @@ impl Query {
     /// does not mention: what a family selection applies, so that a query
     /// silent about a trait gets the trait's neutral variant (no soft-cap,
     /// no sink) rather than whichever variant sorts first.
+    ///
+    /// A neutral value that relates its key to another
+    /// ([`neutral_relation`]: `hdim_v` at least `hdim`) adds, for each
+    /// lower bound the query puts on the other key (`hdim = 192`, `hdim >=
+    /// 100`), the same lower bound on its key, so a query for one head
+    /// dimension gets a kernel whose V head covers it too, as CK's
+    /// dispatcher checks both; a query without one adds nothing.
     pub fn with_neutral(&self, neutral: &BTreeMap<String, String>) -> Query {
         let mentioned = self.keys();
         let mut q = self.clone();
         for (k, v) in neutral {
-            if !mentioned.contains(k.as_str()) {
-                q.clauses.push(Clause::Eq(k.clone(), v.clone()));
+            if mentioned.contains(k.as_str()) {
+                continue;
+            }
+            match neutral_relation(v) {
+                Some(other) => q.clauses.extend(self.at_least_as(k, other)),
+                None => q.clauses.push(Clause::Eq(k.clone(), v.clone())),
             }
         }
         q
+    }
+
+    /// `key >= n` (or `> n`) for each lower bound this query puts on
+    /// `other`: `other = n` (an integer), `other >= n`, `other > n`.
+    fn at_least_as(&self, key: &str, other: &str) -> Vec<Clause> {
+        self.clauses
+            .iter()
+            .filter_map(|c| match c {
+                Clause::Eq(k, v) if k == other => {
+                    Some(Clause::Cmp(key.to_string(), Cmp::Ge, v.parse().ok()?))
+                }
+                Clause::Cmp(k, op @ (Cmp::Ge | Cmp::Gt), n) if k == other => {
+                    Some(Clause::Cmp(key.to_string(), *op, *n))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether a blob with metadata `meta` meets every constraint.
@@ -323,7 +360,7 @@ impl Query {
     /// same order as over the members' metadata maps, computed on codes
     /// (each clause is evaluated once per distinct value, then each member
     /// costs one table read per clause).
-    fn order_table(&self, table: &Table) -> Vec<usize> {
+    fn order_table(&self, table: &Table, runs: Option<&[bool]>) -> Vec<usize> {
         let key_index = |key: &str| table.keys.binary_search_by(|k| k.as_str().cmp(key)).ok();
         // Per clause: its key's column and which codes pass (index 0:
         // missing).
@@ -341,6 +378,7 @@ impl Query {
             }
         }
         let mut matching: Vec<usize> = (0..table.len())
+            .filter(|&m| runs.is_none_or(|r| r.get(m).copied().unwrap_or(true)))
             .filter(|&m| {
                 tests.iter().all(|(k, pass)| {
                     let c = table.code(m, *k) as usize;
@@ -446,6 +484,7 @@ impl Query {
             unknown_keys,
             families,
             suggestions,
+            device: None,
         }))
     }
 
@@ -669,6 +708,8 @@ struct Report {
     unknown_keys: Vec<(String, Vec<String>)>,
     families: Vec<String>,
     suggestions: Vec<String>,
+    /// Members left out because they do not run on the device in use.
+    device: Option<String>,
 }
 
 impl NoMatch {
@@ -722,6 +763,9 @@ impl fmt::Display for NoMatch {
                 let near: Vec<String> = near.iter().map(|k| escape(k)).collect();
                 write!(f, "; did you mean '{}'?", near.join("', '"))?;
             }
+        }
+        if let Some(device) = &this.device {
+            write!(f, "; {}", escape(device))?;
         }
         Ok(())
     }
@@ -874,9 +918,150 @@ struct FamilyData {
     names: Box<[OnceCell<Names>]>,
     neutral: BTreeMap<String, String>,
     runtime: &'static Runtime,
+    /// Which members run on the device in use, judged on the first
+    /// selection (not on `by_name`, which needs no device).
+    runs: OnceCell<Result<Runs, Error>>,
+}
+
+/// The metadata key that names the architecture a member's code is for
+/// (`gfx9`, `gfx950`, `sm_90`).
+pub const ARCH_KEY: &str = "arch";
+
+/// Which members of a family run on the device in use.
+struct Runs {
+    /// Per member; `None` when every member is a candidate (no device is
+    /// known, or none of the members is refused).
+    mask: Option<Box<[bool]>>,
+    /// The devices judged against, for messages: `gfx942 (from
+    /// CK_JIT_ARCH)`.
+    devices: String,
+}
+
+impl Runs {
+    fn mask(&self) -> Option<&[bool]> {
+        self.mask.as_deref()
+    }
+
+    /// How many members are left out.
+    fn refused(&self) -> usize {
+        self.mask().map_or(0, |m| m.iter().filter(|r| !**r).count())
+    }
 }
 
 impl FamilyData {
+    /// Which members run on the device in use, judged once.
+    fn runs(&self) -> Result<&Runs, Error> {
+        self.runs
+            .get_or_init(|| self.judge_runs())
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// A member runs on the device unless its `arch` or its group's
+    /// recorded targets say it does not: an `arch` of another target or
+    /// family (a `gfx950` kernel on a `gfx942`: its code is compiled out
+    /// there, see [`arch::tag_runs_on`](crate::arch::tag_runs_on)), or a
+    /// group compiled for other targets only (its object would not load on
+    /// the device). Where no device of the platform is known (none found,
+    /// `CK_JIT_ARCH=all`) every member stays a candidate, as the compile
+    /// then keeps every recorded target. Nothing is detected for a family
+    /// whose members name no GPU architecture.
+    fn judge_runs(&self) -> Result<Runs, Error> {
+        use crate::arch::{self, Device, Platform};
+        let table = &self.table;
+        let store = self.runtime.store();
+        let groups = store
+            .family_groups(&table.name)
+            .map_err(|e| self.manifest_error(e))?;
+        let arch_col = table
+            .keys
+            .binary_search_by(|k| k.as_str().cmp(ARCH_KEY))
+            .ok();
+        let mut platforms: Vec<Platform> = Vec::new();
+        let tags = arch_col.map_or(&[][..], |k| &table.dicts[k][..]);
+        let named = tags.iter().filter_map(|t| arch::tag_platform(t));
+        let recorded = groups
+            .iter()
+            .filter_map(|(_, g)| arch::recorded_platform(&g.args));
+        for p in named.chain(recorded) {
+            if !platforms.contains(&p) {
+                platforms.push(p);
+            }
+        }
+        let devices: Vec<(Platform, Device)> = platforms
+            .into_iter()
+            .filter_map(|p| Some((p, self.runtime.device_for(p)?)))
+            .collect();
+        let device = |p: Platform| devices.iter().find(|(q, _)| *q == p).map(|(_, d)| d);
+        let described = devices
+            .iter()
+            .map(|(_, d)| format!("{} (from {})", d.arch, d.found_by))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let every = |devices| Runs {
+            mask: None,
+            devices,
+        };
+        if devices.is_empty() {
+            return Ok(every(described));
+        }
+        // Per code of the `arch` column (0: no `arch`): whether it runs.
+        let mut tag_runs = vec![true];
+        tag_runs.extend(tags.iter().map(|t| {
+            let refused = arch::tag_platform(t)
+                .and_then(device)
+                .and_then(|d| arch::tag_runs_on(t, &d.arch));
+            refused != Some(false)
+        }));
+        let group_runs: Vec<(u32, bool)> = groups
+            .iter()
+            .map(|(i, g)| {
+                let runs = arch::recorded_platform(&g.args)
+                    .and_then(device)
+                    .and_then(|d| arch::recorded_runs_on(&g.args, &d.arch));
+                (*i, runs != Some(false))
+            })
+            .collect();
+        let by_group = group_runs.iter().any(|(_, r)| !r);
+        if tag_runs.iter().all(|r| *r) && !by_group {
+            return Ok(every(described));
+        }
+        // The members' groups are read only when groups differ: most
+        // families are one group per architecture, told apart by `arch`.
+        let member_groups = if by_group {
+            let blobs: Vec<usize> = (0..table.len()).map(|m| table.member(m)).collect();
+            Some(
+                store
+                    .groups_at(&blobs)
+                    .map_err(|e| self.manifest_error(e))?,
+            )
+        } else {
+            None
+        };
+        let mask = (0..table.len())
+            .map(|m| {
+                let tag_ok = match arch_col {
+                    Some(k) => tag_runs
+                        .get(table.code(m, k) as usize)
+                        .copied()
+                        .unwrap_or(true),
+                    None => true,
+                };
+                let group_ok = member_groups.as_ref().is_none_or(|g| {
+                    group_runs
+                        .iter()
+                        .find(|(i, _)| Some(i) == g.get(m))
+                        .is_none_or(|(_, r)| *r)
+                });
+                tag_ok && group_ok
+            })
+            .collect();
+        Ok(Runs {
+            mask: Some(mask),
+            devices: described,
+        })
+    }
+
     fn manifest_error(&self, error: ck_jit_manifest::ManifestError) -> Error {
         Error::Manifest {
             origin: self.runtime.origin().to_string(),
@@ -1002,6 +1187,7 @@ impl<F> FamilySlots<F> {
                     names,
                     neutral,
                     runtime,
+                    runs: OnceCell::new(),
                 })
             })
             .as_ref()
@@ -1075,7 +1261,8 @@ impl<F> FamilySlots<F> {
             return Err(SelectError::Conflict(c));
         }
         let q = query.with_neutral(&data.neutral);
-        match q.order_table(table).first() {
+        let runs = data.runs()?;
+        match q.order_table(table, runs.mask()).first() {
             Some(&i) => Ok(self.member(i)?.kernel()),
             None => {
                 // The error path: the members' names and metadata as maps.
@@ -1085,11 +1272,25 @@ impl<F> FamilySlots<F> {
                     .map(|m| data.name(m))
                     .collect::<Result<Vec<&str>, Error>>()?;
                 let candidates: Vec<Candidate> = names.into_iter().zip(&metas).collect();
-                Err(q
-                    .explain(self.family, &candidates, || {
-                        data.runtime.store().family_names()
-                    })
-                    .into())
+                let mut e = q.explain(self.family, &candidates, || {
+                    data.runtime.store().family_names()
+                });
+                // Members that match but do not run here: say so, rather
+                // than leave the report contradicting itself.
+                let refused = runs.refused();
+                if refused > 0 {
+                    let matching = q.order_table(table, None).len();
+                    e.0.device = Some(format!(
+                        "{refused} members do not run on {}{}",
+                        runs.devices,
+                        if matching > 0 {
+                            format!(", {matching} of which match")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+                Err(e.into())
             }
         }
     }
@@ -1121,9 +1322,10 @@ impl<F> FamilySlots<F> {
     /// If the manifest cannot be read.
     pub fn candidates(&'static self, query: &Query) -> Result<Vec<Kernel<F>>, Error> {
         let data = self.data()?;
+        let runs = data.runs()?;
         query
             .with_neutral(&data.neutral)
-            .order_table(&data.table)
+            .order_table(&data.table, runs.mask())
             .into_iter()
             .map(|i| Ok(self.member(i)?.kernel()))
             .collect()

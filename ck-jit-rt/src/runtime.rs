@@ -739,6 +739,20 @@ impl Runtime {
         self.prepare_together(&names)
     }
 
+    /// The device of `platform` this runtime compiles for, as `plan`
+    /// finds it (`CK_JIT_ARCH`, else detected once per process); `None`
+    /// for `CK_JIT_ARCH=all` or when none is found. Family selection keeps
+    /// the members that run on it.
+    pub(crate) fn device_for(
+        &self,
+        platform: crate::arch::Platform,
+    ) -> Option<crate::arch::Device> {
+        crate::arch::device_for(&self.config.arch, platform, |p| {
+            let devices = self.cache_dir().ok().map(|d| d.join("devices"));
+            crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
+        })
+    }
+
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;

@@ -260,6 +260,41 @@ impl Store {
         }
     }
 
+    /// The groups of `family`, with their indices.
+    pub fn family_groups(&self, family: &str) -> Result<Vec<(u32, &Group)>, ManifestError> {
+        let count = match self {
+            Store::Json(m) => m.groups.len(),
+            Store::Compact(c) => c.compact.group_count(),
+        };
+        let mut out = Vec::new();
+        for i in 0..count {
+            let in_family = match self {
+                Store::Json(m) => m.groups[i].family() == family,
+                Store::Compact(c) => c.compact.group_family(i) == Some(family),
+            };
+            if in_family {
+                out.push((i as u32, self.group(i)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The group index of each blob at `indices` (ascending).
+    pub fn groups_at(&self, indices: &[usize]) -> Result<Vec<u32>, ManifestError> {
+        match self {
+            Store::Json(m) => indices
+                .iter()
+                .map(|&i| {
+                    m.blobs
+                        .get(i)
+                        .map(|b| b.group)
+                        .ok_or_else(|| ManifestError::Parse(format!("blob {i} does not exist")))
+                })
+                .collect(),
+            Store::Compact(c) => c.compact.groups_at(indices),
+        }
+    }
+
     /// The names of the blobs at `indices` (ascending).
     pub fn names_at(&self, indices: &[usize]) -> Result<Names, ManifestError> {
         match self {

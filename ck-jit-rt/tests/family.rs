@@ -420,3 +420,89 @@ fn selection_on_codes_agrees_with_selection_on_maps() {
         }
     }
 }
+
+/// A family of two groups, one recorded for gfx942 and one for gfx950,
+/// selected for the device `arch` (`CK_JIT_ARCH`): (name, group, metadata).
+fn two_arch_family(arch: &str) -> &'static FamilySlots {
+    let mut m = Manifest::new("ck_jit_family_arch_test", "/nowhere");
+    for (name, target) in [("attn_gfx9", "gfx942"), ("attn_gfx950", "gfx950")] {
+        m.groups.push(Group {
+            name: name.into(),
+            compiler: "hipcc".into(),
+            args: [&format!("--offload-arch={target}"), "{src}", "-o", "{out}"]
+                .map(String::from)
+                .to_vec(),
+            cwd: None,
+            symbol: SymbolSpec::Exact("entry".into()),
+            depfile: true,
+            family: Some("attn".into()),
+            neutral: Default::default(),
+        });
+    }
+    for (name, group, meta) in [
+        ("a_d128_trload", 1, "hdim=128,arch=gfx950,trload=1"),
+        ("b_d128_untagged", 1, "hdim=128"),
+        ("c_d128", 0, "hdim=128,arch=gfx9,trload=0"),
+        ("d_d64", 0, "hdim=64,arch=gfx9,trload=0"),
+    ] {
+        m.blobs.push(Blob {
+            name: name.into(),
+            source: format!("{name}.hip"),
+            group,
+            symbol: None,
+            meta: meta
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        });
+    }
+    m.finish().unwrap();
+    let mut c = config();
+    c.arch = ck_jit_rt::arch::ArchChoice::parse(Some(arch));
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime::new(m, "arch test").with_config(c)));
+    Box::leak(Box::new(FamilySlots::with_runtime(
+        rt,
+        "attn",
+        SymbolOverride::Manifest,
+    )))
+}
+
+#[test]
+fn only_members_that_run_on_the_device_are_selected() {
+    let q = Query::new().eq("hdim", 128);
+    let names = |f: &'static FamilySlots| -> Vec<&str> {
+        f.candidates(&q).unwrap().iter().map(|k| k.name()).collect()
+    };
+    // gfx942: the gfx950 tag and the group recorded for gfx950 are out,
+    // though both sort first.
+    let gfx942 = two_arch_family("gfx942");
+    assert_eq!(gfx942.select(&q).unwrap().name(), "c_d128");
+    assert_eq!(names(gfx942), ["c_d128"]);
+    // gfx950: the gfx9 group's objects are for gfx942 only.
+    let gfx950 = two_arch_family("gfx950");
+    assert_eq!(names(gfx950), ["a_d128_trload", "b_d128_untagged"]);
+    // No device: every member, as the compile keeps every target.
+    assert_eq!(names(two_arch_family("all")).len(), 3);
+    // Naming a member still reaches it; a query only others run says so.
+    assert!(gfx942.by_name("a_d128_trload").is_ok());
+    let e = gfx942
+        .select(&Query::new().eq("trload", 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("2 members do not run on gfx942 (from CK_JIT_ARCH), 1 of which match"),
+        "{e}"
+    );
+    // A family tag runs on every target of its major; nothing else does.
+    let gfx90a = two_arch_family("gfx90a");
+    assert!(
+        gfx90a.select(&q).is_err(),
+        "no group is recorded for gfx90a"
+    );
+    let mut sel = gfx942.selector(&Query::new()).unwrap();
+    match sel.step(&q).unwrap() {
+        ck_jit_rt::Step::Selectable(k) => assert_eq!(k.name(), "c_d128"),
+        ck_jit_rt::Step::Flush(f) => panic!("{f}"),
+    }
+}

@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use ck_jit_manifest::neutral_relation;
+
 use super::compose::{self, Conflict};
 use super::{
     Clause, Error, FamilyData, FamilySlots, Kernel, Members, Query, SelectError, PRIORITY_KEY,
@@ -56,6 +58,9 @@ pub struct Selector<F: 'static = ()> {
     /// The family's neutral values as constraints, each with the codes it
     /// lets through.
     neutral: Vec<(Clause, Pass)>,
+    /// The family's neutral values that relate a key to another (`hdim_v`
+    /// at least `hdim`): (key, other key).
+    relations: Vec<(String, String)>,
     /// Per key column, its members grouped by code, made the first time a
     /// region's first step filters the whole family by that key.
     postings: Vec<Option<Postings>>,
@@ -395,12 +400,25 @@ impl<F: 'static> FamilySlots<F> {
         if let Some(c) = base.conflict() {
             return Err(SelectError::Conflict(c));
         }
-        let all: Vec<u32> = (0..data.table.len() as u32).collect();
+        // Members that do not run on the device in use are no candidates
+        // of any region, as in `select`.
+        let runs = data.runs()?.mask();
+        let all: Vec<u32> = (0..data.table.len() as u32)
+            .filter(|&m| runs.is_none_or(|r| r.get(m as usize).copied().unwrap_or(true)))
+            .collect();
         let tests: Vec<Pass> = base.clauses.iter().map(|c| pass(data, c)).collect();
         let left = filter(data, &all, &tests);
+        // A neutral value relating its key to another depends on the
+        // region's query: it is applied in `best_of`.
+        let relations = data
+            .neutral
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), neutral_relation(v)?.to_string())))
+            .collect();
         let neutral = data
             .neutral
             .iter()
+            .filter(|(_, v)| neutral_relation(v).is_none())
             .map(|(k, v)| {
                 let clause = Clause::Eq(k.clone(), v.clone());
                 let p = pass(data, &clause);
@@ -418,6 +436,7 @@ impl<F: 'static> FamilySlots<F> {
             best: None,
             numbers: vec![None; data.table.keys.len()],
             neutral,
+            relations,
             postings: (0..data.table.keys.len()).map(|_| None).collect(),
         };
         let left = sel.left.clone();
@@ -660,11 +679,24 @@ impl<F: 'static> Selector<F> {
     /// `query` leaves open, or the neutral constraint that leaves none.
     fn best_of(&mut self, query: &Query, left: &[u32]) -> Result<u32, String> {
         let data = self.data;
+        // The bounds relations add for keys the query leaves open, as
+        // `Query::with_neutral` adds them (after the query's own).
+        let derived: Vec<(Clause, Pass)> = self
+            .relations
+            .iter()
+            .filter(|(key, _)| !query.mentions(key))
+            .flat_map(|(key, other)| query.at_least_as(key, other))
+            .map(|c| {
+                let p = pass(data, &c);
+                (c, p)
+            })
+            .collect();
         let open: Vec<&Pass> = self
             .neutral
             .iter()
             .filter(|(c, _)| !query.mentions(c.key()))
             .map(|(_, p)| p)
+            .chain(derived.iter().map(|(_, p)| p))
             .collect();
         // The keys the order reads, in the order it reads them; a key no
         // member has orders nothing.
@@ -676,15 +708,21 @@ impl<F: 'static> Selector<F> {
                 (p.key(), Order::Prefer { smaller_first })
             })
             .collect();
-        keys.extend(query.clauses.iter().filter_map(|c| match c {
-            Clause::Cmp(k, op, _) => Some((
-                k.as_str(),
-                Order::Fit {
-                    smaller_first: matches!(op, super::Cmp::Ge | super::Cmp::Gt),
-                },
-            )),
-            _ => None,
-        }));
+        keys.extend(
+            query
+                .clauses
+                .iter()
+                .chain(derived.iter().map(|(c, _)| c))
+                .filter_map(|c| match c {
+                    Clause::Cmp(k, op, _) => Some((
+                        k.as_str(),
+                        Order::Fit {
+                            smaller_first: matches!(op, super::Cmp::Ge | super::Cmp::Gt),
+                        },
+                    )),
+                    _ => None,
+                }),
+        );
         keys.push((PRIORITY_KEY, Order::Priority));
         let mut order: Vec<(usize, Order)> = Vec::with_capacity(keys.len());
         for (key, how) in keys {
@@ -734,10 +772,11 @@ impl<F: 'static> Selector<F> {
         }
         // None has the neutral values: name the first that leaves none.
         let mut among = left.to_vec();
-        for (clause, p) in &self.neutral {
-            if query.mentions(clause.key()) {
-                continue;
-            }
+        let neutral = self
+            .neutral
+            .iter()
+            .filter(|(c, _)| !query.mentions(c.key()));
+        for (clause, p) in neutral.chain(derived.iter()) {
             let next = filter(data, &among, std::slice::from_ref(p));
             if next.is_empty() {
                 return Err(clause.to_string());
