@@ -17,6 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+pub(crate) use super::cpp::matching_brace;
 use super::cpp::{self, is_punct, matching_angle, split_commas, Tok, Token};
 use super::decl::{self, lex, parse_err, using_decl};
 use super::error::Error;
@@ -484,27 +485,6 @@ fn blob_calls<'s>(
         })
         .map(|k| (k, toks[k].text(src)))
         .collect()
-}
-
-/// The index of the `}` closing the `{` at `open`.
-pub(crate) fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (k, t) in toks.iter().enumerate().skip(open) {
-        if t.kind != Tok::Punct {
-            continue;
-        }
-        match t.text(src) {
-            "{" => depth += 1,
-            "}" => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(k);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -54,186 +54,194 @@ fn is_ident_continue(c: u8) -> bool {
 /// Splits `src` into tokens. Comments and whitespace are dropped; a
 /// preprocessor directive is one token.
 pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
-    let b = src.as_bytes();
+    let mut lx = Lexer {
+        b: src.as_bytes(),
+        i: 0,
+        line: 1,
+    };
     let mut out = Vec::new();
-    let mut i = 0;
-    let mut line = 1;
     // Whether only whitespace was seen since the last line break, so a `#`
     // starts a directive.
     let mut line_start = true;
-    while i < b.len() {
-        let c = b[i];
+    while let Some(&c) = lx.b.get(lx.i) {
         if c == b'\n' {
-            line += 1;
-            i += 1;
+            lx.line += 1;
+            lx.i += 1;
             line_start = true;
             continue;
         }
         if c.is_ascii_whitespace() {
-            i += 1;
+            lx.i += 1;
             continue;
         }
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
+        if lx.at(b"//") {
+            lx.skip_to_line_end();
             continue;
         }
-        if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let open = line;
-            i += 2;
-            loop {
-                if i + 1 >= b.len() {
-                    return Err(LexError {
-                        line: open,
-                        why: "unterminated /* comment".into(),
-                    });
-                }
-                if b[i] == b'*' && b[i + 1] == b'/' {
-                    i += 2;
-                    break;
-                }
-                if b[i] == b'\n' {
-                    line += 1;
-                }
-                i += 1;
-            }
+        if lx.at(b"/*") {
+            lx.skip_block_comment()?;
             continue;
         }
-        let start = i;
-        let start_line = line;
-        if c == b'#' && line_start {
-            while i < b.len() && b[i] != b'\n' {
-                if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
-                    line += 1;
-                    i += 2;
-                    continue;
-                }
-                i += 1;
-            }
-            out.push(Token {
-                kind: Tok::Preproc,
-                start,
-                end: i,
-                line: start_line,
-            });
-            continue;
-        }
-        line_start = false;
-        if c == b'R' && b.get(i + 1) == Some(&b'"') {
-            // Raw string R"delim( ... )delim".
-            let open = i + 2;
-            let Some(paren) = b[open..].iter().position(|&x| x == b'(') else {
-                return Err(LexError {
-                    line,
-                    why: "malformed raw string".into(),
-                });
-            };
-            let delim = &b[open..open + paren];
-            if delim.len() > 16 || delim.iter().any(|x| x.is_ascii_whitespace()) {
-                return Err(LexError {
-                    line,
-                    why: "malformed raw string delimiter".into(),
-                });
-            }
-            let mut j = open + paren + 1;
-            loop {
-                if j >= b.len() {
-                    return Err(LexError {
-                        line: start_line,
-                        why: "unterminated raw string".into(),
-                    });
-                }
-                if b[j] == b')'
-                    && b[j + 1..].starts_with(delim)
-                    && b.get(j + 1 + delim.len()) == Some(&b'"')
-                {
-                    j += delim.len() + 2;
-                    break;
-                }
-                if b[j] == b'\n' {
-                    line += 1;
-                }
-                j += 1;
-            }
-            i = j;
-            out.push(Token {
-                kind: Tok::Literal,
-                start,
-                end: i,
-                line: start_line,
-            });
-            continue;
-        }
-        if is_ident_start(c) {
-            while i < b.len() && is_ident_continue(b[i]) {
-                i += 1;
-            }
-            out.push(Token {
-                kind: Tok::Ident,
-                start,
-                end: i,
-                line: start_line,
-            });
-            continue;
-        }
-        if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            while i < b.len()
-                && (b[i].is_ascii_alphanumeric()
-                    || b[i] == b'.'
-                    || b[i] == b'\''
-                    || ((b[i] == b'+' || b[i] == b'-')
-                        && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P')))
-            {
-                i += 1;
-            }
-            out.push(Token {
-                kind: Tok::Number,
-                start,
-                end: i,
-                line: start_line,
-            });
-            continue;
-        }
-        if c == b'"' || c == b'\'' {
-            i += 1;
-            loop {
-                match b.get(i) {
-                    None | Some(b'\n') => {
-                        return Err(LexError {
-                            line: start_line,
-                            why: "unterminated literal".into(),
-                        })
-                    }
-                    Some(b'\\') => i += 2,
-                    Some(&x) if x == c => {
-                        i += 1;
-                        break;
-                    }
-                    Some(_) => i += 1,
-                }
-            }
-            out.push(Token {
-                kind: Tok::Literal,
-                start,
-                end: i.min(b.len()),
-                line: start_line,
-            });
-            continue;
-        }
-        i += if c == b':' && b.get(i + 1) == Some(&b':') {
-            2
+        let (start, line) = (lx.i, lx.line);
+        let kind = if c == b'#' && line_start {
+            lx.directive();
+            Tok::Preproc
         } else {
-            1
+            line_start = false;
+            lx.token(c)?
         };
         out.push(Token {
-            kind: Tok::Punct,
+            kind,
             start,
-            end: i,
-            line: start_line,
+            end: lx.i,
+            line,
         });
     }
     Ok(out)
+}
+
+/// The lexer's position: byte index and 1-based line.
+struct Lexer<'a> {
+    b: &'a [u8],
+    i: usize,
+    line: usize,
+}
+
+impl Lexer<'_> {
+    fn at(&self, s: &[u8]) -> bool {
+        self.b[self.i..].starts_with(s)
+    }
+
+    fn err(&self, line: usize, why: &str) -> LexError {
+        LexError {
+            line,
+            why: why.into(),
+        }
+    }
+
+    fn skip_to_line_end(&mut self) {
+        while self.i < self.b.len() && self.b[self.i] != b'\n' {
+            self.i += 1;
+        }
+    }
+
+    fn skip_block_comment(&mut self) -> Result<(), LexError> {
+        let open = self.line;
+        self.i += 2;
+        loop {
+            if self.i + 1 >= self.b.len() {
+                return Err(self.err(open, "unterminated /* comment"));
+            }
+            if self.at(b"*/") {
+                self.i += 2;
+                return Ok(());
+            }
+            if self.b[self.i] == b'\n' {
+                self.line += 1;
+            }
+            self.i += 1;
+        }
+    }
+
+    /// A whole directive line, with its backslash continuations.
+    fn directive(&mut self) {
+        while self.i < self.b.len() && self.b[self.i] != b'\n' {
+            if self.at(b"\\\n") {
+                self.line += 1;
+                self.i += 2;
+                continue;
+            }
+            self.i += 1;
+        }
+    }
+
+    /// One token starting with `c` (not whitespace, a comment or a
+    /// directive); its kind.
+    fn token(&mut self, c: u8) -> Result<Tok, LexError> {
+        if self.at(b"R\"") {
+            self.raw_string()?;
+            return Ok(Tok::Literal);
+        }
+        if is_ident_start(c) {
+            while self.i < self.b.len() && is_ident_continue(self.b[self.i]) {
+                self.i += 1;
+            }
+            return Ok(Tok::Ident);
+        }
+        let digit_after = self.b.get(self.i + 1).is_some_and(u8::is_ascii_digit);
+        if c.is_ascii_digit() || (c == b'.' && digit_after) {
+            self.number();
+            return Ok(Tok::Number);
+        }
+        if c == b'"' || c == b'\'' {
+            self.quoted(c)?;
+            return Ok(Tok::Literal);
+        }
+        self.i += if self.at(b"::") { 2 } else { 1 };
+        Ok(Tok::Punct)
+    }
+
+    /// A raw string `R"delim( ... )delim"`.
+    fn raw_string(&mut self) -> Result<(), LexError> {
+        let start_line = self.line;
+        let open = self.i + 2;
+        let Some(paren) = self.b[open..].iter().position(|&x| x == b'(') else {
+            return Err(self.err(self.line, "malformed raw string"));
+        };
+        let delim = &self.b[open..open + paren];
+        if delim.len() > 16 || delim.iter().any(|x| x.is_ascii_whitespace()) {
+            return Err(self.err(self.line, "malformed raw string delimiter"));
+        }
+        let mut j = open + paren + 1;
+        loop {
+            if j >= self.b.len() {
+                return Err(self.err(start_line, "unterminated raw string"));
+            }
+            if self.b[j] == b')'
+                && self.b[j + 1..].starts_with(delim)
+                && self.b.get(j + 1 + delim.len()) == Some(&b'"')
+            {
+                self.i = j + delim.len() + 2;
+                return Ok(());
+            }
+            if self.b[j] == b'\n' {
+                self.line += 1;
+            }
+            j += 1;
+        }
+    }
+
+    /// A number: digits, letters, `.`, `'` separators, and a sign after an
+    /// exponent.
+    fn number(&mut self) {
+        let b = self.b;
+        while self.i < b.len()
+            && (b[self.i].is_ascii_alphanumeric()
+                || b[self.i] == b'.'
+                || b[self.i] == b'\''
+                || ((b[self.i] == b'+' || b[self.i] == b'-')
+                    && matches!(b[self.i - 1], b'e' | b'E' | b'p' | b'P')))
+        {
+            self.i += 1;
+        }
+    }
+
+    /// A string or character literal closed by `quote` on the same line.
+    fn quoted(&mut self, quote: u8) -> Result<(), LexError> {
+        let start_line = self.line;
+        self.i += 1;
+        loop {
+            match self.b.get(self.i) {
+                None | Some(b'\n') => return Err(self.err(start_line, "unterminated literal")),
+                Some(b'\\') => self.i += 2,
+                Some(&x) if x == quote => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                Some(_) => self.i += 1,
+            }
+        }
+    }
 }
 
 /// Whether token `t` is the punctuation `p`.
@@ -281,42 +289,37 @@ pub(crate) fn matching_angle(src: &str, toks: &[Token], open: usize) -> Option<u
 /// The index of the `)` closing the `(` at `open` (within
 /// [`MAX_SPAN_TOKENS`]).
 pub(crate) fn matching_paren(src: &str, toks: &[Token], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, t) in toks.iter().enumerate().skip(open).take(MAX_SPAN_TOKENS) {
-        if t.kind != Tok::Punct {
-            continue;
-        }
-        match t.text(src) {
-            "(" | "[" | "{" => depth += 1,
-            ")" | "]" | "}" => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return if t.text(src) == ")" { Some(i) } else { None };
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    matching_close(src, toks, open, ")", MAX_SPAN_TOKENS)
 }
 
-/// How far a function body may reach when looking for its closing brace.
-const MAX_BODY_TOKENS: usize = 1 << 20;
-
 /// The index of the `}` closing the `{` at `open`, skipping nested
-/// brackets. `None` when unbalanced or farther than a bound on the work.
+/// brackets; `None` when unbalanced. Not bounded: a dispatcher's body is
+/// the whole if-chain over every blob (millions of tokens in CK 2024's
+/// bwd), and one linear scan is what the lexing cost already.
 pub(crate) fn matching_brace(src: &str, toks: &[Token], open: usize) -> Option<usize> {
+    matching_close(src, toks, open, "}", usize::MAX)
+}
+
+/// The index of the bracket `close` that closes the one at `open`, within
+/// `max` tokens; `None` when another kind of bracket closes it first.
+fn matching_close(
+    src: &str,
+    toks: &[Token],
+    open: usize,
+    close: &str,
+    max: usize,
+) -> Option<usize> {
     let mut depth = 0usize;
-    for (i, t) in toks.iter().enumerate().skip(open).take(MAX_BODY_TOKENS) {
+    for (i, t) in toks.iter().enumerate().skip(open).take(max) {
         if t.kind != Tok::Punct {
             continue;
         }
         match t.text(src) {
             "(" | "[" | "{" => depth += 1,
-            ")" | "]" | "}" => {
+            text @ (")" | "]" | "}") => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return if t.text(src) == "}" { Some(i) } else { None };
+                    return (text == close).then_some(i);
                 }
             }
             _ => {}

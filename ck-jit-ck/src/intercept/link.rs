@@ -16,17 +16,18 @@
 //!
 //! Each lazy link appends a [`Link`] line to the interception's link log.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::args::{analyse, inputs, template};
-use super::shim::{
-    append_line, real_command, restored, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS,
-    SHIM_LOG, SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
+use super::protocol::{
+    append_line, dispatcher_log, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
+    SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
 };
+use super::real::{real_command, restored};
 use ck_jit_build::CargoOutput;
 
 /// One link made lazy: a line of the link log.
@@ -128,7 +129,7 @@ fn note_together(
     let Some(log) = var(SHIM_LOG) else {
         return Ok(Default::default());
     };
-    let Ok(text) = fs::read_to_string(super::shim::dispatcher_log(&log)) else {
+    let Ok(text) = fs::read_to_string(dispatcher_log(&log)) else {
         return Ok(Default::default());
     };
     let mut source_of: HashMap<PathBuf, PathBuf> = HashMap::new();
@@ -211,22 +212,15 @@ fn blob_objects() -> Result<HashMap<PathBuf, Record>, String> {
 
 /// Links `argv` lazily when it links blob objects, returning the link's
 /// exit code; `None` when it links none (the caller runs it unchanged).
+///
+/// The steps: read the link's arguments (response files too), find the
+/// blob objects among its inputs, write and compile the stubs of those
+/// blobs, link with the stubs and the runtime in place of the blobs, and
+/// check what the linked output leaves undefined.
 pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("working directory: {e}"))?;
     let args = argv.get(1..).unwrap_or(&[]);
-    // The arguments with response files read: (argument, index of the
-    // response file argument it came from, if any).
-    let mut expanded: Vec<(String, Option<usize>)> = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        match a.strip_prefix('@') {
-            Some(file) => {
-                let text = fs::read_to_string(cwd.join(file))
-                    .map_err(|e| format!("cannot read response file '{file}': {e}"))?;
-                expanded.extend(split_response(&text).into_iter().map(|t| (t, Some(i))));
-            }
-            None => expanded.push((a.clone(), None)),
-        }
-    }
+    let expanded = expand_response_files(args, &cwd)?;
     let flat: Vec<String> = expanded.iter().map(|(a, _)| a.clone()).collect();
     let a = analyse(&flat);
     if a.compile_only || a.no_object || a.output.is_none() {
@@ -265,10 +259,70 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     fs::create_dir_all(&lazy_dir)
         .map_err(|e| format!("cannot create '{}': {e}", lazy_dir.display()))?;
 
-    // The stubs of every linked blob.
+    let blobs = blob_sources(&linked, &output)?;
+    let order = note_together(&flat, &cwd, &blobs, &links_log)?;
+    let (stubs_text, specialisations) =
+        super::super::lazy::stub_source_ordered(&blobs, &order).map_err(|e| e.to_string())?;
+    let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
+    let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
+    ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
+        .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
+    compile_stubs(linked[0].1, &stubs, &stubs_obj, &manifest)?;
+
+    let drop: HashSet<usize> = linked.iter().map(|(i, _)| *i).collect();
+    let mut largv = vec![argv[0].clone()];
+    largv.extend(link_args(&expanded, &drop, &lazy_dir, &out_name)?);
+    largv.push(stubs_obj.display().to_string());
+    largv.extend(runtime_args(&runtime));
+    let (program, largs) = real_command(&largv);
+
+    let mut names: Vec<String> = blobs.iter().map(|(n, _)| n.clone()).collect();
+    names.sort();
+    let record = Link {
+        output: output_abs.display().to_string(),
+        blobs: names,
+        specialisations,
+        stubs: stubs.display().to_string(),
+    };
+    append_line(Path::new(&links_log), &record)?;
+    let status = restored(&program)
+        .args(&largs)
+        .status()
+        .map_err(|e| format!("cannot run the linker {program:?}: {e}"))?;
+    if status.success() {
+        check_linked(&output_abs, &blobs)?;
+    }
+    Ok(Some(status.code().unwrap_or(1)))
+}
+
+/// The arguments with response files read: (argument, index of the
+/// response file argument it came from, if any).
+fn expand_response_files(
+    args: &[String],
+    cwd: &Path,
+) -> Result<Vec<(String, Option<usize>)>, String> {
+    let mut expanded = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a.strip_prefix('@') {
+            Some(file) => {
+                let text = fs::read_to_string(cwd.join(file))
+                    .map_err(|e| format!("cannot read response file '{file}': {e}"))?;
+                expanded.extend(split_response(&text).into_iter().map(|t| (t, Some(i))));
+            }
+            None => expanded.push((a.clone(), None)),
+        }
+    }
+    Ok(expanded)
+}
+
+/// Each linked blob's name and source text. A blob that defines no
+/// explicit specialisation cannot be stood in for: an error.
+fn blob_sources(
+    linked: &[(usize, &Record)],
+    output: &str,
+) -> Result<Vec<(String, String)>, String> {
     let mut blobs = Vec::with_capacity(linked.len());
-    let mut names = Vec::with_capacity(linked.len());
-    for (_, r) in &linked {
+    for (_, r) in linked {
         let src = Path::new(&r.cwd).join(&r.source);
         let text =
             fs::read_to_string(&src).map_err(|e| format!("blob '{}': {e}", src.display()))?;
@@ -276,7 +330,6 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        names.push(name.clone());
         blobs.push((name, text));
     }
     let plain: Vec<&str> = blobs
@@ -294,27 +347,22 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
             plain.join(", ")
         ));
     }
-    let order = note_together(&flat, &cwd, &blobs, &links_log)?;
-    let (stubs_text, specialisations) =
-        super::super::lazy::stub_source_ordered(&blobs, &order).map_err(|e| e.to_string())?;
-    let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
-    let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
-    ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
-        .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
+    Ok(blobs)
+}
 
-    // Compiled with the first blob's own command: its includes and
-    // defines are what the specialisations' declarations need.
+/// Compiles the stubs with the first linked blob's own command: its
+/// includes and defines are what the specialisations' declarations need.
+fn compile_stubs(first: &Record, stubs: &Path, obj: &Path, manifest: &str) -> Result<(), String> {
     let real = var(REAL_HIPCC).ok_or(
         "linking lazily needs a real HIP compiler for the stubs; set CK_JIT_REAL_HIPCC or \
          Intercept::real_compiler()",
     )?;
-    let first = linked[0].1;
-    let mut cargv = vec![real.clone()];
+    let mut cargv = vec![real];
     cargv.extend(stub_compile_args(
         first.argv.get(1..).unwrap_or(&[]),
-        &stubs,
-        &stubs_obj,
-        &manifest,
+        stubs,
+        obj,
+        manifest,
     ));
     let (program, cargs) = real_command(&cargv);
     let out = restored(&program)
@@ -322,21 +370,29 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
         .current_dir(&first.cwd)
         .output()
         .map_err(|e| format!("cannot run the real HIP compiler {program:?}: {e}"))?;
-    if !out.status.success() {
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        return Err(format!(
-            "compiling the lazy stubs '{}' failed ({}): {}",
-            stubs.display(),
-            out.status,
-            super::super::error::tail(&text, 3000)
-        ));
+    if out.status.success() {
+        return Ok(());
     }
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Err(format!(
+        "compiling the lazy stubs '{}' failed ({}): {}",
+        stubs.display(),
+        out.status,
+        super::super::error::tail(&text, 3000)
+    ))
+}
 
-    // The link without the blob objects, with the stubs and the runtime.
-    let drop: std::collections::HashSet<usize> = linked.iter().map(|(i, _)| *i).collect();
-    let mut new_args: Vec<String> = Vec::with_capacity(args.len() + 8);
-    let mut done_rsp: std::collections::HashSet<usize> = Default::default();
+/// The link's arguments without the blob objects at `drop`: a response
+/// file that held some is written again without them, beside the stubs.
+fn link_args(
+    expanded: &[(String, Option<usize>)],
+    drop: &HashSet<usize>,
+    lazy_dir: &Path,
+    out_name: &str,
+) -> Result<Vec<String>, String> {
+    let mut new_args: Vec<String> = Vec::with_capacity(expanded.len() + 8);
+    let mut done_rsp: HashSet<usize> = HashSet::new();
     for (k, (arg, from)) in expanded.iter().enumerate() {
         match from {
             None if drop.contains(&k) => {}
@@ -358,42 +414,27 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
             }
         }
     }
-    new_args.push(stubs_obj.display().to_string());
-    let runtime_path = Path::new(&runtime);
+    Ok(new_args)
+}
+
+/// The runtime library and what it needs, its symbols kept out of the
+/// library's exports when it is an archive.
+fn runtime_args(runtime: &str) -> Vec<String> {
+    let mut args = Vec::new();
     if runtime.ends_with(".a") {
-        let base = runtime_path
+        let base = Path::new(runtime)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        new_args.push(format!("-Wl,--exclude-libs,{base}"));
+        args.push(format!("-Wl,--exclude-libs,{base}"));
     }
-    new_args.push(runtime.clone());
-    new_args.extend(
+    args.push(runtime.to_string());
+    args.extend(
         ["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s"]
             .iter()
             .map(|s| s.to_string()),
     );
-    let mut largv = vec![argv[0].clone()];
-    largv.extend(new_args);
-    let (program, largs) = real_command(&largv);
-
-    let mut names_sorted = names;
-    names_sorted.sort();
-    let record = Link {
-        output: output_abs.display().to_string(),
-        blobs: names_sorted,
-        specialisations,
-        stubs: stubs.display().to_string(),
-    };
-    append_line(Path::new(&links_log), &record)?;
-    let status = restored(&program)
-        .args(&largs)
-        .status()
-        .map_err(|e| format!("cannot run the linker {program:?}: {e}"))?;
-    if status.success() {
-        check_linked(&output_abs, &blobs)?;
-    }
-    Ok(Some(status.code().unwrap_or(1)))
+    args
 }
 
 /// What the linked output leaves undefined, checked where it cannot be

@@ -86,6 +86,8 @@
 mod args;
 mod link;
 mod probe;
+mod protocol;
+mod real;
 mod shim;
 
 use std::collections::BTreeMap;
@@ -96,7 +98,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 pub use link::Link;
-pub use shim::{is_shim, shim_main, Record};
+pub use protocol::Record;
+pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
 use super::preset::{describe_blob, neutral_of};
@@ -539,7 +542,7 @@ impl Intercept {
 
     fn names(&self) -> Vec<String> {
         if self.names.is_empty() {
-            vec![shim::DEFAULT_NAME.to_string()]
+            vec![protocol::DEFAULT_NAME.to_string()]
         } else {
             self.names.clone()
         }
@@ -653,6 +656,8 @@ impl Intercept {
         }
     }
 
+    /// Runs the build under the fake compiler and turns what it recorded
+    /// into a manifest: the steps below, in order.
     fn run(&self, cargo: &mut CargoOutput<'_>) -> Result<Intercepted, Error> {
         let Some(program) = self.command.first() else {
             return Err(Error::Intercept {
@@ -666,40 +671,60 @@ impl Intercept {
         let work = self.resolve_work_dir(cargo)?;
         fs::create_dir_all(&work).map_err(io_err(&work))?;
         let work = fs::canonicalize(&work).map_err(io_err(&work))?;
-        let orig_path = cargo.var("PATH");
-        let orig_rocm = cargo.var("ROCM_PATH");
-        let orig_hip = cargo.var("HIP_PATH");
-        let orig_rocm_home = cargo.var("ROCM_HOME");
-        let orig_cxx = cargo.var("CXX");
-        let real = match &self.real {
-            Some(r) => Some(r.clone()),
-            None => cargo
-                .var(shim::REAL_HIPCC)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
+        // The real compiler set explicitly is not looked up (nor announced).
+        let orig = Original::read(cargo, self.real.is_none());
+        let ws = self.prepare(&work, &orig)?;
+        let cmd = self.build_command(program, &cwd, &ws, &orig, cargo)?;
+        self.run_build(cmd, program, &ws.build_log)?;
+        let (records, kept) = self.merge_records(&ws, &work, cargo)?;
+        let links = read_links(&ws.links_log)?;
+        let root = match &self.root {
+            Some(r) => fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
+                path: r.clone(),
+                source,
+            })?,
+            None => cwd.clone(),
         };
+        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let mut manifest = self.manifest(&records, &root, name)?;
+        add_together(&mut manifest, &ws.links_log)?;
+        Ok(Intercepted {
+            records,
+            manifest,
+            manifest_path: None,
+            fake_home: ws.fake_home,
+            build_log: ws.build_log,
+            cwd,
+            links,
+            kept,
+        })
+    }
 
+    /// The fake ROCm home, the stub objects blob compiles are answered
+    /// with, and fresh logs, in `work`; the real compiler found.
+    fn prepare(&self, work: &Path, orig: &Original) -> Result<Workspace, Error> {
         let fake_home = work.join("rocm");
         let fake_bin = fake_home.join("bin");
         let names = self.names();
-        let real = real.or_else(|| {
+        let real = self.real.clone().or_else(|| orig.real.clone()).or_else(|| {
             // In record-only mode no ROCm home is looked at.
             let rocm = if self.hip_version.is_some() {
                 None
             } else {
-                orig_rocm.as_deref().or(orig_rocm_home.as_deref())
+                orig.rocm.as_deref().or(orig.rocm_home.as_deref())
             };
-            find_real(&names[0], orig_path.as_deref(), rocm, &fake_bin)
+            find_real(&names[0], orig.path.as_deref(), rocm, &fake_bin)
         });
-        let mut shim_names = names.clone();
+        let mut shim_names = names;
         if self.runtime_lib.is_some() {
             shim_names.push("c++".into());
         }
         let real_home = match &self.hip_version {
             Some(_) => None,
-            None => orig_rocm
+            None => orig
+                .rocm
                 .as_deref()
-                .or(orig_rocm_home.as_deref())
+                .or(orig.rocm_home.as_deref())
                 .map(PathBuf::from)
                 .or_else(|| Some(PathBuf::from("/opt/rocm")))
                 .filter(|p| p.is_dir()),
@@ -714,18 +739,39 @@ impl Intercept {
                     .map_err(|why| Error::Intercept { why })?;
             }
         }
-
         let log = work.join("compile_log.jsonl");
         File::create(&log).map_err(io_err(&log))?;
         let links_log = work.join("links.jsonl");
         File::create(&links_log).map_err(io_err(&links_log))?;
-        let previous = work.join("records.jsonl");
-        let build_log = work.join("build.log");
-        let out = File::create(&build_log).map_err(io_err(&build_log))?;
-        let err = out.try_clone().map_err(io_err(&build_log))?;
+        Ok(Workspace {
+            fake_home,
+            fake_bin,
+            stubs_dir,
+            log,
+            links_log,
+            previous: work.join("records.jsonl"),
+            build_log: work.join("build.log"),
+            real,
+            shim_names,
+        })
+    }
 
-        let mut path = OsString::from(&fake_bin);
-        if let Some(p) = &orig_path {
+    /// The build's command: its output to the build log, `PATH` and the
+    /// ROCm variables pointing at the fake home, and what the fake
+    /// compiler needs to know (the protocol's variables), with the
+    /// variables it changed saved for the real compiler.
+    fn build_command(
+        &self,
+        program: &OsStr,
+        cwd: &Path,
+        ws: &Workspace,
+        orig: &Original,
+        cargo: &mut CargoOutput<'_>,
+    ) -> Result<Command, Error> {
+        let out = File::create(&ws.build_log).map_err(io_err(&ws.build_log))?;
+        let err = out.try_clone().map_err(io_err(&ws.build_log))?;
+        let mut path = OsString::from(&ws.fake_bin);
+        if let Some(p) = &orig.path {
             path.push(":");
             path.push(p);
         }
@@ -739,34 +785,38 @@ impl Intercept {
         };
         let mut cmd = Command::new(program);
         cmd.args(&self.command[1..])
-            .current_dir(&cwd)
+            .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .env("PATH", &path)
-            .env("ROCM_PATH", &fake_home)
-            .env("HIP_PATH", &fake_home)
-            .env("ROCM_HOME", &fake_home)
-            .env(shim::SHIM_LOG, &log)
-            .env(shim::SHIM_NAMES, shim_names.join(":"))
-            .env(shim::SHIM_BLOBS, self.blob_patterns().join("\n"))
-            .env(shim::SHIM_EXCLUDE, self.exclude.join("\n"))
-            .env(shim::SHIM_STUBS, &stubs_dir)
-            .env(shim::SHIM_DROP, self.drops.join("\n"))
-            .env(shim::SHIM_LINKS, &links_log)
-            .env(shim::SHIM_PREVIOUS, &previous)
-            .env(shim::SAVED[0].1, saved(&orig_path))
-            .env(shim::SAVED[1].1, saved(&orig_rocm))
-            .env(shim::SAVED[2].1, saved(&orig_hip))
-            .env(shim::SAVED[3].1, saved(&orig_rocm_home))
-            .env(shim::SAVED[4].1, saved(&orig_cxx));
-        match &real {
-            Some(r) => cmd.env(shim::REAL_HIPCC, r),
-            None => cmd.env_remove(shim::REAL_HIPCC),
+            .env("ROCM_PATH", &ws.fake_home)
+            .env("HIP_PATH", &ws.fake_home)
+            .env("ROCM_HOME", &ws.fake_home)
+            .env(protocol::SHIM_LOG, &ws.log)
+            .env(protocol::SHIM_NAMES, ws.shim_names.join(":"))
+            .env(protocol::SHIM_BLOBS, self.blob_patterns().join("\n"))
+            .env(protocol::SHIM_EXCLUDE, self.exclude.join("\n"))
+            .env(protocol::SHIM_STUBS, &ws.stubs_dir)
+            .env(protocol::SHIM_DROP, self.drops.join("\n"))
+            .env(protocol::SHIM_LINKS, &ws.links_log)
+            .env(protocol::SHIM_PREVIOUS, &ws.previous);
+        for ((_, var), value) in protocol::SAVED.iter().zip([
+            &orig.path,
+            &orig.rocm,
+            &orig.hip,
+            &orig.rocm_home,
+            &orig.cxx,
+        ]) {
+            cmd.env(var, saved(value));
+        }
+        match &ws.real {
+            Some(r) => cmd.env(protocol::REAL_HIPCC, r),
+            None => cmd.env_remove(protocol::REAL_HIPCC),
         };
         match &self.hip_version {
-            Some(v) => cmd.env(shim::SHIM_HIP_VERSION, v),
-            None => cmd.env_remove(shim::SHIM_HIP_VERSION),
+            Some(v) => cmd.env(protocol::SHIM_HIP_VERSION, v),
+            None => cmd.env_remove(protocol::SHIM_HIP_VERSION),
         };
         match &self.runtime_lib {
             Some(lib) => {
@@ -779,18 +829,23 @@ impl Intercept {
                 })?;
                 let manifest = self.resolve_out_dir(cargo)?.join(manifest::MANIFEST_FILE);
                 let manifest = std::path::absolute(&manifest).map_err(io_err(&manifest))?;
-                cmd.env(shim::SHIM_RUNTIME_LIB, lib)
-                    .env(shim::SHIM_LAZY_MANIFEST, manifest)
-                    .env("CXX", fake_bin.join("c++"));
+                cmd.env(protocol::SHIM_RUNTIME_LIB, lib)
+                    .env(protocol::SHIM_LAZY_MANIFEST, manifest)
+                    .env("CXX", ws.fake_bin.join("c++"));
             }
             None => {
-                cmd.env_remove(shim::SHIM_RUNTIME_LIB)
-                    .env_remove(shim::SHIM_LAZY_MANIFEST);
+                cmd.env_remove(protocol::SHIM_RUNTIME_LIB)
+                    .env_remove(protocol::SHIM_LAZY_MANIFEST);
             }
         }
         for (k, v) in &self.envs {
             cmd.env(k, v);
         }
+        Ok(cmd)
+    }
+
+    /// Runs the build; a failure is an error with the end of its log.
+    fn run_build(&self, mut cmd: Command, program: &OsStr, build_log: &Path) -> Result<(), Error> {
         let status = cmd.status().map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 Error::ProgramNotFound {
@@ -804,22 +859,32 @@ impl Intercept {
                 }
             }
         })?;
-        if !status.success() {
-            let text = fs::read(&build_log).unwrap_or_default();
-            return Err(Error::ForeignBuild {
-                command: quoted(&self.command),
-                status: status.to_string(),
-                log: build_log,
-                tail: tail(&String::from_utf8_lossy(&text), 2000),
-            });
+        if status.success() {
+            return Ok(());
         }
+        let text = fs::read(build_log).unwrap_or_default();
+        Err(Error::ForeignBuild {
+            command: quoted(&self.command),
+            status: status.to_string(),
+            log: build_log.to_path_buf(),
+            tail: tail(&String::from_utf8_lossy(&text), 2000),
+        })
+    }
 
-        let fresh = read_log(&log)?;
-        // Blobs this build did not compile again (their objects were up to
-        // date) keep their earlier records, while their sources exist.
+    /// This build's records, plus the earlier interception's for blobs
+    /// this build did not compile again (their objects were up to date)
+    /// while their sources exist; kept for the next run. Returns them and
+    /// how many came from the earlier run. No record at all is an error.
+    fn merge_records(
+        &self,
+        ws: &Workspace,
+        work: &Path,
+        cargo: &mut CargoOutput<'_>,
+    ) -> Result<(Vec<Record>, usize), Error> {
+        let fresh = read_log(&ws.log)?;
         let mut by_stem: BTreeMap<String, Record> = BTreeMap::new();
-        let earlier = if previous.is_file() {
-            read_log(&previous)?
+        let earlier = if ws.previous.is_file() {
+            read_log(&ws.previous)?
         } else {
             Vec::new()
         };
@@ -828,10 +893,8 @@ impl Intercept {
                 by_stem.insert(stem_of(&r), r);
             }
         }
-        let kept_before = by_stem.len();
         let fresh_stems: std::collections::BTreeSet<String> = fresh.iter().map(stem_of).collect();
         let kept = by_stem.keys().filter(|k| !fresh_stems.contains(*k)).count();
-        let _ = kept_before;
         for r in fresh {
             by_stem.insert(stem_of(&r), r);
         }
@@ -844,8 +907,8 @@ impl Intercept {
                      one (a hard-coded path, a CMake cache from another run), or find every \
                      object up to date? Its output is in '{}'",
                     quoted(&self.command),
-                    shown(&work),
-                    shown(&build_log)
+                    shown(work),
+                    shown(&ws.build_log)
                 ),
             });
         }
@@ -854,7 +917,7 @@ impl Intercept {
                 "the intercepted build compiled {} blob(s) again; {kept} more are kept from the \
                  earlier interception in '{}'",
                 records.len() - kept,
-                shown(&work)
+                shown(work)
             ));
         }
         let mut text = String::new();
@@ -864,44 +927,8 @@ impl Intercept {
             );
             text.push('\n');
         }
-        record::write_if_changed(&previous, &text).map_err(io_err(&previous))?;
-        let links = read_links(&links_log)?;
-        let root = match &self.root {
-            Some(r) => fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
-                path: r.clone(),
-                source,
-            })?,
-            None => cwd.clone(),
-        };
-        let name = record::cache_name(self.name.as_deref(), cargo)?;
-        let mut manifest = self.manifest(&records, &root, name)?;
-        // What the lazy links' dispatchers call together.
-        if let Ok(text) = fs::read_to_string(format!("{}.together", links_log.display())) {
-            let mut sets: Vec<Vec<String>> = Vec::new();
-            for line in text.lines() {
-                if let Ok(s) = serde_json::from_str::<Vec<Vec<String>>>(line) {
-                    sets.extend(s.into_iter().map(|set| {
-                        set.into_iter()
-                            .filter(|n| manifest.blob(n).is_some())
-                            .collect::<Vec<_>>()
-                    }));
-                }
-            }
-            sets.retain(|s| !s.is_empty());
-            manifest
-                .set_together(sets)
-                .map_err(|e| Error::Intercept { why: e.to_string() })?;
-        }
-        Ok(Intercepted {
-            records,
-            manifest,
-            manifest_path: None,
-            fake_home,
-            build_log,
-            cwd,
-            links,
-            kept,
-        })
+        record::write_if_changed(&ws.previous, &text).map_err(io_err(&ws.previous))?;
+        Ok((records, kept))
     }
 
     /// Builds `<fake_home>`: the real home mirrored by symlinks, and the
@@ -992,7 +1019,7 @@ impl Intercept {
                 None => Path::new(&r.argv[0])
                     .file_name()
                     .and_then(|n| n.to_str())
-                    .unwrap_or(shim::DEFAULT_NAME)
+                    .unwrap_or(protocol::DEFAULT_NAME)
                     .to_string(),
             };
             let cwd_template = match cwd.strip_prefix(root) {
@@ -1183,6 +1210,76 @@ fn ck_example_dir(args: &[String], cwd: &Path) -> Option<PathBuf> {
 }
 
 /// The blob name of a record: its source's file stem.
+/// The variables the interceptor changes for the build, as they were,
+/// and the real compiler the environment names.
+struct Original {
+    path: Option<OsString>,
+    rocm: Option<OsString>,
+    hip: Option<OsString>,
+    rocm_home: Option<OsString>,
+    cxx: Option<OsString>,
+    real: Option<PathBuf>,
+}
+
+impl Original {
+    fn read(cargo: &mut CargoOutput<'_>, real_from_env: bool) -> Original {
+        Original {
+            path: cargo.var("PATH"),
+            rocm: cargo.var("ROCM_PATH"),
+            hip: cargo.var("HIP_PATH"),
+            rocm_home: cargo.var("ROCM_HOME"),
+            cxx: cargo.var("CXX"),
+            real: if real_from_env {
+                cargo
+                    .var(protocol::REAL_HIPCC)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// Where an interception keeps its files, and what it runs the build with.
+struct Workspace {
+    fake_home: PathBuf,
+    fake_bin: PathBuf,
+    stubs_dir: PathBuf,
+    /// The fake compiler's records of this run.
+    log: PathBuf,
+    /// The lazy links made (and, beside it, `.together`).
+    links_log: PathBuf,
+    /// The records kept from the run before.
+    previous: PathBuf,
+    build_log: PathBuf,
+    real: Option<PathBuf>,
+    shim_names: Vec<String>,
+}
+
+/// Adds to `manifest` what the lazy links' dispatchers call together
+/// (`<links log>.together`, one JSON list of sets a line), keeping the
+/// blobs the manifest has.
+fn add_together(manifest: &mut Manifest, links_log: &Path) -> Result<(), Error> {
+    let Ok(text) = fs::read_to_string(format!("{}.together", links_log.display())) else {
+        return Ok(());
+    };
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    for line in text.lines() {
+        if let Ok(s) = serde_json::from_str::<Vec<Vec<String>>>(line) {
+            sets.extend(s.into_iter().map(|set| {
+                set.into_iter()
+                    .filter(|n| manifest.blob(n).is_some())
+                    .collect::<Vec<_>>()
+            }));
+        }
+    }
+    sets.retain(|s| !s.is_empty());
+    manifest
+        .set_together(sets)
+        .map_err(|e| Error::Intercept { why: e.to_string() })
+}
+
 fn stem_of(r: &Record) -> String {
     Path::new(&r.source)
         .file_stem()

@@ -10,78 +10,19 @@
 //! make/ninja dependency tracking keeps working.
 
 use std::ffi::OsString;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use glob::{MatchOptions, Pattern};
-use serde::{Deserialize, Serialize};
 
-use super::args::{analyse, strip_hip_flags, Analysed};
+use super::args::{analyse, Analysed};
+use super::protocol::{
+    append_line, dispatcher_log, var, Record, DEFAULT_NAME, SHIM_BLOBS, SHIM_EXCLUDE,
+    SHIM_HIP_VERSION, SHIM_LAZY_MANIFEST, SHIM_LOG, SHIM_NAMES, SHIM_STUBS,
+};
+use super::real::{real_command, restored};
 use super::{link, probe};
-use ck_jit_build::CargoOutput;
-
-/// The interception log (presence, together with a compiler name as
-/// argv[0], means shim mode).
-pub(crate) const SHIM_LOG: &str = "CK_JIT_SHIM_LOG";
-/// The compiler names intercepted, `:`-separated (default `hipcc`).
-pub(crate) const SHIM_NAMES: &str = "CK_JIT_SHIM_NAMES";
-/// Blob file-name patterns, one per line.
-pub(crate) const SHIM_BLOBS: &str = "CK_JIT_SHIM_BLOBS";
-/// Excluded file-name patterns, one per line.
-pub(crate) const SHIM_EXCLUDE: &str = "CK_JIT_SHIM_EXCLUDE";
-/// The real compiler for everything that is not a blob compile.
-pub(crate) const REAL_HIPCC: &str = "CK_JIT_REAL_HIPCC";
-/// The variables the interceptor changed, saved for the real compiler:
-/// each holds `+<value>` when the variable was set, `-` when it was not.
-pub(crate) const SAVED: &[(&str, &str)] = &[
-    ("PATH", "CK_JIT_SHIM_SAVED_PATH"),
-    ("ROCM_PATH", "CK_JIT_SHIM_SAVED_ROCM_PATH"),
-    ("HIP_PATH", "CK_JIT_SHIM_SAVED_HIP_PATH"),
-    ("ROCM_HOME", "CK_JIT_SHIM_SAVED_ROCM_HOME"),
-    ("CXX", "CK_JIT_SHIM_SAVED_CXX"),
-];
-/// A directory holding `stub.o` and `stub.so`, the empty objects blob
-/// compiles are answered with (made once per interception).
-pub(crate) const SHIM_STUBS: &str = "CK_JIT_SHIM_STUBS";
-/// Record-only mode: the HIP version the fake ROCm home states; the shim
-/// answers the build's flag probes itself, as that version's `hipcc`.
-pub(crate) const SHIM_HIP_VERSION: &str = "CK_JIT_SHIM_HIP_VERSION";
-/// Arguments dropped from commands given to the real compiler, one per
-/// line (`-mllvm X` as one line).
-pub(crate) const SHIM_DROP: &str = "CK_JIT_SHIM_DROP";
-/// Lazy libraries: the manifest path the linked stubs resolve blobs with.
-pub(crate) const SHIM_LAZY_MANIFEST: &str = "CK_JIT_SHIM_LAZY_MANIFEST";
-/// Lazy libraries: the ck-jit C ABI library linked into them.
-pub(crate) const SHIM_RUNTIME_LIB: &str = "CK_JIT_SHIM_RUNTIME_LIB";
-/// Lazy libraries: records of an earlier interception, for objects this
-/// build links without compiling them again.
-pub(crate) const SHIM_PREVIOUS: &str = "CK_JIT_SHIM_PREVIOUS";
-/// Lazy libraries: the log of links made lazy, one JSON line each.
-pub(crate) const SHIM_LINKS: &str = "CK_JIT_SHIM_LINKS";
-
-/// The default intercepted compiler name.
-pub(crate) const DEFAULT_NAME: &str = "hipcc";
-
-/// One recorded blob compile: a line of the interception log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Record {
-    /// The exact argv, program name first (as invoked, e.g. a path into the
-    /// fake ROCm home).
-    pub argv: Vec<String>,
-    /// The working directory of the compile.
-    pub cwd: String,
-    /// The source argument, as given.
-    pub source: String,
-    /// The `-o` argument, as given.
-    pub output: Option<String>,
-}
-
-fn var(name: &str) -> Option<OsString> {
-    CargoOutput::silent().var(name).filter(|v| !v.is_empty())
-}
 
 /// Whether this process was started as the fake compiler: the interceptor
 /// set `CK_JIT_SHIM_LOG` and argv\[0\]'s file name is an intercepted
@@ -209,11 +150,6 @@ fn is_dispatcher(source: &str, exclude: &[Pattern]) -> bool {
     exclude.iter().any(|p| p.matches_with(name, opts))
 }
 
-/// The log of dispatcher compiles beside the blob log.
-pub(crate) fn dispatcher_log(blob_log: &str) -> PathBuf {
-    PathBuf::from(format!("{blob_log}.dispatchers"))
-}
-
 /// Appends a dispatcher compile (absolute source and object) to the
 /// dispatcher log.
 fn note_dispatcher(a: &Analysed, source: &str) -> Result<(), String> {
@@ -284,25 +220,6 @@ fn record_blob(argv: &[String], a: &Analysed, source: String) -> Result<i32, Str
     Ok(0)
 }
 
-/// Appends `record` as one JSON line with a single write, so lines from
-/// parallel compiles never interleave.
-pub(crate) fn append_line<T: Serialize>(log: &Path, record: &T) -> Result<(), String> {
-    let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
-    line.push(b'\n');
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("cannot open log '{}': {e}", log.display()))?;
-    let n = f
-        .write(&line)
-        .map_err(|e| format!("cannot append to log '{}': {e}", log.display()))?;
-    if n != line.len() {
-        return Err(format!("short write to log '{}'", log.display()));
-    }
-    Ok(())
-}
-
 /// The names of the empty objects in a [`SHIM_STUBS`] directory.
 pub(crate) const STUB_OBJECT: &str = "stub.o";
 pub(crate) const STUB_SHARED: &str = "stub.so";
@@ -350,86 +267,6 @@ pub(crate) fn make_stub_object(out: &Path, relocatable: bool) -> Result<(), Stri
         ));
     }
     Ok(())
-}
-
-/// Whether the shim was started as a C++ compiler driver (`c++`, `g++`,
-/// `clang++`, the build's `CXX`) rather than as a HIP compiler.
-fn is_host_driver(arg0: &str) -> bool {
-    let name = Path::new(arg0)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(arg0);
-    matches!(name, "c++" | "g++" | "clang++" | "cc" | "gcc" | "clang")
-}
-
-/// The real program for `argv` and its arguments: for a C++ driver name,
-/// the build's original `CXX`, else `c++`; for a HIP compiler name,
-/// `CK_JIT_REAL_HIPCC` if set, else `c++` without the HIP-only flags.
-/// Arguments given with [`SHIM_DROP`] are removed.
-pub(crate) fn real_command(argv: &[String]) -> (OsString, Vec<String>) {
-    let args = argv.get(1..).unwrap_or(&[]);
-    let (program, args): (OsString, Vec<String>) = if is_host_driver(&argv[0]) {
-        let saved_cxx = var(SAVED[4].1)
-            .and_then(|v| v.into_string().ok())
-            .and_then(|v| v.strip_prefix('+').map(String::from))
-            .filter(|v| !v.is_empty());
-        match saved_cxx {
-            Some(cxx) => (cxx.into(), args.to_vec()),
-            None => ("c++".into(), args.to_vec()),
-        }
-    } else {
-        match var(REAL_HIPCC) {
-            Some(real) => (real, args.to_vec()),
-            None => ("c++".into(), strip_hip_flags(args)),
-        }
-    };
-    (program, drop_args(&args))
-}
-
-/// `args` without the [`SHIM_DROP`] arguments.
-fn drop_args(args: &[String]) -> Vec<String> {
-    let dropped: Vec<Vec<String>> = var(SHIM_DROP)
-        .and_then(|v| v.into_string().ok())
-        .map(|v| {
-            v.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| l.split_whitespace().map(String::from).collect())
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut out = Vec::with_capacity(args.len());
-    let mut i = 0;
-    'next: while i < args.len() {
-        for d in &dropped {
-            if !d.is_empty() && args[i..].starts_with(d) {
-                i += d.len();
-                continue 'next;
-            }
-        }
-        out.push(args[i].clone());
-        i += 1;
-    }
-    out
-}
-
-/// `program` with the interceptor's changes to the environment undone.
-pub(crate) fn restored(program: &OsString) -> Command {
-    let mut cmd = Command::new(program);
-    for (name, saved) in SAVED {
-        // A variable not saved is left as it is.
-        if let Some(v) = var(saved) {
-            let v = v.into_string().unwrap_or_default();
-            match v.strip_prefix('+') {
-                Some(value) => cmd.env(name, value),
-                None => cmd.env_remove(name),
-            };
-        }
-    }
-    for (_, saved) in SAVED {
-        cmd.env_remove(saved);
-    }
-    cmd.env_remove(SHIM_LOG);
-    cmd
 }
 
 /// Runs the real compiler for `argv` (replacing this process on Unix; see
