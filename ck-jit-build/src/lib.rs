@@ -77,7 +77,6 @@
 //! | `OUT_DIR` | where the manifest is written, unless [`Build::out_dir`] is set (set by cargo) |
 //! | `CARGO_MANIFEST_DIR` | the tree root, unless [`Build::root`] or the config file's `root` is set (set by cargo) |
 //! | `LIBCLANG_PATH`, `LLVM_CONFIG_PATH`, `CLANG_PATH`, `BINDGEN_EXTRA_CLANG_ARGS` | `bindings` (feature `bindgen`): libclang, the `clang` asked for its resource directory, extra clang arguments |
-//! | `ROCM_PATH`, `HIP_PATH` | `bindings::CkTypes`: HIP's headers, unless given with `hip_include()` |
 //!
 //! The compiler is not taken from `CC`/`CXX`: blobs are not host build
 //! artifacts. `CK_JIT_ROOT` and the `CK_JIT_*` variables not listed above
@@ -119,11 +118,11 @@
 //! # Bindings (feature `bindgen`)
 //!
 //! With the `bindgen` feature, the `bindings` module generates Rust types
-//! with bindgen: `bindings::CkTypes` binds CK's FMHA argument and traits
-//! structs and `ck_tile::stream_config` from the CK tree at hand, and
-//! `bindings::Launchers` turns a C header of launcher declarations into a
-//! `#[lazy_kernel] extern "C" { ... }` block. libclang is loaded at build
-//! time from `LIBCLANG_PATH` (CK needs version 17 or newer).
+//! with bindgen: `bindings::Launchers` turns a C header of launcher
+//! declarations into a `#[lazy_kernel] extern "C" { ... }` block. libclang
+//! is loaded at build time from `LIBCLANG_PATH`. Rust copies of CK's
+//! structs come from `ck-jit-ck` (`ffi::rust_structs`), which reads them
+//! without libclang.
 //!
 //! # Checks
 //!

@@ -254,7 +254,7 @@ pub(crate) fn generate(
         bindgen::BindgenError::ClangDiagnostic(message) => Error::Clang {
             input: input.to_string(),
             libclang: format!("'{}' at '{}'", lib.version, lib.path.display()),
-            errors: first_errors(&message, lib),
+            errors: first_errors(&message),
         },
         other => Error::Bindgen {
             input: input.to_string(),
@@ -278,7 +278,7 @@ pub(crate) fn generate(
 
 /// At most three of clang's error lines, on one line, with a hint where
 /// the cause is known.
-fn first_errors(message: &str, lib: &Libclang) -> String {
+fn first_errors(message: &str) -> String {
     let errors: Vec<&str> = message
         .lines()
         .map(str::trim)
@@ -303,11 +303,6 @@ fn first_errors(message: &str, lib: &Libclang) -> String {
             "; clang's resource directory is missing: give it with resource_dir() \
              (`clang -print-resource-dir` prints one) or put a clang on PATH",
         );
-    } else if lib.major().is_some_and(|m| m < 17) {
-        out.push_str(&format!(
-            "; this libclang is older than 17, which CK's headers need: {}",
-            super::error::HOW_TO_GET_LIBCLANG
-        ));
     }
     out
 }
@@ -334,17 +329,13 @@ mod tests {
     }
 
     #[test]
-    fn clang_errors_are_cut_to_three_and_old_libclang_is_named() {
+    fn clang_errors_are_cut_to_three_and_a_missing_resource_dir_is_named() {
         let msg = "a.hpp:1:1: error: one\na.hpp:2:1: warning: w\n\
                    a.hpp:3:1: error: two\na.hpp:4:1: error: three\na.hpp:5:1: error: four\n";
-        let got = first_errors(msg, &lib("clang version 14.0.6"));
+        let got = first_errors(msg);
         assert!(got.starts_with("a.hpp:1:1: error: one; a.hpp:3:1: error: two; "));
         assert!(got.contains("(1 more)"), "{got}");
-        assert!(got.contains("older than 17"), "{got}");
-        let got = first_errors(
-            "x.h:1:10: fatal error: 'stddef.h' file not found",
-            &lib("clang version 18.1.1"),
-        );
+        let got = first_errors("x.h:1:10: fatal error: 'stddef.h' file not found");
         assert!(got.contains("resource_dir()"), "{got}");
     }
 }

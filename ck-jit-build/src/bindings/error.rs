@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::manifest::escape;
 
-/// How to get a libclang that can read CK's headers, for messages.
-pub(crate) const HOW_TO_GET_LIBCLANG: &str = "install libclang 17 or newer, e.g. \
+/// How to get a libclang, for messages.
+const HOW_TO_GET_LIBCLANG: &str = "install libclang 11 or newer, e.g. \
      `pip install libclang==18.1.1`, and set LIBCLANG_PATH to the directory holding \
      its libclang.so (`python3 -c 'import clang, os; print(os.path.dirname(clang.__file__))'`/native)";
 
@@ -21,22 +21,17 @@ pub enum Error {
         /// What clang-sys said, with where it looked.
         why: String,
     },
-    /// Using an input: a header, a directory or the CK tree is missing or
-    /// is not what it should be.
+    /// Using an input: a header or a directory is missing or is not what
+    /// it should be.
     Input {
         /// The path as given.
         path: PathBuf,
         /// What is wrong with it.
         why: String,
     },
-    /// Finding HIP's headers for CK: none were given and none were found.
-    NoHipHeaders {
-        /// The places looked at.
-        looked_at: Vec<PathBuf>,
-    },
     /// Parsing: clang reported errors.
     Clang {
-        /// What was parsed (a header, or CK's `fmha_fwd.hpp`).
+        /// What was parsed (the header).
         input: String,
         /// The libclang that parsed it: its version and path.
         libclang: String,
@@ -50,9 +45,8 @@ pub enum Error {
         /// What bindgen said.
         message: String,
     },
-    /// Checking the generated items: bindgen's output could not be read,
-    /// two translation units define one name differently, or a struct the
-    /// headers declare was not generated.
+    /// Reading the generated items: bindgen's output is not Rust that syn
+    /// can read.
     Output {
         /// What was parsed.
         input: String,
@@ -107,15 +101,6 @@ impl fmt::Display for Error {
                 write!(f, "cannot load libclang: {why}; {HOW_TO_GET_LIBCLANG}")
             }
             Error::Input { path, why } => write!(f, "input '{}' {why}", shown(path)),
-            Error::NoHipHeaders { looked_at } => {
-                let places: Vec<String> = looked_at.iter().map(|p| shown(p)).collect();
-                write!(
-                    f,
-                    "no HIP headers (hip/hip_runtime.h) for CK's headers: looked in [{}]; \
-                     give the directory with hip_include() or set ROCM_PATH",
-                    places.join(", ")
-                )
-            }
             Error::Clang {
                 input,
                 libclang,

@@ -1,11 +1,11 @@
-//! [`Bindings`]: what a generator produced (the Rust source, the structs
-//! and kernels in it, the files clang read) and where it is written.
+//! [`Bindings`]: what a generator produced (the Rust source, the kernels
+//! in it, the files clang read), how its items are printed and where it is
+//! written.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
-use super::items::BoundStruct;
 use crate::cargo::CargoOutput;
 use crate::env;
 
@@ -13,7 +13,6 @@ use crate::env;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bindings {
     pub(crate) source: String,
-    pub(crate) structs: Vec<BoundStruct>,
     pub(crate) kernels: Vec<String>,
     pub(crate) inputs: Vec<PathBuf>,
 }
@@ -24,16 +23,7 @@ impl Bindings {
         &self.source
     }
 
-    /// The structs asked for (CK's argument and traits structs and
-    /// `ck_tile::stream_config`; for a launcher header, none), each with
-    /// its fields in order. Their dependencies (enums, typedefs, opaque
-    /// standard types) are in the source but not listed.
-    pub fn structs(&self) -> &[BoundStruct] {
-        &self.structs
-    }
-
-    /// The kernels of the `#[lazy_kernel]` block, in the header's order
-    /// (for CK's types, none).
+    /// The kernels of the `#[lazy_kernel]` block, in the header's order.
     pub fn kernels(&self) -> &[String] {
         &self.kernels
     }
@@ -66,6 +56,18 @@ impl Bindings {
         crate::record::write_if_changed(path, &self.source).map_err(err)?;
         Ok(true)
     }
+}
+
+/// The items as formatted Rust source, after `header` (comment lines).
+pub(crate) fn render(header: &str, items: Vec<syn::Item>) -> String {
+    let file = syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items,
+    };
+    let mut out = String::from(header);
+    out.push_str(&prettyplease::unparse(&file));
+    out
 }
 
 /// Runs `generate` with the `cargo:` lines printed to stdout when `print`,

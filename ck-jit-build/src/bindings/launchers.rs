@@ -15,8 +15,7 @@ use syn::{
 
 use super::clang;
 use super::error::{shown, Error};
-use super::generated::{announce_inputs, generate_printing, generate_to, Bindings};
-use super::items;
+use super::generated::{announce_inputs, generate_printing, generate_to, render, Bindings};
 use crate::cargo::CargoOutput;
 
 /// Turns the functions a C header declares into `#[lazy_kernel]` Rust
@@ -342,7 +341,7 @@ impl Launchers {
              // each function is a #[lazy_kernel], compiled on its first call. Do not edit.\n\n",
             shown(&header)
         );
-        let source = items::render(&text, items);
+        let source = render(&text, items);
         let mut inputs = parsed.files;
         if !inputs.contains(&header) {
             inputs.insert(0, header);
@@ -352,7 +351,6 @@ impl Launchers {
         }
         Ok(Bindings {
             source,
-            structs: Vec::new(),
             kernels,
             inputs,
         })
@@ -541,7 +539,7 @@ mod tests {
     fn block(src: &str, options: &BlockOptions) -> Result<(String, Vec<String>), Error> {
         let file = syn::parse_file(src).unwrap();
         let (items, names) = kernel_block(file, Path::new("k.h"), options)?;
-        Ok((items::render("", items), names))
+        Ok((render("", items), names))
     }
 
     const BINDGEN: &str = r#"

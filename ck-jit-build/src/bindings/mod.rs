@@ -1,17 +1,15 @@
-//! Rust types from C and C++ headers, with bindgen (the `bindgen`
-//! feature): write a signature or a struct once, in C, and let the Rust
-//! side follow it.
+//! Rust types from C headers, with bindgen (the `bindgen` feature): write
+//! a kernel signature once, in C, and let the Rust side follow it.
 //!
-//! - [`CkTypes`]: CK's FMHA argument and traits structs (`fmha_fwd_args`,
-//!   `fmha_bwd_traits`, ...) and `ck_tile::stream_config`, generated from
-//!   the CK tree at hand, so the bindings are always the version's own;
-//! - [`Launchers`]: a C header of launcher declarations becomes a
-//!   `#[lazy_kernel] extern "C" { ... }` block, with the header's types.
-//!
-//! Both write a file into `OUT_DIR` for the crate to `include!`, and print
+//! [`Launchers`]: a C header of launcher declarations becomes a
+//! `#[lazy_kernel] extern "C" { ... }` block, with the header's types. It
+//! writes a file into `OUT_DIR` for the crate to `include!`, and prints
 //! `cargo:rerun-if-changed` for every file clang read. Nothing here
 //! compiles a kernel; the only program started is a `clang` asked for its
 //! resource directory when none lies beside libclang.
+//!
+//! Rust copies of CK's structs are not made here: `ck-jit-ck`'s
+//! `ffi::rust_structs` reads them from the CK tree without libclang.
 //!
 //! ```toml
 //! [build-dependencies]
@@ -23,8 +21,7 @@
 //! bindgen parses with libclang, loaded at build time (never linked):
 //! where `LIBCLANG_PATH` says (a directory holding `libclang.so`, or the
 //! file), else where clang-sys looks (`llvm-config --libdir`, the system's
-//! library directories). CK's headers need libclang 17 or newer; Debian
-//! 12's libclang 14 rejects their `static_assert(false)`. Without a
+//! library directories). Any libclang from 11 on will do. Without a
 //! system one:
 //!
 //! ```sh
@@ -33,9 +30,8 @@
 //! ```
 //!
 //! That wheel carries no clang headers, so the resource directory
-//! (`stddef.h`, the HIP wrapper headers) comes from a `clang` on `PATH`
-//! (any version from 11 on; Debian's `clang-15` will do) or from
-//! `resource_dir()`. A missing libclang is an [`Error::Libclang`] that says
+//! (`stddef.h`) comes from a `clang` on `PATH` (any version from 11 on;
+//! Debian's `clang-15` will do) or from `resource_dir()`. A missing libclang is an [`Error::Libclang`] that says
 //! this.
 //!
 //! # Environment
@@ -44,22 +40,17 @@
 //! |---|---|
 //! | `LIBCLANG_PATH`, `LLVM_CONFIG_PATH` | where libclang is (read by clang-sys) |
 //! | `CLANG_PATH`, `PATH` | the `clang` asked for its resource directory |
-//! | `ROCM_PATH`, `HIP_PATH` | [`CkTypes`]: where HIP's headers are, unless `hip_include()` says |
 //! | `BINDGEN_EXTRA_CLANG_ARGS` | more clang arguments (read by bindgen) |
 //! | `OUT_DIR` | where `write("file.rs")` writes (set by cargo) |
 //!
 //! Each is announced with `cargo:rerun-if-env-changed`.
 
-mod ck;
 mod clang;
 mod error;
 mod generated;
-mod items;
 mod launchers;
 
-pub use ck::CkTypes;
 pub use clang::{libclang, Libclang};
 pub use error::Error;
 pub use generated::Bindings;
-pub use items::{BoundField, BoundStruct};
 pub use launchers::Launchers;
