@@ -6,7 +6,16 @@
 //! Nothing here knows a dispatcher's shape or CK's traits. A function is
 //! any definition `NAME[<ARGS>](...) {` whose body calls a blob template
 //! (directly or through one of the dispatcher's own function templates, as
-//! [`super::calls`] resolves them); its statements are read as C++:
+//! [`super::calls`] resolves them), or calls such a function (newer CK's
+//! public `fmha_fwd` holds no blob call: it calls `fmha_fwd_v3`, then
+//! `fmha_fwd_v2` on a negative result), or is called as a statement by one
+//! that is read (a `fmha_fwd_v3` with no kernel in this build); the public
+//! entry points the headers declare are thus read whatever internal split
+//! a version uses. A statement that calls another function of the file as
+//! a whole (`return f(...);`, `f(...);`, `[T] r = f(...);`) is a
+//! [`Stmt::Invoke`] with its arguments, decided through that function;
+//! functions called inside conditions (`get_num_cus`) or lambdas stay
+//! calls the environment answers. Its statements are read as C++:
 //! blocks, `if`/`else if`/`else` chains (conditions parsed into
 //! expressions; `if constexpr (std::is_same_v<..>)` decided here),
 //! `using` aliases, declarations (`const float x = 0.8;` becomes a local,
@@ -70,20 +79,19 @@ pub fn dispatcher_rules(
         blob_ids: HashMap::new(),
         unresolved: Vec::new(),
         calls: 0,
+        defined: BTreeSet::new(),
+        def_words: BTreeSet::new(),
+        read: BTreeSet::new(),
+        wanted: BTreeSet::new(),
     };
-    let mut functions = Vec::new();
+    // The file's function definitions (the dispatcher's own templates are
+    // read where they are called).
+    let mut defs = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
             i = end + 1;
             continue;
-        }
-        if toks[i].kind == Tok::Ident && toks[i].text(src) == "using" {
-            if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
-                w.aliases.insert(toks[name_at].text(src), range);
-                i = next;
-                continue;
-            }
         }
         let Some((name, open)) = function_at(src, &toks, i) else {
             i += 1;
@@ -91,18 +99,88 @@ pub fn dispatcher_rules(
         };
         let close = matching_brace(src, &toks, open)
             .ok_or_else(|| parse_err(toks[open].line, "unbalanced '{'"))?;
-        // The dispatcher's own templates are read where they are called.
-        let local = bodies.iter().any(|&(start, _)| start == open);
-        if !local && w.calls_in(open, close) {
-            let body = w.block(open + 1, close, 0)?;
-            functions.push(Function {
+        if !bodies.iter().any(|&(start, _)| start == open) {
+            defs.push(Def {
                 name,
-                line: u32::try_from(toks[i].line).unwrap_or(u32::MAX),
-                body,
+                at: i,
+                open,
+                close,
             });
         }
         i = close + 1;
     }
+    w.defined = defs.iter().map(|d| d.name.clone()).collect();
+    w.def_words = defs
+        .iter()
+        .map(|d| d.name.split('<').next().unwrap_or_default().to_string())
+        .collect();
+    // Read: the functions that call blobs, those that call them (newer
+    // CK's public `fmha_fwd` calls `fmha_fwd_v3` and `fmha_fwd_v2`, which
+    // call the blobs), and whatever those call as a statement.
+    for d in &defs {
+        if w.calls_in(d.open, d.close) {
+            w.read.insert(d.name.clone());
+        }
+    }
+    loop {
+        let before = w.read.len();
+        for d in &defs {
+            if !w.read.contains(&d.name) && w.invokes_in(d.open, d.close) {
+                w.read.insert(d.name.clone());
+            }
+        }
+        if w.read.len() == before {
+            break;
+        }
+    }
+    let mut functions: Vec<Function> = Vec::new();
+    loop {
+        // File order, aliases as the file declares them up to each function.
+        w.aliases.clear();
+        let mut def = defs.iter().peekable();
+        let mut i = 0;
+        while i < toks.len() {
+            if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
+                i = end + 1;
+                continue;
+            }
+            if let Some(d) = def.peek().filter(|d| d.at == i) {
+                if w.read.contains(&d.name) && !functions.iter().any(|f| f.name == d.name) {
+                    let body = w.block(d.open + 1, d.close, 0)?;
+                    functions.push(Function {
+                        name: d.name.clone(),
+                        line: u32::try_from(toks[i].line).unwrap_or(u32::MAX),
+                        params: params_at(src, &toks, i),
+                        body,
+                    });
+                }
+                i = d.close + 1;
+                def.next();
+                continue;
+            }
+            if toks[i].kind == Tok::Ident && toks[i].text(src) == "using" {
+                if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
+                    w.aliases.insert(toks[name_at].text(src), range);
+                    i = next;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        // Functions first met as callees (a `fmha_fwd_v3` with no kernel
+        // in this build calls no blob) are read in another round.
+        let more: Vec<String> = w
+            .wanted
+            .iter()
+            .filter(|n| !w.read.contains(*n))
+            .cloned()
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        w.read.extend(more);
+    }
+    functions.sort_by_key(|f| f.line);
     Ok(DispatcherRules {
         rules: RulesFile {
             format: RULES_FORMAT,
@@ -114,6 +192,46 @@ pub fn dispatcher_rules(
         unresolved: w.unresolved,
         calls: w.calls,
     })
+}
+
+/// A function definition of the dispatcher.
+struct Def {
+    /// Its name, normalised as [`function_at`] gives it.
+    name: String,
+    /// The index of its name.
+    at: usize,
+    /// Its body's braces.
+    open: usize,
+    close: usize,
+}
+
+/// The parameter names of the function whose name is at `i` (empty for a
+/// parameter left unnamed): the last word of each parameter before a
+/// default value, where there is more than one word.
+fn params_at(src: &str, toks: &[Token], i: usize) -> Vec<String> {
+    let mut j = i + 1;
+    if is_punct(src, toks.get(j), "<") {
+        match matching_angle(src, toks, j) {
+            Some(c) => j = c + 1,
+            None => return Vec::new(),
+        }
+    }
+    let Some(close) = matching_paren(src, toks, j) else {
+        return Vec::new();
+    };
+    cpp::split_commas(src, toks, j + 1, close)
+        .into_iter()
+        .filter(|&(a, b)| !(b == a + 1 && toks[a].text(src) == "void"))
+        .map(|(a, b)| {
+            let end = (a..b)
+                .find(|&k| is_punct(src, toks.get(k), "="))
+                .unwrap_or(b);
+            match end.checked_sub(1).map(|k| &toks[k]) {
+                Some(t) if end >= a + 2 && t.kind == Tok::Ident => t.text(src).to_string(),
+                _ => String::new(),
+            }
+        })
+        .collect()
 }
 
 /// Words that are followed by `(` without naming a function.
@@ -177,6 +295,14 @@ struct Walker<'s> {
     blob_ids: HashMap<String, u32>,
     unresolved: Vec<(usize, String)>,
     calls: usize,
+    /// Every function the file defines, by name.
+    defined: BTreeSet<String>,
+    /// Their names without template arguments, to test a word quickly.
+    def_words: BTreeSet<String>,
+    /// The functions read into rules.
+    read: BTreeSet<String>,
+    /// The functions a statement read so far calls.
+    wanted: BTreeSet<String>,
 }
 
 impl<'s> Walker<'s> {
@@ -194,6 +320,89 @@ impl<'s> Walker<'s> {
 
     fn calls_in(&self, from: usize, to: usize) -> bool {
         (from..to).any(|k| call_at(self.src, self.toks, k, self.templates, self.locals).is_some())
+    }
+
+    /// A call at `k` of a function the file defines: its name and the
+    /// index of its `(`.
+    fn invoked_at(&self, k: usize) -> Option<(String, usize)> {
+        let t = self.toks.get(k)?;
+        if t.kind != Tok::Ident || !self.def_words.contains(t.text(self.src)) {
+            return None;
+        }
+        if k > 0 && (self.punct(k - 1, ".") || self.punct(k - 1, "::") || self.punct(k - 1, ">")) {
+            return None;
+        }
+        let mut j = k + 1;
+        if self.punct(j, "<") {
+            j = matching_angle(self.src, self.toks, j)? + 1;
+        }
+        if !self.punct(j, "(") {
+            return None;
+        }
+        let none = |_: &str| -> Option<(&[Token], &str)> { None };
+        let name = cpp::normalize(self.src, &self.toks[k..j], &none).ok()?;
+        self.defined.contains(&name).then_some((name, j))
+    }
+
+    /// Whether `toks[from..to]` calls a function read into rules.
+    fn invokes_in(&self, from: usize, to: usize) -> bool {
+        (from..to).any(|k| {
+            self.invoked_at(k)
+                .is_some_and(|(name, _)| self.read.contains(&name))
+        })
+    }
+
+    /// The statement `toks[i..end]` (its `;` last) as a call of another
+    /// function of the file: `return f(...);`, `f(...);`, `[T] x = f(...);`.
+    fn invoke(&mut self, i: usize, end: usize) -> Option<Stmt> {
+        let semi = end.checked_sub(1).filter(|&s| self.punct(s, ";"))?;
+        let returns = self.toks[i].kind == Tok::Ident && self.text(i) == "return";
+        let mut s = if returns { i + 1 } else { i };
+        let mut result = None;
+        if !returns {
+            let mut depth = 0i64;
+            for k in s..semi {
+                match self.text(k) {
+                    "(" | "[" | "{" => depth += 1,
+                    ")" | "]" | "}" => depth -= 1,
+                    "=" if depth == 0
+                        && self.toks[k].kind == Tok::Punct
+                        && !self.joined(k, "=")
+                        && !self.joined_before(k) =>
+                    {
+                        let name = k.checked_sub(1).filter(|&n| n >= s)?;
+                        if self.toks[name].kind != Tok::Ident {
+                            return None;
+                        }
+                        result = Some(self.text(name).to_string());
+                        s = k + 1;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let (function, open) = self.invoked_at(s)?;
+        let close = matching_paren(self.src, self.toks, open)?;
+        if close + 1 != semi {
+            return None;
+        }
+        let mut args = Vec::new();
+        for (a, b) in cpp::split_commas(self.src, self.toks, open + 1, close) {
+            let arg = parse_expr(self, a, b).unwrap_or_else(|_| {
+                let text = (a..b).map(|k| self.text(k)).collect::<Vec<_>>().join(" ");
+                self.intern(Expr::Opaque(text))
+            });
+            args.push(arg);
+        }
+        self.wanted.insert(function.clone());
+        Some(Stmt::Invoke {
+            line: u32::try_from(self.line(i)).unwrap_or(u32::MAX),
+            function,
+            args,
+            result,
+            returns,
+        })
     }
 
     /// The statements in `toks[from..to]`.
@@ -309,12 +518,23 @@ impl<'s> Walker<'s> {
         let end = self.statement_end(i, to)?;
         let line = u32::try_from(t.line).unwrap_or(u32::MAX);
         if t.kind == Tok::Ident && matches!(word, "while" | "for" | "switch" | "do") {
-            if self.calls_in(i, end) {
+            if self.calls_in(i, end) || self.invokes_in(i, end) {
                 out.push(Stmt::Unsupported {
                     line,
                     what: format!("a '{word}' statement that calls blobs"),
                 });
             }
+            return Ok(end);
+        }
+        if let Some(invoke) = self.invoke(i, end) {
+            out.push(invoke);
+            return Ok(end);
+        }
+        if self.invokes_in(i, end) {
+            out.push(Stmt::Unsupported {
+                line,
+                what: "a call of another dispatcher function inside an expression".into(),
+            });
             return Ok(end);
         }
         if self.calls_in(i, end) {
@@ -374,7 +594,7 @@ impl<'s> Walker<'s> {
                         }
                     }
                     None => {
-                        if self.calls_in(close + 1, end) {
+                        if self.calls_in(close + 1, end) || self.invokes_in(close + 1, end) {
                             taken.push(Stmt::Unsupported {
                                 line: u32::try_from(self.line(i)).unwrap_or(u32::MAX),
                                 what: "an 'if constexpr' whose condition is not known here".into(),
@@ -1084,6 +1304,217 @@ float fmha_fwd(fmha_fwd_traits t, fmha_args a, const ck_tile::stream_config& s) 
             .body
             .iter()
             .any(|s| matches!(s, Stmt::Unsupported { line: 4, .. })));
+    }
+
+    /// Newer CK's `fmha_fwd_api.cpp` (ROCm/rocm-libraries,
+    /// `projects/composablekernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py`):
+    /// two internal dispatchers and a public function that tries one, then
+    /// the other; `{V3}` is the v3 dispatch.
+    const SPLIT: &str = r#"
+#include "fmha_fwd.hpp"
+namespace {
+bool get_num_cus(unsigned& num_cus) { int d; return hipGetDevice(&d) == 0; }
+unsigned get_num_thread_blocks(unsigned b, unsigned m) { return b * m; }
+} // namespace
+namespace {
+float fmha_fwd_v2([[maybe_unused]] fmha_fwd_traits t, [[maybe_unused]] fmha_fwd_args a, [[maybe_unused]] const ck_tile::stream_config& s) {
+    float r = -1;
+    unsigned num_cus;
+    if(!get_num_cus(num_cus)) {
+        return r;
+    }
+    [[maybe_unused]] auto get_num_blocks = [&](unsigned kM0) {
+        return get_num_thread_blocks(a.batch, kM0);
+    };
+    if(t.hdim_q <= 64) {
+        using trait_ = traits_<64>;
+        return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);
+    }
+    else if(t.hdim_q <= 128) {
+        return fmha_fwd_<traits_<128>, ck_tile::gfx9_t>(s, a);
+    }
+    return r;
+}
+} // namespace
+namespace {
+float fmha_fwd_v3([[maybe_unused]] fmha_fwd_traits t, [[maybe_unused]] fmha_fwd_args a, [[maybe_unused]] const ck_tile::stream_config& s) {
+    float r = -1;
+    unsigned num_cus;
+    if(!get_num_cus(num_cus)) {
+        return r;
+    }
+{V3}
+    return r;
+}
+} // namespace
+{ENTRY}
+"#;
+
+    const NEWEST: &str = "
+float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const ck_tile::stream_config& config) {
+    if (args.max_seqlen_q > 1) {
+        float r = fmha_fwd_v3(traits, args, config);
+        if (r >= 0) return r;
+    }
+    return fmha_fwd_v2(traits, args, config);
+}";
+
+    const V3_128: &str = "if(t.hdim_q == 128 && a.seqlen_k % 128 == 0) {
+        using trait_ = traits_<128, v3>;
+        return fmha_fwd_<trait_, ck_tile::gfx950_t>(s, a);
+    }";
+
+    fn split(v3: &str, entry: &str) -> RulesFile {
+        let b = blob_of(&[
+            ("fmha_fwd_<traits_<64>,ck_tile::gfx9_t>", "b64"),
+            ("fmha_fwd_<traits_<128>,ck_tile::gfx9_t>", "b128"),
+            ("fmha_fwd_<traits_<128,v3>,ck_tile::gfx950_t>", "b128_v3"),
+        ]);
+        let src = SPLIT.replace("{V3}", v3).replace("{ENTRY}", entry);
+        let r = dispatcher_rules("fmha_fwd_api.cpp", &src, &b).unwrap();
+        assert!(r.unresolved.is_empty(), "{:?}", r.unresolved);
+        RulesFile::parse(&r.rules.to_json()).unwrap()
+    }
+
+    /// The traits and arguments, spelt with the parameter names `t` and
+    /// `a` (`traits` and `args` for newer CK's `fmha_fwd`).
+    fn fwd(t: &str, a: &str, hdim: i64, seqlen_q: i64, seqlen_k: i64) -> Map {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        Map(vec![
+            (leak(format!("{t}.hdim_q")), Value::Int(hdim)),
+            (leak(format!("{a}.max_seqlen_q")), Value::Int(seqlen_q)),
+            (leak(format!("{a}.seqlen_k")), Value::Int(seqlen_k)),
+            ("num_cus", Value::Int(80)),
+        ])
+    }
+
+    #[test]
+    fn a_public_function_that_only_calls_dispatcher_functions_is_decided_through_them() {
+        let r = split(V3_128, NEWEST);
+        let names: Vec<&str> = r.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["fmha_fwd_v2", "fmha_fwd_v3", "fmha_fwd"]);
+        let f = r.function("fmha_fwd").unwrap();
+        assert_eq!(f.params, ["traits", "args", "config"]);
+        // The helpers called in conditions and lambdas stay calls the
+        // environment answers.
+        assert!(r.function("get_num_cus").is_none());
+        let decide = |hdim, q, k| r.decide("fmha_fwd", &fwd("traits", "args", hdim, q, k));
+        // One query row: v3 is not tried, v2 decides.
+        assert_eq!(decide(128, 1, 256).unwrap().blobs(), ["b128"]);
+        // v3 takes it: its kernel, and v2's where that one refuses the
+        // arguments at run time.
+        let d = decide(128, 64, 256).unwrap();
+        assert_eq!(d.candidates(), [&["b128_v3"][..], &["b128"][..]]);
+        assert!(matches!(d, Decision::Fallback { .. }));
+        // v3 has no kernel for it (returns -1): v2's, and nothing else.
+        assert_eq!(decide(64, 64, 256).unwrap().candidates(), [&["b64"][..]]);
+        assert_eq!(decide(128, 64, 100).unwrap().candidates(), [&["b128"][..]]);
+        // Neither has one.
+        assert!(decide(256, 64, 256).unwrap().candidates().is_empty());
+        // The internal functions decide on their own too, in their own
+        // names.
+        let d = r
+            .decide("fmha_fwd_v3", &fwd("t", "a", 128, 64, 256))
+            .unwrap();
+        assert_eq!(d.blobs(), ["b128_v3"]);
+    }
+
+    #[test]
+    fn a_v3_without_kernels_leaves_the_v2_decision_unchanged() {
+        // CK writes v3 with an empty dispatch where no v3 kernel is built.
+        let r = split("", NEWEST);
+        assert!(r.function("fmha_fwd_v3").is_some());
+        for (hdim, q) in [(64, 1), (64, 64), (128, 64), (256, 64)] {
+            let public = r.decide("fmha_fwd", &fwd("traits", "args", hdim, q, 256));
+            let v2 = r.decide("fmha_fwd_v2", &fwd("t", "a", hdim, q, 256));
+            assert_eq!(public.unwrap().candidates(), v2.unwrap().candidates());
+        }
+    }
+
+    #[test]
+    fn a_fallback_on_a_negative_result_reads_in_every_spelling() {
+        // Assigning the fallback's result and returning it once.
+        let entry =
+            "float fmha_fwd(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+            float r = fmha_fwd_v3(t, a, s);
+            if (r < 0) r = fmha_fwd_v2(t, a, s);
+            return r;
+        }";
+        let r = split(V3_128, entry);
+        let d = r.decide("fmha_fwd", &fwd("t", "a", 128, 64, 256)).unwrap();
+        assert_eq!(d.candidates(), [&["b128_v3"][..], &["b128"][..]]);
+        let d = r.decide("fmha_fwd", &fwd("t", "a", 64, 64, 256)).unwrap();
+        assert_eq!(d.candidates(), [&["b64"][..]]);
+        // An intermediate CK: one or the other by a condition, no fallback
+        // (`and`, `not`, locals of the public function).
+        let entry = r#"float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const ck_tile::stream_config& config) {
+            const std::string device_name = ck_tile::get_device_name();
+            const bool can_dispatch_v3 =
+                (device_name.compare(0, 6, "gfx950") == 0) and ((false) or (traits.hdim_q == 128)) and
+                (not (args.seqlen_k == 0));
+            if(traits.hdim_q == 128)
+            printf("can_dispatch_v3(=%d) -> ", can_dispatch_v3);
+            if (true and can_dispatch_v3) {
+                printf("dispatch to fmha_fwd_v3()\n");
+                return fmha_fwd_v3(traits, args, config);
+            } else {
+                return fmha_fwd_v2(traits, args, config);
+            }
+        }"#;
+        let r = split(V3_128, entry);
+        // The environment says gfx942.
+        let d = r
+            .decide("fmha_fwd", &fwd("traits", "args", 128, 64, 256))
+            .unwrap();
+        assert_eq!(d.candidates(), [&["b128"][..]]);
+    }
+
+    #[test]
+    fn a_public_function_calling_a_specialisation_is_decided_through_it() {
+        let src = "template <> float fmha_bwd<2>(fmha_bwd_traits t, fmha_bwd_args a, const ck_tile::stream_config& s) {
+            if (t.hdim_q <= 64) { return x_<A>(s, a); }
+            return -1;
+        }
+        float fmha_bwd(fmha_bwd_traits t, fmha_bwd_args a, const ck_tile::stream_config& s) {
+            return fmha_bwd<2>(t, a, s);
+        }";
+        let b = blob_of(&[("x_<A>", "bx")]);
+        let r = dispatcher_rules("f.cpp", src, &b).unwrap().rules;
+        let e = Map(vec![("t.hdim_q", Value::Int(64))]);
+        assert_eq!(r.decide("fmha_bwd", &e).unwrap().blobs(), ["bx"]);
+        let e = Map(vec![("t.hdim_q", Value::Int(128))]);
+        assert!(matches!(
+            r.decide("fmha_bwd", &e).unwrap(),
+            Decision::NoBlob { .. }
+        ));
+    }
+
+    #[test]
+    fn kernels_run_after_kernels_and_calls_in_expressions_are_errors_when_reached() {
+        let entry =
+            "float fmha_fwd(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+            float r = fmha_fwd_v3(t, a, s);
+            r = fmha_fwd_v2(t, a, s);
+            if (t.hdim_q == 1) { return 2 * fmha_fwd_v2(t, a, s); }
+            return r;
+        }";
+        let r = split(V3_128, entry);
+        let err = r
+            .decide("fmha_fwd", &fwd("t", "a", 128, 64, 256))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("calls kernels after a call that ran kernels"),
+            "{err}"
+        );
+        // v3 has none: v2's, as the C++ does.
+        let d = r.decide("fmha_fwd", &fwd("t", "a", 64, 64, 256)).unwrap();
+        assert_eq!(d.blobs(), ["b64"]);
+        let err = r
+            .decide("fmha_fwd", &fwd("t", "a", 1, 64, 256))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("inside an expression"), "{err}");
     }
 
     #[test]

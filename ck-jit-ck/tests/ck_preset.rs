@@ -263,7 +263,7 @@ fn count_leaves(body: &[Stmt], file: &str) -> usize {
             }
             Stmt::Call { .. } => 1,
             Stmt::Unsupported { line, what } => panic!("{file}:{line}: {what}"),
-            Stmt::Let { .. } | Stmt::Return { .. } => 0,
+            Stmt::Let { .. } | Stmt::Return { .. } | Stmt::Invoke { .. } => 0,
         })
         .sum()
 }

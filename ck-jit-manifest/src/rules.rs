@@ -15,6 +15,21 @@
 //! anything the build could not read is kept as [`Expr::Opaque`] and is an
 //! error only when a decision reaches it.
 //!
+//! A function may call other functions of the same file
+//! ([`Stmt::Invoke`]): newer CK's public `fmha_fwd` holds no blob call of
+//! its own, it tries an internal `fmha_fwd_v3` and falls back to
+//! `fmha_fwd_v2` when that returns a negative value. The callee is decided
+//! in place, its parameters bound to the caller's arguments, so the
+//! [`Env`] is only ever asked for names in the terms of the function the
+//! caller named (its [`Function::params`]). What a callee returns is known
+//! here only by its sign: a function that reaches a `return` without
+//! calling a blob returns a negative value (CK's `return -1`, "no kernel"),
+//! one that called blobs returns what they return, which is negative only
+//! when a kernel refuses its arguments at run time. A condition on that
+//! result is therefore decided twice, once for each sign, and the decision
+//! says "these blobs, and where they return a negative value, those"
+//! ([`Decision::Fallback`]).
+//!
 //! # Format
 //!
 //! One JSON document per dispatcher file. Expressions are stored once
@@ -22,11 +37,14 @@
 //! names once each (`blobs`):
 //!
 //! ```json
-//! {"format":1,"file":"fmha_fwd_api.cpp","blobs":["fmha_fwd_d128_..."],
-//!  "exprs":[{"name":"t.hdim_q"},{"int":128},{"bin":["le",0,1]}],
-//!  "functions":[{"name":"fmha_fwd","line":40,"body":[
+//! {"format":2,"file":"fmha_fwd_api.cpp","blobs":["fmha_fwd_d128_..."],
+//!  "exprs":[{"name":"t.hdim_q"},{"int":128},{"bin":["le",0,1]},
+//!           {"name":"traits"},{"name":"args"},{"name":"config"}],
+//!  "functions":[{"name":"fmha_fwd_v2","line":40,"params":["t","a","s"],"body":[
 //!     {"if":{"arms":[{"cond":2,"body":[{"call":{"line":60,"blobs":[0]}}]}]}},
-//!     {"return":{"line":90}}]}]}
+//!     {"return":{"line":90}}]},
+//!   {"name":"fmha_fwd","line":95,"params":["traits","args","config"],"body":[
+//!     {"invoke":{"line":96,"function":"fmha_fwd_v2","args":[3,4,5],"returns":true}}]}]}
 //! ```
 
 use std::fmt;
@@ -34,7 +52,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The rules format this crate writes and the newest it reads.
-pub const RULES_FORMAT: u32 = 1;
+pub const RULES_FORMAT: u32 = 2;
 
 /// How deep an expression or a statement tree may nest.
 pub const MAX_DEPTH: usize = 200;
@@ -50,7 +68,8 @@ pub struct RulesFile {
     pub blobs: Vec<String>,
     /// Every expression, each once; an expression's operands come before it.
     pub exprs: Vec<Expr>,
-    /// The functions that call blobs, in file order.
+    /// The functions that call blobs or other functions of the file, in
+    /// file order.
     pub functions: Vec<Function>,
 }
 
@@ -61,6 +80,11 @@ pub struct Function {
     pub name: String,
     /// The line of its name.
     pub line: u32,
+    /// Its parameters' names, in order (empty for one left unnamed): what
+    /// an [`Env`] is asked for when this function is decided is spelled
+    /// with these (`t.hdim_q` of `fmha_fwd(fmha_fwd_traits t, ...)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<String>,
     /// Its statements.
     pub body: Vec<Stmt>,
 }
@@ -99,6 +123,24 @@ pub enum Stmt {
     Return {
         /// Its line.
         line: u32,
+    },
+    /// A statement that calls another function of the file
+    /// (`return fmha_fwd_v2(t, a, s);`, `float r = fmha_fwd_v3(t, a, s);`):
+    /// decided as that function decides, with its parameters bound to
+    /// `args`.
+    Invoke {
+        /// Its line.
+        line: u32,
+        /// The function called ([`Function::name`]).
+        function: String,
+        /// The arguments (expression indices), in order.
+        args: Vec<u32>,
+        /// The variable the result is stored in, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// Whether the statement returns the result (`return f(...)`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        returns: bool,
     },
     /// A statement the build could not follow that calls blobs (a loop, a
     /// `switch`): an error when a decision reaches it.
@@ -218,6 +260,9 @@ pub enum Value {
     Ptr,
     /// An enumerator, by its qualified name (`mask_enum::no_mask`).
     Enum(String),
+    /// What a call that ran kernels returns: their time, or 0 when not
+    /// timed; known here only not to be negative.
+    Ran,
 }
 
 impl fmt::Display for Value {
@@ -230,6 +275,7 @@ impl fmt::Display for Value {
             Value::Null => f.write_str("nullptr"),
             Value::Ptr => f.write_str("(non-null pointer)"),
             Value::Enum(e) => f.write_str(e),
+            Value::Ran => f.write_str("(what a kernel returns)"),
         }
     }
 }
@@ -268,14 +314,38 @@ pub enum Decision<'a> {
     },
     /// The end of the function, no blob called.
     End,
+    /// Call `first`'s blobs; where they return a negative value (a kernel
+    /// refusing its arguments at run time), what `otherwise` decides. CK's
+    /// `if (r >= 0) return r;` after `r = fmha_fwd_v3(...)`.
+    Fallback {
+        /// What is tried first.
+        first: Box<Decision<'a>>,
+        /// What follows a negative result.
+        otherwise: Box<Decision<'a>>,
+    },
 }
 
-impl Decision<'_> {
-    /// The blobs called, if any.
-    pub fn blobs(&self) -> &[&str] {
+impl<'a> Decision<'a> {
+    /// The blobs called first, if any.
+    pub fn blobs(&self) -> &[&'a str] {
         match self {
             Decision::Blobs { blobs, .. } => blobs,
+            Decision::Fallback { first, .. } => first.blobs(),
             _ => &[],
+        }
+    }
+
+    /// Every set of blobs the C++ may call, in the order it tries them:
+    /// the next only where the one before returned a negative value.
+    pub fn candidates(&self) -> Vec<&[&'a str]> {
+        match self {
+            Decision::Blobs { blobs, .. } => vec![blobs.as_slice()],
+            Decision::Fallback { first, otherwise } => {
+                let mut v = first.candidates();
+                v.extend(otherwise.candidates());
+                v
+            }
+            Decision::NoBlob { .. } | Decision::End => Vec::new(),
         }
     }
 }
@@ -383,6 +453,14 @@ impl RulesFile {
                         return Err(format!("blob {b} out of range"));
                     }
                 }
+                Stmt::Invoke { function, args, .. } => {
+                    for a in args {
+                        expr(*a)?;
+                    }
+                    if self.function(function).is_none() {
+                        return Err(format!("calls `{function}`, which the rules do not have"));
+                    }
+                }
                 Stmt::Return { .. } | Stmt::Unsupported { .. } => {}
             }
         }
@@ -418,9 +496,10 @@ impl RulesFile {
         let mut ev = Eval {
             rules: self,
             env,
-            locals: Vec::new(),
+            frames: Vec::new(),
+            cur: 0,
         };
-        ev.stmts(&f.body).map_err(err)
+        ev.call(f, &[]).map_err(err)
     }
 
     /// The source form of expression `i`, for messages.
@@ -515,32 +594,142 @@ fn operands(e: &Expr) -> Vec<u32> {
     }
 }
 
+/// How deep calls between a file's functions may nest.
+const MAX_CALLS: usize = 32;
+
+/// How many results of calls that ran kernels one function may test (each
+/// doubles the work: the function is decided once per sign).
+const MAX_FORKS: usize = 8;
+
 /// Control flow out of a statement list.
 enum Flow<'a> {
     Next,
     Done(Decision<'a>),
+    /// A call ran kernels and no sign is assumed yet for its result: the
+    /// function is decided again for each.
+    Fork,
+}
+
+/// A local's value.
+#[derive(Clone)]
+enum Local {
+    /// An expression of the rules, read where it is used.
+    Expr(u32),
+    /// Not known to the rules: asked of the env.
+    Env,
+    /// A value already known (the result of a call).
+    Value(Value),
+}
+
+/// One function being decided.
+struct Frame<'a> {
+    function: &'a Function,
+    /// The caller's arguments (in the caller's frame); none for the
+    /// function the decision started with.
+    args: &'a [u32],
+    locals: Vec<(&'a str, Local)>,
+    /// The sign assumed for each result of a call that ran kernels, in the
+    /// order they are met: `true` not negative.
+    assumed: Vec<bool>,
+    /// How many such results were met so far.
+    forks: usize,
+    /// What ran, when a call's result was assumed not negative: the
+    /// decision once the function returns.
+    ran: Option<Decision<'a>>,
 }
 
 struct Eval<'a, 'e> {
     rules: &'a RulesFile,
     env: &'e dyn Env,
-    /// Locals in scope: name and value expression (`None`: ask the env).
-    locals: Vec<(&'a str, Option<u32>)>,
+    frames: Vec<Frame<'a>>,
+    /// The frame names are read in.
+    cur: usize,
 }
 
 impl<'a> Eval<'a, '_> {
-    fn stmts(&mut self, body: &'a [Stmt]) -> Result<Decision<'a>, String> {
-        match self.block(body)? {
+    /// Decides `f` called with `args` (expressions of the current frame).
+    fn call(&mut self, f: &'a Function, args: &'a [u32]) -> Result<Decision<'a>, String> {
+        if self.frames.len() >= MAX_CALLS {
+            return Err(format!(
+                "calls nest more than {MAX_CALLS} deep (at `{}`)",
+                f.name
+            ));
+        }
+        self.run(f, args, Vec::new())
+    }
+
+    /// Decides `f` with the signs `assumed` for the results of its calls
+    /// that run kernels.
+    fn run(
+        &mut self,
+        f: &'a Function,
+        args: &'a [u32],
+        assumed: Vec<bool>,
+    ) -> Result<Decision<'a>, String> {
+        let depth = assumed.len();
+        self.frames.push(Frame {
+            function: f,
+            args,
+            locals: Vec::new(),
+            assumed,
+            forks: 0,
+            ran: None,
+        });
+        let saved = self.cur;
+        self.cur = self.frames.len() - 1;
+        let flow = self.block(&f.body);
+        self.cur = saved;
+        let frame = self.frames.pop();
+        let (assumed, ran) = frame.map(|f| (f.assumed, f.ran)).unwrap_or_default();
+        match flow? {
             Flow::Done(d) => Ok(d),
-            Flow::Next => Ok(Decision::End),
+            Flow::Next => Ok(ran.unwrap_or(Decision::End)),
+            Flow::Fork => {
+                if depth >= MAX_FORKS {
+                    return Err(format!(
+                        "`{}` tests the results of more than {MAX_FORKS} calls",
+                        f.name
+                    ));
+                }
+                let mut ok = assumed.clone();
+                ok.push(true);
+                let first = self.run(f, args, ok)?;
+                let mut failed = assumed;
+                failed.push(false);
+                let otherwise = self.run(f, args, failed)?;
+                Ok(if otherwise.candidates().is_empty() {
+                    first
+                } else {
+                    Decision::Fallback {
+                        first: Box::new(first),
+                        otherwise: Box::new(otherwise),
+                    }
+                })
+            }
         }
     }
 
+    fn frame(&mut self) -> &mut Frame<'a> {
+        let cur = self.cur;
+        &mut self.frames[cur]
+    }
+
     fn block(&mut self, body: &'a [Stmt]) -> Result<Flow<'a>, String> {
-        let scope = self.locals.len();
+        let scope = self.frame().locals.len();
         let flow = self.block_inner(body);
-        self.locals.truncate(scope);
+        self.frame().locals.truncate(scope);
         flow
+    }
+
+    /// An error when kernels already ran in this function: the rules say
+    /// which kernels one call runs, not a sequence of them.
+    fn nothing_ran(&mut self, line: u32) -> Result<(), String> {
+        if self.frame().ran.is_some() {
+            return Err(format!(
+                "line {line}: calls kernels after a call that ran kernels returned"
+            ));
+        }
+        Ok(())
     }
 
     fn block_inner(&mut self, body: &'a [Stmt]) -> Result<Flow<'a>, String> {
@@ -557,19 +746,69 @@ impl<'a> Eval<'a, '_> {
                             break;
                         }
                     }
-                    if let Flow::Done(d) = self.block(taken.unwrap_or(otherwise))? {
-                        return Ok(Flow::Done(d));
+                    match self.block(taken.unwrap_or(otherwise))? {
+                        Flow::Next => {}
+                        flow => return Ok(flow),
                     }
                 }
-                Stmt::Let { name, value } => self.locals.push((name, *value)),
+                Stmt::Let { name, value } => {
+                    let local = value.map_or(Local::Env, Local::Expr);
+                    self.frame().locals.push((name, local));
+                }
                 Stmt::Call { line, blobs } => {
+                    self.nothing_ran(*line)?;
                     let blobs = blobs
                         .iter()
                         .filter_map(|&b| self.rules.blobs.get(b as usize).map(String::as_str))
                         .collect();
                     return Ok(Flow::Done(Decision::Blobs { line: *line, blobs }));
                 }
-                Stmt::Return { line } => return Ok(Flow::Done(Decision::NoBlob { line: *line })),
+                Stmt::Invoke {
+                    line,
+                    function,
+                    args,
+                    result,
+                    returns,
+                } => {
+                    let callee = self
+                        .rules
+                        .function(function)
+                        .ok_or_else(|| format!("line {line}: no function `{function}`"))?;
+                    let d = self
+                        .call(callee, args)
+                        .map_err(|why| format!("line {line}: in `{function}`: {why}"))?;
+                    let ran = !d.candidates().is_empty();
+                    if ran {
+                        self.nothing_ran(*line)?;
+                    }
+                    if *returns {
+                        return Ok(Flow::Done(d));
+                    }
+                    let value = if ran {
+                        let frame = self.frame();
+                        let k = frame.forks;
+                        frame.forks += 1;
+                        match frame.assumed.get(k) {
+                            None => return Ok(Flow::Fork),
+                            Some(true) => {
+                                frame.ran = Some(d);
+                                Value::Ran
+                            }
+                            Some(false) => Value::Int(-1),
+                        }
+                    } else {
+                        // CK's "no kernel" (`return -1;`, `float r = -1;
+                        // ... return r;`).
+                        Value::Int(-1)
+                    };
+                    if let Some(name) = result {
+                        self.frame().locals.push((name, Local::Value(value)));
+                    }
+                }
+                Stmt::Return { line } => {
+                    let ran = self.frame().ran.take();
+                    return Ok(Flow::Done(ran.unwrap_or(Decision::NoBlob { line: *line })));
+                }
                 Stmt::Unsupported { line, what } => {
                     return Err(format!("line {line}: cannot follow {what}"))
                 }
@@ -648,8 +887,48 @@ impl<'a> Eval<'a, '_> {
     }
 
     fn name(&mut self, n: &str, depth: usize) -> Result<Value, String> {
-        if let Some(&(_, Some(v))) = self.locals.iter().rev().find(|(l, _)| *l == n) {
-            return self.expr(v, depth);
+        if depth > MAX_DEPTH {
+            return Err("names refer to each other too deeply".into());
+        }
+        let frame = &self.frames[self.cur];
+        let local = frame
+            .locals
+            .iter()
+            .rev()
+            .find(|(l, _)| *l == n)
+            .map(|(_, v)| v.clone());
+        match local {
+            Some(Local::Expr(v)) => return self.expr(v, depth),
+            Some(Local::Value(v)) => return Ok(v),
+            Some(Local::Env) | None => {}
+        }
+        // A parameter of a called function: the caller's argument, read in
+        // the caller's frame (`t.hdim_q` of `fmha_fwd_v2(t, ...)` called as
+        // `fmha_fwd_v2(traits, ...)` is the caller's `traits.hdim_q`).
+        if self.cur > 0 {
+            let (root, rest) = n.find('.').map_or((n, ""), |k| n.split_at(k));
+            if let Some(k) = frame.function.params.iter().position(|p| p == root) {
+                let callee = frame.function.name.clone();
+                let arg = *frame
+                    .args
+                    .get(k)
+                    .ok_or_else(|| format!("`{callee}` is called without its `{root}`"))?;
+                let saved = self.cur;
+                self.cur -= 1;
+                let v = match self.rules.exprs.get(arg as usize) {
+                    Some(Expr::Name(m)) => {
+                        let m = format!("{m}{rest}");
+                        self.name(&m, depth + 1)
+                    }
+                    _ if rest.is_empty() => self.expr(arg, depth + 1),
+                    _ => Err(format!(
+                        "`{n}`: `{callee}` is called with `{}` for `{root}`",
+                        self.rules.show(arg)
+                    )),
+                };
+                self.cur = saved;
+                return v;
+            }
         }
         if let Some(v) = self.env.value(n) {
             return Ok(v);
@@ -670,6 +949,26 @@ fn truth(v: &Value) -> Result<bool, String> {
         Value::Null => Ok(false),
         Value::Ptr => Ok(true),
         Value::Str(_) | Value::Enum(_) => Err(format!("{v} is not a condition")),
+        Value::Ran => Err(ran_unknown()),
+    }
+}
+
+fn ran_unknown() -> String {
+    "what a kernel returns is known only when it runs, beyond its sign".into()
+}
+
+/// `x OP c` where `x` is what kernels returned (not negative, unknown
+/// beyond that) and `c` a number: decided where the sign decides it.
+fn ran_vs(op: BinOp, c: f64) -> Option<bool> {
+    use BinOp::*;
+    match op {
+        Ge | Gt if c < 0.0 => Some(true),
+        Ge if c == 0.0 => Some(true),
+        Lt | Le if c < 0.0 => Some(false),
+        Lt if c == 0.0 => Some(false),
+        Eq if c < 0.0 => Some(false),
+        Ne if c < 0.0 => Some(true),
+        _ => None,
     }
 }
 
@@ -693,6 +992,26 @@ fn integer(v: &Value) -> Option<i64> {
 fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, String> {
     use BinOp::*;
     let mismatch = || format!("cannot apply `{}` to {l} and {r}", op.as_str());
+    let flipped = |op: BinOp| match op {
+        Lt => Gt,
+        Le => Ge,
+        Gt => Lt,
+        Ge => Le,
+        op => op,
+    };
+    match (l, r) {
+        (Value::Ran, other) => {
+            let c = number(other).ok_or_else(mismatch)?;
+            return ran_vs(op, c).map(Value::Bool).ok_or_else(ran_unknown);
+        }
+        (other, Value::Ran) => {
+            let c = number(other).ok_or_else(mismatch)?;
+            return ran_vs(flipped(op), c)
+                .map(Value::Bool)
+                .ok_or_else(ran_unknown);
+        }
+        _ => {}
+    }
     if matches!(op, Eq | Ne) {
         let eq = match (l, r) {
             (Value::Str(a), Value::Str(b)) => a == b,
@@ -864,6 +1183,7 @@ mod tests {
             functions: vec![Function {
                 name: "f".into(),
                 line: 1,
+                params: Vec::new(),
                 body,
             }],
         }
@@ -954,6 +1274,48 @@ mod tests {
     }
 
     #[test]
+    fn what_kernels_return_is_compared_by_its_sign_only() {
+        let cmp = |op, l: Value, r: Value| binary(op, &l, &r);
+        assert_eq!(
+            cmp(BinOp::Ge, Value::Ran, Value::Int(0)),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            cmp(BinOp::Lt, Value::Ran, Value::Int(0)),
+            Ok(Value::Bool(false))
+        );
+        assert_eq!(
+            cmp(BinOp::Ne, Value::Ran, Value::Int(-1)),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            cmp(BinOp::Gt, Value::Int(0), Value::Ran),
+            Ok(Value::Bool(false))
+        );
+        // A timed kernel returns more than 0, an untimed one 0.
+        assert!(cmp(BinOp::Gt, Value::Ran, Value::Int(0)).is_err());
+        assert!(cmp(BinOp::Eq, Value::Ran, Value::Float(0.0)).is_err());
+        assert!(truth(&Value::Ran).is_err());
+    }
+
+    #[test]
+    fn a_fallback_lists_what_is_tried_in_order() {
+        let d = Decision::Fallback {
+            first: Box::new(Decision::Blobs {
+                line: 1,
+                blobs: vec!["v3"],
+            }),
+            otherwise: Box::new(Decision::Blobs {
+                line: 2,
+                blobs: vec!["v2a", "v2b"],
+            }),
+        };
+        assert_eq!(d.blobs(), ["v3"]);
+        assert_eq!(d.candidates(), [&["v3"][..], &["v2a", "v2b"][..]]);
+        assert!(Decision::NoBlob { line: 3 }.candidates().is_empty());
+    }
+
+    #[test]
     fn malformed_rules_are_refused() {
         let mut r = sample();
         r.exprs.push(Expr::Not(99));
@@ -968,6 +1330,17 @@ mod tests {
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
             .contains("blob 7 out of range"));
+        let mut r = sample();
+        r.functions[0].body.push(Stmt::Invoke {
+            line: 1,
+            function: "g".into(),
+            args: Vec::new(),
+            result: None,
+            returns: true,
+        });
+        assert!(RulesFile::parse(&r.to_json())
+            .unwrap_err()
+            .contains("calls `g`, which the rules do not have"));
         let mut r = sample();
         r.format = RULES_FORMAT + 1;
         assert!(RulesFile::parse(&r.to_json())

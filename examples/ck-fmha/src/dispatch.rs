@@ -5,7 +5,13 @@
 //! this module evaluates them with the operation's traits (`t.*`), its
 //! arguments (`a.*`) and the device, then calls the blobs the dispatcher
 //! would have called. Nothing here knows CK's traits, tile sizes or
-//! padding rules: a new CK version brings its own.
+//! padding rules: a new CK version brings its own. Where a version's public
+//! function only calls internal ones (newer CK's `fmha_fwd` tries
+//! `fmha_fwd_v3`, then `fmha_fwd_v2` on a negative result), the rules
+//! decide through them, and [`fmha_fwd`] calls the kernels in the order the
+//! C++ tries them. The traits and arguments are the function's first two
+//! parameters, whatever the version names them (`t`/`a`,
+//! `traits`/`args`).
 //!
 //! What the rules ask of the environment besides `t` and `a`:
 //! `ck_tile::get_device_name()` and the CU count (a [`Device`]),
@@ -88,19 +94,23 @@ dispatcher!(SPLITKV, "fmha_fwd_splitkv_api");
 dispatcher!(APPENDKV, "fmha_fwd_appendkv_api");
 dispatcher!(BWD, "fmha_bwd_api");
 
-/// The values a decision reads: `t.*`, `a.*`, the device.
+/// The values a decision reads: the traits, the arguments (by the names
+/// the function gives its first two parameters), the device.
 struct Operation<'a, T, A> {
     t: &'a T,
     a: &'a A,
+    t_name: &'a str,
+    a_name: &'a str,
     device: &'a Device,
 }
 
 impl<T: CkStruct, A: CkStruct> Env for Operation<'_, T, A> {
     fn value(&self, name: &str) -> Option<Value> {
-        if let Some(f) = name.strip_prefix("t.") {
+        let field = |root: &str| name.strip_prefix(root).and_then(|n| n.strip_prefix('.'));
+        if let Some(f) = field(self.t_name) {
             return self.t.field(f);
         }
-        if let Some(f) = name.strip_prefix("a.") {
+        if let Some(f) = field(self.a_name) {
             return self.a.field(f);
         }
         match name {
@@ -133,7 +143,8 @@ impl<T: CkStruct, A: CkStruct> Env for Operation<'_, T, A> {
 
 /// The blobs dispatcher function `function` of `d` calls for `t` and `a`
 /// on `device`, in the order it names them; empty when it calls none (CK
-/// returns -1).
+/// returns -1). Where the C++ falls back to other blobs when these return
+/// a negative value, these are the first it tries ([`candidates`]).
 fn decide<T: CkStruct, A: CkStruct>(
     d: &'static Dispatcher,
     function: &str,
@@ -141,15 +152,44 @@ fn decide<T: CkStruct, A: CkStruct>(
     a: &A,
     device: &Device,
 ) -> Result<Vec<&'static str>, Error> {
+    Ok(candidates(d, function, t, a, device)?
+        .into_iter()
+        .next()
+        .unwrap_or_default())
+}
+
+/// Every set of blobs dispatcher function `function` may call, in the
+/// order the C++ tries them (the next where the one before returned a
+/// negative value); empty when it calls none.
+fn candidates<T: CkStruct, A: CkStruct>(
+    d: &'static Dispatcher,
+    function: &str,
+    t: &T,
+    a: &A,
+    device: &Device,
+) -> Result<Vec<Vec<&'static str>>, Error> {
     let rules = d.rules()?;
-    let op = Operation { t, a, device };
-    let decision = rules
+    let params = rules.function(function).map(|f| f.params.as_slice());
+    let param = |k: usize, default| {
+        params
+            .and_then(|p| p.get(k))
+            .map_or(default, String::as_str)
+    };
+    let op = Operation {
+        t,
+        a,
+        t_name: param(0, "t"),
+        a_name: param(1, "a"),
+        device,
+    };
+    let decision: Decision<'static> = rules
         .decide(function, &op)
         .map_err(|e| Error::Rules(e.to_string()))?;
-    Ok(match decision {
-        Decision::Blobs { blobs, .. } => blobs,
-        Decision::NoBlob { .. } | Decision::End => Vec::new(),
-    })
+    Ok(decision
+        .candidates()
+        .into_iter()
+        .map(<[&str]>::to_vec)
+        .collect())
 }
 
 /// The blob of `blobs` whose manifest kind is `kind`.
@@ -188,8 +228,10 @@ pub fn select_fwd(
 }
 
 /// Forward attention as CK's `fmha_fwd(t, a, s)`: the blob its dispatcher
-/// picks, compiled and loaded on first use, called. Returns what the
-/// kernel returns (the kernel time in ms when `s` times it).
+/// picks, compiled and loaded on first use, called; where CK falls back to
+/// another when that one returns a negative value (newer CK's
+/// `fmha_fwd_v3`, then `fmha_fwd_v2`), so does this. Returns what the last
+/// kernel called returns (the kernel time in ms when `s` times it).
 ///
 /// # Safety
 ///
@@ -205,10 +247,22 @@ pub unsafe fn fmha_fwd(
     s: &StreamConfig,
     device: &Device,
 ) -> Result<f32, Error> {
-    let k = select_fwd(t, &a, device)?;
-    fwd::prepare(k)?;
-    // SAFETY: the caller upholds the kernel's contract.
-    Ok(unsafe { fwd::call(k, s, a) })
+    let tries = candidates(&FWD, "fmha_fwd", t, &a, device)?;
+    if tries.is_empty() {
+        return Err(none_for("fmha_fwd", format!("{t:?}")));
+    }
+    let mut result = -1.0;
+    for blobs in tries {
+        let Some(name) = blobs.first() else { continue };
+        let k = fwd::by_name(name)?;
+        fwd::prepare(k)?;
+        // SAFETY: the caller upholds the kernel's contract.
+        result = unsafe { fwd::call(k, s, a) };
+        if result >= 0.0 {
+            break;
+        }
+    }
+    Ok(result)
 }
 
 /// The two passes CK's `fmha_fwd_splitkv` runs.

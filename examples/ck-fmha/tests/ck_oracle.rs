@@ -152,7 +152,8 @@ fn assignments<S: CkStruct>(var: &str, s: &S, out: &mut String) {
             Some(Value::Enum(e)) => e,
             Some(Value::Null) => "nullptr".into(),
             Some(Value::Ptr) => format!("reinterpret_cast<decltype({var}.{f})>(0x1000)"),
-            None => continue,
+            // A field is never what a kernel returned.
+            Some(Value::Ran) | None => continue,
         };
         let _ = write!(out, " {var}.{f} = {value};");
     }
