@@ -58,6 +58,7 @@ pub mod decl;
 mod error;
 pub mod ffi;
 pub mod guard;
+mod index;
 pub mod intercept;
 mod lazy;
 pub mod objects;

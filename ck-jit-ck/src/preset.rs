@@ -17,8 +17,9 @@ use super::cmake;
 use super::codegen::{Codegen, Outcome};
 use super::decl;
 use super::error::{io_err, shown, Error};
+use super::index::{self, BlobIndex};
 use super::symbol::mangled_template_prefix;
-use super::vocab::{calls_template, BlobDecl, Vocabulary};
+use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::rules::RulesFile;
 use ck_jit_build::manifest::{escape, Blob, Manifest};
 use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
@@ -174,7 +175,7 @@ pub struct CkFmha {
 }
 
 /// A generated file and what it is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GeneratedFile {
     /// Absolute path.
     pub path: PathBuf,
@@ -185,7 +186,7 @@ pub struct GeneratedFile {
 }
 
 /// What a generated file is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// A blob: it specialises an entry template for a traits type the
     /// headers declare.
@@ -219,6 +220,9 @@ pub struct CkFmhaFiles {
     /// Blobs whose file name disagrees with their declarations (the
     /// declarations win; each is also a `cargo:warning`).
     pub disagreements: Vec<String>,
+    /// What every blob defines and what the dispatchers call, read once:
+    /// what the stubs, the rules and the checks are made from.
+    pub(crate) index: BlobIndex,
 }
 
 impl CkFmhaFiles {
@@ -248,63 +252,13 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
-    /// The definitions of the function templates of the CK tree's FMHA
-    /// headers that call blob templates (newer CK's bwd launch template in
-    /// `fmha_bwd.hpp`): appended to each dispatcher's text when it is
-    /// read, so its calls are followed into the headers it includes. The
-    /// lines of the dispatcher itself keep their numbers.
-    fn header_launchers(&self) -> Result<String, Error> {
-        let Some(ck) = &self.ck_root else {
-            return Ok(String::new());
-        };
-        let vocab = Vocabulary::read(&ck.join(FMHA_EXAMPLE_DIR))?;
-        let templates: BTreeSet<String> = self
-            .blobs()
-            .flat_map(|(d, _)| d.templates.iter().cloned())
-            .collect();
-        Ok(vocab.launcher_definitions(&templates))
-    }
-
-    /// Checks every call CK's dispatchers make of a blob specialisation
+    /// Every call CK's dispatchers make of a blob specialisation, checked
     /// against the specialisations the recorded blobs define (see
-    /// [`check_calls`](super::calls::check_calls)).
+    /// [`check_calls`](super::calls::check_calls)), `groups` by blob name:
+    /// what [`Manifest::together`] records. Read with the blobs, once per
+    /// build.
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
-        let blobs: Vec<(&str, &Path)> = self
-            .blobs()
-            .map(|(_, p)| {
-                (
-                    p.file_stem().and_then(|s| s.to_str()).unwrap_or_default(),
-                    p,
-                )
-            })
-            .collect();
-        let owner = super::calls::defined_specialisations(&blobs)?;
-        let defined: std::collections::BTreeSet<String> = owner.keys().cloned().collect();
-        let launchers = self.header_launchers()?;
-        let mut dispatchers = Vec::new();
-        for p in self.dispatchers() {
-            let mut text = fs::read_to_string(p).map_err(io_err(p))?;
-            text.push_str(&launchers);
-            dispatchers.push((p.to_path_buf(), text));
-        }
-        let mut check = super::calls::check_calls(&dispatchers, &defined)?;
-        // Specialisations to the blobs defining them: what runs together.
-        let mut groups: Vec<Vec<String>> = check
-            .groups
-            .iter()
-            .map(|g| {
-                let mut names: Vec<String> =
-                    g.iter().filter_map(|k| owner.get(k).cloned()).collect();
-                names.sort();
-                names.dedup();
-                names
-            })
-            .filter(|g| !g.is_empty())
-            .collect();
-        groups.sort();
-        groups.dedup();
-        check.groups = groups;
-        Ok(check)
+        Ok(self.index.calls.clone())
     }
 
     /// The recorded blob files, with what they declare.
@@ -320,19 +274,13 @@ impl CkFmhaFiles {
     /// decide the same. Calls no blob answers are one error listing each
     /// with its file and line.
     pub fn dispatch_rules(&self) -> Result<Vec<RulesFile>, Error> {
-        let mut blobs = Vec::new();
-        for (_, p) in self.blobs() {
-            let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            let text = fs::read_to_string(p).map_err(io_err(p))?;
-            blobs.push((name.to_string(), text));
-        }
-        let blob_of = super::rules::blobs_by_specialisation(&blobs)?;
-        let launchers = self.header_launchers()?;
+        let blob_of: std::collections::HashMap<String, String> =
+            self.index.owners(&self.files).into_iter().collect();
         let mut out = Vec::new();
         let mut unresolved = Vec::new();
         for api in self.dispatchers() {
             let mut text = fs::read_to_string(api).map_err(io_err(api))?;
-            text.push_str(&launchers);
+            text.push_str(&self.index.launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let r = super::rules::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
@@ -777,7 +725,6 @@ impl CkFmha {
         // The generator, its codegen modules and the headers that declare
         // the traits: what the manifest is made from.
         cargo.rerun_if_changed(&utf8(&example)?);
-        let vocab = Vocabulary::read(&example)?;
         let mut regenerated = Vec::new();
         let (generated, scan_dirs, watch_generated) = match &self.generated {
             Some(dir) => {
@@ -863,12 +810,42 @@ impl CkFmha {
             scan(dir, &generated, &mut files)?;
         }
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        let requested = self.default_targets();
+        // Every file is read once, or not at all when the index kept by an
+        // earlier build lists the same files, sizes and mtimes.
+        let kept_at = self
+            .out_dir
+            .clone()
+            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from))
+            .map(|d| d.join(index::INDEX_FILE));
+        let key = index::key(&example, &requested, &files)?;
         let mut disagreements = Vec::new();
-        classify_files(&vocab, &mut files, &mut disagreements)?;
+        let kept = kept_at
+            .as_deref()
+            .and_then(|p| index::load(p, &key, &files));
+        let (mut files, mut index, fresh) = match kept {
+            Some((files, index)) => {
+                for f in &files {
+                    if let Role::Blob(d) = &f.role {
+                        let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+                        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                        if let Some(why) = name_disagreement(stem, d) {
+                            disagreements.push(format!("{stem}: {why}"));
+                        }
+                    }
+                }
+                (files, index, None)
+            }
+            None => {
+                let vocab = Vocabulary::read(&example)?;
+                let (index, dispatchers) = index::read(&vocab, &mut files, &mut disagreements)?;
+                let roles = files.clone();
+                (files, index, Some((vocab, dispatchers, roles)))
+            }
+        };
         // A blob is for the requested targets its guard admits, whatever
         // its name or `Arch` tag says: CK's `_gfx9` split-KV blobs are
         // guarded by `defined(__gfx9__)` and run on gfx950 too.
-        let requested = self.default_targets();
         let mut targets_of: Vec<Vec<String>> = Vec::with_capacity(files.len());
         for f in &mut files {
             let admitted = match &f.role {
@@ -886,6 +863,26 @@ impl CkFmha {
         }
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
+        }
+        if let Some((vocab, mut dispatchers, roles)) = fresh {
+            // The dispatchers' calls, checked against the recorded blobs,
+            // the templates of the headers that launch them included.
+            let templates: BTreeSet<String> = files
+                .iter()
+                .filter_map(|f| match &f.role {
+                    Role::Blob(d) => Some(d.templates.iter().cloned()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            index.launchers = vocab.launcher_definitions(&templates);
+            for (_, text) in &mut dispatchers {
+                text.push_str(&index.launchers);
+            }
+            index.calls = index::check_calls(&index, &files, &dispatchers)?;
+            if let Some(p) = &kept_at {
+                index::keep(p, key, roles, &index);
+            }
         }
 
         let name = record::cache_name(self.name.as_deref(), cargo)?;
@@ -976,7 +973,15 @@ impl CkFmha {
                 },
             })?;
         }
-        let manifest = recorder.finish()?;
+        let mut manifest = recorder.finish()?;
+        // What each dispatcher call runs together, so the runtime compiles
+        // an operation's blobs at its first call together.
+        manifest
+            .set_together(&index.calls.groups)
+            .map_err(|e| Error::SourceTree {
+                path: generated.clone(),
+                why: format!("the dispatchers' call sets: {e}"),
+            })?;
         if let Some(first) = disagreements.first() {
             cargo.warning(&format!(
                 "{} CK blob names disagree with their declarations (the declarations are \
@@ -993,6 +998,7 @@ impl CkFmha {
             files,
             regenerated,
             disagreements,
+            index,
         })
     }
 
@@ -1177,46 +1183,6 @@ fn offered_directions(example: &Path) -> Vec<String> {
     d
 }
 
-/// Reads every generated source and decides its role from what it
-/// declares: a blob specialises a template for a traits type the headers
-/// declare; a dispatcher calls one of the blobs' templates; anything else
-/// is a host source. A blob whose name disagrees with its declarations
-/// (head dimension, data type, architecture suffix) is noted.
-fn classify_files(
-    vocab: &Vocabulary,
-    files: &mut [GeneratedFile],
-    disagreements: &mut Vec<String>,
-) -> Result<(), Error> {
-    let mut texts = Vec::with_capacity(files.len());
-    let mut templates: BTreeSet<String> = BTreeSet::new();
-    for f in files.iter_mut() {
-        let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
-        if let Some(d) = describe_blob(vocab, &text, &f.path)? {
-            let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
-            let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-            if let Some(why) = name_disagreement(stem, &d) {
-                disagreements.push(format!("{stem}: {why}"));
-            }
-            templates.extend(d.templates.iter().cloned());
-            f.role = Role::Blob(Box::new(d));
-            texts.push(None);
-        } else {
-            texts.push(Some(text));
-        }
-    }
-    // A dispatcher calls a blob template, or a template of the headers
-    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
-    let mut called = templates.clone();
-    called.extend(vocab.launchers(&templates));
-    for (f, text) in files.iter_mut().zip(texts) {
-        if let Some(text) = text {
-            let calls = called.iter().any(|t| calls_template(&text, t));
-            f.role = if calls { Role::Dispatcher } else { Role::Host };
-        }
-    }
-    Ok(())
-}
-
 /// The description of the file `path` holding `text` when it is a blob:
 /// it specialises a template for a traits type the headers declare.
 pub(crate) fn describe_blob(
@@ -1225,6 +1191,16 @@ pub(crate) fn describe_blob(
     path: &Path,
 ) -> Result<Option<BlobDecl>, Error> {
     let source = decl::blob_source(text).map_err(|e| e.in_file(path))?;
+    describe_source(vocab, &source, path)
+}
+
+/// The description of the file `path` whose declarations are `source`
+/// when it is a blob.
+pub(crate) fn describe_source(
+    vocab: &Vocabulary,
+    source: &decl::BlobSource,
+    path: &Path,
+) -> Result<Option<BlobDecl>, Error> {
     let specs = &source.specialisations;
     let is_blob = specs.iter().any(|s| {
         s.args
@@ -1236,7 +1212,7 @@ pub(crate) fn describe_blob(
         return Ok(None);
     }
     vocab
-        .describe_source(&source)
+        .describe_source(source)
         .map(Some)
         .map_err(|why| Error::Parse {
             file: Some(path.to_path_buf()),
@@ -1247,7 +1223,7 @@ pub(crate) fn describe_blob(
 
 /// What a blob's file name states that its declarations contradict: the
 /// head dimension (`_d128_`), the data type token, the architecture suffix.
-fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
+pub(crate) fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
     let tokens: Vec<&str> = stem.split('_').collect();
     if let Some(h) = d.meta.get("hdim") {
         let stated = tokens.iter().find_map(|t| {

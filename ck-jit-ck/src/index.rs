@@ -1,0 +1,304 @@
+//! The one index of what CK's generator wrote: every generated file is
+//! read and lexed once per build, and everything the preset derives from
+//! the blobs (their roles and descriptions, the manifest, the stubs, the
+//! dispatch rules, the call order and the `together` sets) is computed from
+//! it. The index is kept in `OUT_DIR` under a key made of the generated
+//! listing with each file's size and modification time, the version
+//! headers', the requested targets and this crate's version; a build whose
+//! key matches reads it back instead of a single blob.
+//!
+//! It must never read a blob twice in one build, and never trust a kept
+//! index whose key differs in anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use super::calls::{self, CallCheck};
+use super::decl::{self, Specialisation};
+use super::error::{io_err, Error};
+use super::preset::{describe_source, name_disagreement, GeneratedFile, Role};
+use super::vocab::{calls_template, Vocabulary};
+
+/// The file in `OUT_DIR` the index is kept in.
+pub(crate) const INDEX_FILE: &str = "ck_jit_ck_index.json";
+
+/// What one blob defines, as read once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IndexedBlob {
+    /// Its file's position in the generated files.
+    pub file: usize,
+    /// Its name: the file's stem.
+    pub name: String,
+    /// Its `#include` lines, trimmed, each once, in order.
+    pub includes: Vec<String>,
+    /// The explicit specialisations it defines.
+    pub specialisations: Vec<Specialisation>,
+}
+
+/// Every blob of a build, what the version's headers add to them, and
+/// what the dispatchers call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct BlobIndex {
+    /// Every blob, recorded or left out, in file order.
+    pub blobs: Vec<IndexedBlob>,
+    /// The definitions of the headers' templates that call blob templates
+    /// (see [`Vocabulary::launcher_definitions`]): appended to a
+    /// dispatcher's text when it is read.
+    pub launchers: String,
+    /// Every function template the version's FMHA headers declare.
+    pub header_templates: Vec<String>,
+    /// The dispatchers' calls checked against the recorded blobs, `groups`
+    /// by blob name.
+    pub calls: CallCheck,
+}
+
+impl BlobIndex {
+    /// The blobs `recorded` says are recorded.
+    pub fn recorded<'a>(
+        &'a self,
+        files: &'a [GeneratedFile],
+    ) -> impl Iterator<Item = &'a IndexedBlob> + 'a {
+        self.blobs
+            .iter()
+            .filter(move |b| matches!(files[b.file].role, Role::Blob(_)))
+    }
+
+    /// Every specialisation the recorded blobs define, in
+    /// [`calls::specialisation_key`] form, with the blob defining it.
+    pub fn owners(&self, files: &[GeneratedFile]) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for b in self.recorded(files) {
+            for s in &b.specialisations {
+                out.insert(
+                    calls::specialisation_key(&s.template, &s.args),
+                    b.name.clone(),
+                );
+            }
+        }
+        out
+    }
+}
+
+/// What an index is kept with: its key and the files' roles before the
+/// targets decided which blobs are recorded.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    key: String,
+    files: Vec<GeneratedFile>,
+    index: BlobIndex,
+}
+
+/// The key of a build's index: this crate's version, the requested
+/// targets, the version headers and symbol tables the blobs are described
+/// with, and every generated file, each with its size and modification
+/// time.
+pub(crate) fn key(
+    example: &Path,
+    targets: &[String],
+    files: &[GeneratedFile],
+) -> Result<String, Error> {
+    let mut k = format!(
+        "ck-jit-ck {}\ntargets {}\n",
+        env!("CARGO_PKG_VERSION"),
+        targets.join(",")
+    );
+    let mut headers: Vec<PathBuf> = fs::read_dir(example)
+        .map_err(io_err(example))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "hpp"))
+        .collect();
+    headers.sort();
+    headers.push(example.join("codegen").join("cpp_symbol_map.py"));
+    for p in headers.iter().chain(files.iter().map(|f| &f.path)) {
+        let (len, mtime) = match fs::metadata(p) {
+            Ok(m) => (m.len(), stamp(&m)),
+            Err(_) => (0, "-".to_string()),
+        };
+        k.push_str(&format!("{} {len} {mtime}\n", p.to_string_lossy()));
+    }
+    Ok(k)
+}
+
+fn stamp(m: &fs::Metadata) -> String {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or_else(
+            || "?".into(),
+            |d| format!("{}.{:09}", d.as_secs(), d.subsec_nanos()),
+        )
+}
+
+/// The index kept at `path` when its key is `key` and it lists `files`:
+/// their roles (before targets) and the index.
+pub(crate) fn load(
+    path: &Path,
+    key: &str,
+    files: &[GeneratedFile],
+) -> Option<(Vec<GeneratedFile>, BlobIndex)> {
+    let bytes = fs::read(path).ok()?;
+    let kept: Kept = serde_json::from_slice(&bytes).ok()?;
+    let same = kept.key == key
+        && kept.files.len() == files.len()
+        && kept
+            .files
+            .iter()
+            .zip(files)
+            .all(|(a, b)| a.path == b.path && a.rel == b.rel);
+    same.then_some((kept.files, kept.index))
+}
+
+/// Keeps `index` at `path` under `key`, with `files` (roles before
+/// targets). A failure only costs the next build a full read.
+pub(crate) fn keep(path: &Path, key: String, files: Vec<GeneratedFile>, index: &BlobIndex) {
+    let kept = Kept {
+        key,
+        files,
+        index: index.clone(),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&kept) {
+        let _ = ck_jit_build::record::write_if_changed(path, bytes);
+    }
+}
+
+/// What reading one file gave.
+enum Read {
+    Blob(
+        Box<super::vocab::BlobDecl>,
+        Vec<String>,
+        Vec<Specialisation>,
+    ),
+    Other(String),
+}
+
+fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
+    let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
+    let source = decl::blob_source(&text).map_err(|e| e.in_file(&f.path))?;
+    match describe_source(vocab, &source, &f.path)? {
+        Some(d) => {
+            let mut includes: Vec<String> = Vec::new();
+            for line in text.lines() {
+                let l = line.trim();
+                if l.starts_with("#include") && !includes.iter().any(|i| i == l) {
+                    includes.push(l.to_string());
+                }
+            }
+            Ok(Read::Blob(Box::new(d), includes, source.specialisations))
+        }
+        None => Ok(Read::Other(text)),
+    }
+}
+
+/// Reads every generated file once (on as many threads as the machine
+/// offers) and decides its role from what it declares: a blob specialises
+/// a template for a traits type the headers declare; a dispatcher calls
+/// one of the blobs' templates (or a template of the headers that does);
+/// anything else is a host source. A blob whose name disagrees with its
+/// declarations is noted in `disagreements`. Returns the index (without
+/// the headers' launchers and the dispatchers' calls, which depend on
+/// which blobs are recorded) and each dispatcher's text.
+pub(crate) fn read(
+    vocab: &Vocabulary,
+    files: &mut [GeneratedFile],
+    disagreements: &mut Vec<String>,
+) -> Result<(BlobIndex, Vec<(PathBuf, String)>), Error> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+        .min(files.len().max(1));
+    let chunk = files.len().div_ceil(workers).max(1);
+    let read: Vec<Result<Read, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || part.iter().map(|f| read_one(vocab, f)).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    if read.len() != files.len() {
+        return Err(Error::SourceTree {
+            path: files.first().map(|f| f.path.clone()).unwrap_or_default(),
+            why: "a thread reading the generated files failed".into(),
+        });
+    }
+    let mut index = BlobIndex::default();
+    let mut others = Vec::new();
+    let mut templates: BTreeSet<String> = BTreeSet::new();
+    for (i, (f, r)) in files.iter_mut().zip(read).enumerate() {
+        match r? {
+            Read::Blob(d, includes, specialisations) => {
+                let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+                let name = name.rsplit_once('.').map_or(name, |(s, _)| s).to_string();
+                if let Some(why) = name_disagreement(&name, &d) {
+                    disagreements.push(format!("{name}: {why}"));
+                }
+                templates.extend(d.templates.iter().cloned());
+                f.role = Role::Blob(d);
+                index.blobs.push(IndexedBlob {
+                    file: i,
+                    name,
+                    includes,
+                    specialisations,
+                });
+            }
+            Read::Other(text) => others.push((i, text)),
+        }
+    }
+    // A dispatcher calls a blob template, or a template of the headers
+    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
+    let mut called = templates.clone();
+    called.extend(vocab.launchers(&templates));
+    index.header_templates = vocab
+        .function_templates()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut dispatchers = Vec::new();
+    for (i, text) in others {
+        let f = &mut files[i];
+        if called.iter().any(|t| calls_template(&text, t)) {
+            f.role = Role::Dispatcher;
+            dispatchers.push((f.path.clone(), text));
+        } else {
+            f.role = Role::Host;
+        }
+    }
+    Ok((index, dispatchers))
+}
+
+/// Checks the calls of `dispatchers` (path, text with launchers) against
+/// the specialisations the recorded blobs of `index` define; `groups` by
+/// blob name (see [`CkFmhaFiles::check_dispatchers`](super::CkFmhaFiles::check_dispatchers)).
+pub(crate) fn check_calls(
+    index: &BlobIndex,
+    files: &[GeneratedFile],
+    dispatchers: &[(PathBuf, String)],
+) -> Result<CallCheck, Error> {
+    let owner = index.owners(files);
+    let defined: BTreeSet<String> = owner.keys().cloned().collect();
+    let mut check = calls::check_calls(dispatchers, &defined)?;
+    // Specialisations to the blobs defining them: what runs together.
+    let mut groups: Vec<Vec<String>> = check
+        .groups
+        .iter()
+        .map(|g| {
+            let mut names: Vec<String> = g.iter().filter_map(|k| owner.get(k).cloned()).collect();
+            names.sort();
+            names.dedup();
+            names
+        })
+        .filter(|g| !g.is_empty())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    check.groups = groups;
+    Ok(check)
+}
