@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -42,7 +43,7 @@ pub(crate) struct IndexedBlob {
 /// Every blob of a build, what the version's headers add to them, and
 /// what the dispatchers call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct BlobIndex {
+pub(crate) struct Detail {
     /// Every blob, recorded or left out, in file order.
     pub blobs: Vec<IndexedBlob>,
     /// The definitions of the headers' templates that call blob templates
@@ -56,8 +57,8 @@ pub(crate) struct BlobIndex {
     pub calls: CallCheck,
 }
 
-impl BlobIndex {
-    /// The blobs `recorded` says are recorded.
+impl Detail {
+    /// The blobs `files` says are recorded.
     pub fn recorded<'a>(
         &'a self,
         files: &'a [GeneratedFile],
@@ -83,28 +84,91 @@ impl BlobIndex {
     }
 }
 
-/// What an index is kept with: its key and the files' roles before the
-/// targets decided which blobs are recorded.
+/// The index of a build: the sets of blobs the dispatchers call together
+/// (what the manifest records), and the [`Detail`] the stubs, rules and
+/// checks are made from, read from where it was kept only when one of
+/// them is asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlobIndex {
+    /// The blobs each dispatcher call runs together, by name.
+    pub together: Vec<Vec<String>>,
+    detail: OnceLock<Detail>,
+    /// Where the detail was kept, and the token it was kept with.
+    kept: Option<(PathBuf, String)>,
+}
+
+impl BlobIndex {
+    /// The index of a build that read every file.
+    pub fn new(detail: Detail) -> BlobIndex {
+        BlobIndex {
+            together: detail.calls.groups.clone(),
+            detail: OnceLock::from(detail),
+            kept: None,
+        }
+    }
+
+    /// What identifies the kept index this one is (the same token, the
+    /// same contents), if it was kept.
+    pub fn token(&self) -> Option<&str> {
+        self.kept.as_ref().map(|(_, t)| t.as_str())
+    }
+
+    /// The detail, read from where it was kept if this build read no file.
+    pub fn detail(&self) -> Result<&Detail, Error> {
+        if let Some(d) = self.detail.get() {
+            return Ok(d);
+        }
+        let stale = |path: &Path| Error::SourceTree {
+            path: path.to_path_buf(),
+            why: "the kept index of the generated files is missing or stale: build again".into(),
+        };
+        let Some((path, token)) = &self.kept else {
+            return Err(stale(Path::new(DETAIL_FILE)));
+        };
+        let bytes = fs::read(path).map_err(io_err(path))?;
+        let kept: KeptDetail = serde_json::from_slice(&bytes).map_err(|_| stale(path))?;
+        if &kept.token != token {
+            return Err(stale(path));
+        }
+        Ok(self.detail.get_or_init(|| kept.detail))
+    }
+}
+
+/// The file in `OUT_DIR` the detail of the index is kept in.
+const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
+
+/// What an index is kept with: its key, the files' roles before the
+/// targets decided which blobs are recorded, the sets called together, and
+/// the token of the detail kept beside it.
 #[derive(Serialize, Deserialize)]
 struct Kept {
     key: String,
-    files: Vec<GeneratedFile>,
-    index: BlobIndex,
+    token: String,
+    roles: Vec<Role>,
+    together: Vec<Vec<String>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeptDetail {
+    token: String,
+    detail: Detail,
 }
 
 /// The key of a build's index: this crate's version, the requested
 /// targets, the version headers and symbol tables the blobs are described
-/// with, and every generated file, each with its size and modification
-/// time.
+/// with, and every generated file under `base`, each with its size and
+/// modification time.
 pub(crate) fn key(
     example: &Path,
     targets: &[String],
+    base: &Path,
     files: &[GeneratedFile],
 ) -> Result<String, Error> {
     let mut k = format!(
-        "ck-jit-ck {}\ntargets {}\n",
+        "ck-jit-ck {}\ntargets {}\nbase {}\n",
         env!("CARGO_PKG_VERSION"),
-        targets.join(",")
+        targets.join(","),
+        base.to_string_lossy()
     );
     let mut headers: Vec<PathBuf> = fs::read_dir(example)
         .map_err(io_err(example))?
@@ -113,12 +177,18 @@ pub(crate) fn key(
         .collect();
     headers.sort();
     headers.push(example.join("codegen").join("cpp_symbol_map.py"));
-    for p in headers.iter().chain(files.iter().map(|f| &f.path)) {
+    let mut line = |name: &str, p: &Path| {
         let (len, mtime) = match fs::metadata(p) {
             Ok(m) => (m.len(), stamp(&m)),
             Err(_) => (0, "-".to_string()),
         };
-        k.push_str(&format!("{} {len} {mtime}\n", p.to_string_lossy()));
+        k.push_str(&format!("{name} {len} {mtime}\n"));
+    };
+    for h in &headers {
+        line(&h.to_string_lossy(), h);
+    }
+    for f in files {
+        line(&f.rel, &f.path);
     }
     Ok(k)
 }
@@ -133,35 +203,60 @@ fn stamp(m: &fs::Metadata) -> String {
         )
 }
 
-/// The index kept at `path` when its key is `key` and it lists `files`:
-/// their roles (before targets) and the index.
+/// The index kept in `dir` under `key` for `files`: their roles (before
+/// targets) and the index, its detail read when asked for.
 pub(crate) fn load(
-    path: &Path,
+    dir: &Path,
     key: &str,
     files: &[GeneratedFile],
-) -> Option<(Vec<GeneratedFile>, BlobIndex)> {
-    let bytes = fs::read(path).ok()?;
+) -> Option<(Vec<Role>, BlobIndex)> {
+    let bytes = fs::read(dir.join(INDEX_FILE)).ok()?;
     let kept: Kept = serde_json::from_slice(&bytes).ok()?;
-    let same = kept.key == key
-        && kept.files.len() == files.len()
-        && kept
-            .files
-            .iter()
-            .zip(files)
-            .all(|(a, b)| a.path == b.path && a.rel == b.rel);
-    same.then_some((kept.files, kept.index))
+    if kept.key != key || kept.roles.len() != files.len() {
+        return None;
+    }
+    let index = BlobIndex {
+        together: kept.together,
+        detail: OnceLock::new(),
+        kept: Some((dir.join(DETAIL_FILE), kept.token)),
+    };
+    Some((kept.roles, index))
 }
 
-/// Keeps `index` at `path` under `key`, with `files` (roles before
-/// targets). A failure only costs the next build a full read.
-pub(crate) fn keep(path: &Path, key: String, files: Vec<GeneratedFile>, index: &BlobIndex) {
+/// Keeps `index` in `dir` under `key`, with `roles` (before targets). A
+/// failure only costs the next build a full read.
+pub(crate) fn keep(dir: &Path, key: String, roles: Vec<Role>, index: &mut BlobIndex) {
+    let Some(detail) = index.detail.get() else {
+        return;
+    };
+    let token = format!(
+        "{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let kept_detail = KeptDetail {
+        token: token.clone(),
+        detail: detail.clone(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&kept_detail) else {
+        return;
+    };
+    if ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).is_err() {
+        return;
+    }
     let kept = Kept {
         key,
-        files,
-        index: index.clone(),
+        token,
+        roles,
+        together: index.together.clone(),
     };
-    if let Ok(bytes) = serde_json::to_vec(&kept) {
-        let _ = ck_jit_build::record::write_if_changed(path, bytes);
+    let Ok(bytes) = serde_json::to_vec(&kept) else {
+        return;
+    };
+    if ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).is_ok() {
+        index.kept = Some((dir.join(DETAIL_FILE), kept.token));
     }
 }
 
@@ -205,7 +300,7 @@ pub(crate) fn read(
     vocab: &Vocabulary,
     files: &mut [GeneratedFile],
     disagreements: &mut Vec<String>,
-) -> Result<(BlobIndex, Vec<(PathBuf, String)>), Error> {
+) -> Result<(Detail, Vec<(PathBuf, String)>), Error> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8)
@@ -229,7 +324,7 @@ pub(crate) fn read(
             why: "a thread reading the generated files failed".into(),
         });
     }
-    let mut index = BlobIndex::default();
+    let mut index = Detail::default();
     let mut others = Vec::new();
     let mut templates: BTreeSet<String> = BTreeSet::new();
     for (i, (f, r)) in files.iter_mut().zip(read).enumerate() {
@@ -278,7 +373,7 @@ pub(crate) fn read(
 /// the specialisations the recorded blobs of `index` define; `groups` by
 /// blob name (see [`CkFmhaFiles::check_dispatchers`](super::CkFmhaFiles::check_dispatchers)).
 pub(crate) fn check_calls(
-    index: &BlobIndex,
+    index: &Detail,
     files: &[GeneratedFile],
     dispatchers: &[(PathBuf, String)],
 ) -> Result<CallCheck, Error> {

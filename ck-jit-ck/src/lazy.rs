@@ -68,7 +68,7 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         });
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let index = &files.index;
+    let index = files.index.detail()?;
     let order = {
         let mut returns: BTreeMap<&str, &str> = BTreeMap::new();
         for b in index.recorded(&files.files) {

@@ -33,7 +33,7 @@ impl CkFmhaFiles {
                 out.extend(d.templates.iter().cloned());
             }
         }
-        out.extend(self.index.header_templates.iter().cloned());
+        out.extend(self.index.detail()?.header_templates.iter().cloned());
         Ok(out)
     }
 

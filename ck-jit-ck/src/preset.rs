@@ -20,8 +20,9 @@ use super::error::{io_err, shown, Error};
 use super::index::{self, BlobIndex};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
+use ck_jit_build::manifest::compact::COMPACT_FILE;
 use ck_jit_build::manifest::rules::RulesFile;
-use ck_jit_build::manifest::{escape, Blob, Manifest};
+use ck_jit_build::manifest::{escape, Blob, Manifest, MANIFEST_FILE};
 use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
 use ck_jit_build::BlobGroup;
 use ck_jit_build::CargoOutput;
@@ -35,6 +36,10 @@ pub const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
 /// The subdirectory of `OUT_DIR` the generator writes into, one
 /// subdirectory per direction.
 pub const GENERATED_SUBDIR: &str = "ck_fmha";
+
+/// The file in the manifest's directory that says what the manifest
+/// written there was made from, and the size and mtime it was written with.
+const MANIFEST_STAMP: &str = "ck_jit_ck_manifest.stamp";
 
 /// The directions of a generator older than `codegen/ops/` (CK 2024).
 const CLASSIC_DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
@@ -208,6 +213,9 @@ pub struct CkFmhaFiles {
     pub manifest: Manifest,
     /// Where the manifest was written, if it was.
     pub manifest_path: Option<PathBuf>,
+    /// What the manifest was made from, when that can be told again in a
+    /// later build (the index was kept): see [`CkFmha::try_write`].
+    pub(crate) inputs: Option<String>,
     /// The generated directory.
     pub generated_dir: PathBuf,
     /// The CK tree, if one was given.
@@ -258,7 +266,7 @@ impl CkFmhaFiles {
     /// what [`Manifest::together`] records. Read with the blobs, once per
     /// build.
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
-        Ok(self.index.calls.clone())
+        Ok(self.index.detail()?.calls.clone())
     }
 
     /// The recorded blob files, with what they declare.
@@ -274,13 +282,17 @@ impl CkFmhaFiles {
     /// decide the same. Calls no blob answers are one error listing each
     /// with its file and line.
     pub fn dispatch_rules(&self) -> Result<Vec<RulesFile>, Error> {
-        let blob_of: std::collections::HashMap<String, String> =
-            self.index.owners(&self.files).into_iter().collect();
+        let blob_of: std::collections::HashMap<String, String> = self
+            .index
+            .detail()?
+            .owners(&self.files)
+            .into_iter()
+            .collect();
         let mut out = Vec::new();
         let mut unresolved = Vec::new();
         for api in self.dispatchers() {
             let mut text = fs::read_to_string(api).map_err(io_err(api))?;
-            text.push_str(&self.index.launchers);
+            text.push_str(&self.index.detail()?.launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let r = super::rules::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
@@ -654,7 +666,40 @@ impl CkFmha {
         };
         let mut files = self.plan(&mut cargo)?;
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        let path = record::write(&files.manifest, &out_dir, cargo)?;
+        // A manifest made from the same inputs as the one written last is
+        // not serialised again, as long as its files are as written.
+        let stamp_path = out_dir.join(MANIFEST_STAMP);
+        let stamp = |inputs: &str| -> Option<String> {
+            let mut s = inputs.to_string();
+            for f in [MANIFEST_FILE, COMPACT_FILE] {
+                let m = fs::metadata(out_dir.join(f)).ok()?;
+                let mtime = m
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?;
+                s.push_str(&format!("{f} {} {}\n", m.len(), mtime.as_nanos()));
+            }
+            Some(s)
+        };
+        let unchanged = files
+            .inputs
+            .as_deref()
+            .and_then(stamp)
+            .is_some_and(|s| fs::read(&stamp_path).is_ok_and(|old| old == s.as_bytes()));
+        let path = if unchanged {
+            cargo
+                .finish()
+                .map_err(|source| ck_jit_build::Error::CargoOutput { source })?;
+            out_dir.join(MANIFEST_FILE)
+        } else {
+            let _ = fs::remove_file(&stamp_path);
+            let path = record::write(&files.manifest, &out_dir, cargo)?;
+            if let Some(s) = files.inputs.as_deref().and_then(stamp) {
+                let _ = write_if_changed(&stamp_path, s);
+            }
+            path
+        };
         files.manifest_path = Some(path);
         Ok(files)
     }
@@ -816,15 +861,17 @@ impl CkFmha {
         let kept_at = self
             .out_dir
             .clone()
-            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from))
-            .map(|d| d.join(index::INDEX_FILE));
-        let key = index::key(&example, &requested, &files)?;
+            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
+        let key = index::key(&example, &requested, &generated, &files)?;
         let mut disagreements = Vec::new();
         let kept = kept_at
             .as_deref()
             .and_then(|p| index::load(p, &key, &files));
         let (mut files, mut index, fresh) = match kept {
-            Some((files, index)) => {
+            Some((roles, index)) => {
+                for (f, role) in files.iter_mut().zip(roles) {
+                    f.role = role;
+                }
                 for f in &files {
                     if let Role::Blob(d) = &f.role {
                         let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
@@ -838,9 +885,13 @@ impl CkFmha {
             }
             None => {
                 let vocab = Vocabulary::read(&example)?;
-                let (index, dispatchers) = index::read(&vocab, &mut files, &mut disagreements)?;
-                let roles = files.clone();
-                (files, index, Some((vocab, dispatchers, roles)))
+                let (detail, dispatchers) = index::read(&vocab, &mut files, &mut disagreements)?;
+                let roles: Vec<Role> = files.iter().map(|f| f.role.clone()).collect();
+                (
+                    files,
+                    BlobIndex::default(),
+                    Some((vocab, detail, dispatchers, roles)),
+                )
             }
         };
         // A blob is for the requested targets its guard admits, whatever
@@ -864,7 +915,7 @@ impl CkFmha {
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
         }
-        if let Some((vocab, mut dispatchers, roles)) = fresh {
+        if let Some((vocab, mut detail, mut dispatchers, roles)) = fresh {
             // The dispatchers' calls, checked against the recorded blobs,
             // the templates of the headers that launch them included.
             let templates: BTreeSet<String> = files
@@ -875,20 +926,26 @@ impl CkFmha {
                 })
                 .flatten()
                 .collect();
-            index.launchers = vocab.launcher_definitions(&templates);
+            detail.launchers = vocab.launcher_definitions(&templates);
             for (_, text) in &mut dispatchers {
-                text.push_str(&index.launchers);
+                text.push_str(&detail.launchers);
             }
-            index.calls = index::check_calls(&index, &files, &dispatchers)?;
-            if let Some(p) = &kept_at {
-                index::keep(p, key, roles, &index);
+            detail.calls = index::check_calls(&detail, &files, &dispatchers)?;
+            index = BlobIndex::new(detail);
+            if let Some(dir) = &kept_at {
+                index::keep(dir, key, roles, &mut index);
             }
         }
 
         let name = record::cache_name(self.name.as_deref(), cargo)?;
-        let mut recorder = Recorder::new(name, &root_text);
+        let mut recorder = Recorder::new(name.clone(), &root_text);
         let options = cmake::fmha_compile_options(&example);
         let top = self.top_level_options(&ck, cargo)?;
+        // Everything the manifest is made from: the same inputs make the
+        // same manifest, which then need not be serialised again.
+        let inputs = index
+            .token()
+            .map(|t| format!("{t}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n"));
         // One group per kind, architecture tag and set of admitted targets:
         // the compile command of a blob depends on nothing else.
         let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
@@ -977,7 +1034,7 @@ impl CkFmha {
         // What each dispatcher call runs together, so the runtime compiles
         // an operation's blobs at its first call together.
         manifest
-            .set_together(&index.calls.groups)
+            .set_together(&index.together)
             .map_err(|e| Error::SourceTree {
                 path: generated.clone(),
                 why: format!("the dispatchers' call sets: {e}"),
@@ -999,6 +1056,7 @@ impl CkFmha {
             regenerated,
             disagreements,
             index,
+            inputs,
         })
     }
 
