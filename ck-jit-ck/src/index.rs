@@ -10,7 +10,7 @@
 //! It must never read a blob twice in one build, and never trust a kept
 //! index whose key differs in anything.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -260,8 +260,20 @@ pub(crate) fn keep(dir: &Path, key: String, roles: Vec<Role>, index: &mut BlobIn
     }
 }
 
+/// Files read ahead (while the generator wrote the next direction), by
+/// relative path.
+pub(crate) type ReadAhead = HashMap<String, Result<Read, Error>>;
+
+/// Reads `files` ahead of [`read`] on this thread.
+pub(crate) fn read_ahead(vocab: &Vocabulary, files: &[GeneratedFile]) -> ReadAhead {
+    files
+        .iter()
+        .map(|f| (f.rel.clone(), read_one(vocab, f)))
+        .collect()
+}
+
 /// What reading one file gave.
-enum Read {
+pub(crate) enum Read {
     Blob(
         Box<super::vocab::BlobDecl>,
         Vec<String>,
@@ -299,18 +311,27 @@ fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
 pub(crate) fn read(
     vocab: &Vocabulary,
     files: &mut [GeneratedFile],
+    mut ahead: ReadAhead,
     disagreements: &mut Vec<String>,
 ) -> Result<(Detail, Vec<(PathBuf, String)>), Error> {
+    let mut read: Vec<Option<Result<Read, Error>>> =
+        files.iter().map(|f| ahead.remove(&f.rel)).collect();
+    let rest: Vec<usize> = (0..files.len()).filter(|&i| read[i].is_none()).collect();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8)
-        .min(files.len().max(1));
-    let chunk = files.len().div_ceil(workers).max(1);
-    let read: Vec<Result<Read, Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
+        .min(rest.len().max(1));
+    let chunk = rest.len().div_ceil(workers).max(1);
+    let shared: &[GeneratedFile] = files;
+    let done: Vec<(usize, Result<Read, Error>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = rest
             .chunks(chunk)
             .map(|part| {
-                s.spawn(move || part.iter().map(|f| read_one(vocab, f)).collect::<Vec<_>>())
+                s.spawn(move || {
+                    part.iter()
+                        .map(|&i| (i, read_one(vocab, &shared[i])))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         handles
@@ -318,6 +339,10 @@ pub(crate) fn read(
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    for (i, r) in done {
+        read[i] = Some(r);
+    }
+    let read: Vec<Result<Read, Error>> = read.into_iter().flatten().collect();
     if read.len() != files.len() {
         return Err(Error::SourceTree {
             path: files.first().map(|f| f.path.clone()).unwrap_or_default(),
@@ -379,7 +404,37 @@ pub(crate) fn check_calls(
 ) -> Result<CallCheck, Error> {
     let owner = index.owners(files);
     let defined: BTreeSet<String> = owner.keys().cloned().collect();
-    let mut check = calls::check_calls(dispatchers, &defined)?;
+    // One thread a dispatcher: each is checked alone, and the results are
+    // what one pass over all of them gives.
+    let defined = &defined;
+    let each: Vec<Result<CallCheck, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = dispatchers
+            .iter()
+            .map(|d| s.spawn(move || calls::check_calls(std::slice::from_ref(d), defined)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(dispatchers)
+            .map(|(h, (path, _))| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::SourceTree {
+                        path: path.clone(),
+                        why: "the thread checking this dispatcher's calls failed".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut check = CallCheck::default();
+    for c in each {
+        let c = c?;
+        check.calls += c.calls;
+        check.unresolved.extend(c.unresolved);
+        check.groups.extend(c.groups);
+        check.sequences.extend(c.sequences);
+    }
+    check.sequences.sort();
+    check.sequences.dedup();
     // Specialisations to the blobs defining them: what runs together.
     let mut groups: Vec<Vec<String>> = check
         .groups

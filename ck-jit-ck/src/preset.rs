@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::cmake;
 use super::codegen::{Codegen, Outcome};
@@ -771,6 +772,8 @@ impl CkFmha {
         // the traits: what the manifest is made from.
         cargo.rerun_if_changed(&utf8(&example)?);
         let mut regenerated = Vec::new();
+        let mut vocab: Option<Arc<Vocabulary>> = None;
+        let mut ahead = index::ReadAhead::new();
         let (generated, scan_dirs, watch_generated) = match &self.generated {
             Some(dir) => {
                 let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
@@ -792,13 +795,17 @@ impl CkFmha {
                 let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
                 fs::create_dir_all(&base).map_err(io_err(&base))?;
                 let mut scan = Vec::new();
-                for d in self.directions(&example)? {
-                    let out = base.join(&d);
+                let directions = self.directions(&example)?;
+                // What a direction's generator wrote is read while the
+                // generator writes the next one.
+                let mut readers = Vec::new();
+                for d in &directions {
+                    let out = base.join(d);
                     let stamp = base.join(format!("{d}.stamp"));
                     let outcome = Codegen {
                         python: &self.python,
                         generate_py: &generate_py,
-                        direction: &d,
+                        direction: d,
                         receipt: self.receipt,
                         filter: self.filter.as_deref(),
                         targets: targets.as_deref(),
@@ -808,8 +815,21 @@ impl CkFmha {
                     .run()?;
                     if outcome == Outcome::Generated {
                         regenerated.push(d.clone());
+                        if vocab.is_none() {
+                            vocab = Some(Arc::new(Vocabulary::read(&example)?));
+                        }
+                        let mut written = Vec::new();
+                        scan_dir(&out, &base, &mut written)?;
+                        let v = vocab.clone();
+                        readers.push(std::thread::spawn(move || {
+                            v.map(|v| index::read_ahead(&v, &written))
+                                .unwrap_or_default()
+                        }));
                     }
                     scan.push(out);
+                }
+                for r in readers {
+                    ahead.extend(r.join().unwrap_or_default());
                 }
                 (base, scan, false)
             }
@@ -852,7 +872,7 @@ impl CkFmha {
 
         let mut files = Vec::new();
         for dir in &scan_dirs {
-            scan(dir, &generated, &mut files)?;
+            scan_dir(dir, &generated, &mut files)?;
         }
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
         let requested = self.default_targets();
@@ -884,8 +904,12 @@ impl CkFmha {
                 (files, index, None)
             }
             None => {
-                let vocab = Vocabulary::read(&example)?;
-                let (detail, dispatchers) = index::read(&vocab, &mut files, &mut disagreements)?;
+                let vocab = match vocab {
+                    Some(v) => v,
+                    None => Arc::new(Vocabulary::read(&example)?),
+                };
+                let (detail, dispatchers) =
+                    index::read(&vocab, &mut files, ahead, &mut disagreements)?;
                 let roles: Vec<Role> = files.iter().map(|f| f.role.clone()).collect();
                 (
                     files,
@@ -1353,7 +1377,7 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
 
 /// Adds every source file under `dir` (recursively; hidden entries and
 /// directory symlinks skipped) to `out`, classified.
-fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
+fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -1374,7 +1398,7 @@ fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Err
             continue;
         }
         if ft.is_dir() {
-            scan(&path, base, out)?;
+            scan_dir(&path, base, out)?;
             continue;
         }
         let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
