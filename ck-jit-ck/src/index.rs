@@ -130,7 +130,12 @@ impl BlobIndex {
         if &kept.token != token {
             return Err(stale(path));
         }
-        Ok(self.detail.get_or_init(|| kept.detail))
+        Ok(self.detail.get_or_init(|| Detail {
+            blobs: kept.blobs,
+            launchers: kept.launchers,
+            header_templates: kept.header_templates,
+            calls: kept.calls,
+        }))
     }
 }
 
@@ -148,10 +153,21 @@ struct Kept {
     together: Vec<Vec<String>>,
 }
 
-#[derive(Serialize, Deserialize)]
+/// The detail as kept: written by [`keep`] field by field (the blobs may
+/// have been serialised on another thread), read back whole.
+#[derive(Deserialize)]
 struct KeptDetail {
     token: String,
-    detail: Detail,
+    blobs: Vec<IndexedBlob>,
+    launchers: String,
+    header_templates: Vec<String>,
+    calls: CallCheck,
+}
+
+/// [`Detail::blobs`] serialised (on another thread while the dispatchers
+/// are checked), for [`keep`].
+pub(crate) fn serialise_blobs(blobs: &[IndexedBlob]) -> Option<Vec<u8>> {
+    serde_json::to_vec(blobs).ok()
 }
 
 /// The key of a build's index: this crate's version, the requested
@@ -225,7 +241,13 @@ pub(crate) fn load(
 
 /// Keeps `index` in `dir` under `key`, with `roles` (before targets). A
 /// failure only costs the next build a full read.
-pub(crate) fn keep(dir: &Path, key: String, roles: Vec<Role>, index: &mut BlobIndex) {
+pub(crate) fn keep(
+    dir: &Path,
+    key: String,
+    roles: Vec<Role>,
+    index: &mut BlobIndex,
+    blobs: Option<Vec<u8>>,
+) {
     let Some(detail) = index.detail.get() else {
         return;
     };
@@ -236,13 +258,24 @@ pub(crate) fn keep(dir: &Path, key: String, roles: Vec<Role>, index: &mut BlobIn
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let kept_detail = KeptDetail {
-        token: token.clone(),
-        detail: detail.clone(),
-    };
-    let Ok(bytes) = serde_json::to_vec(&kept_detail) else {
+    let Some(blobs) = blobs.or_else(|| serialise_blobs(&detail.blobs)) else {
         return;
     };
+    fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec())
+    }
+    let mut bytes = Vec::with_capacity(blobs.len() + 4096);
+    bytes.extend_from_slice(b"{\"token\":");
+    bytes.extend(json(&token));
+    bytes.extend_from_slice(b",\"blobs\":");
+    bytes.extend(blobs);
+    bytes.extend_from_slice(b",\"launchers\":");
+    bytes.extend(json(&detail.launchers));
+    bytes.extend_from_slice(b",\"header_templates\":");
+    bytes.extend(json(&detail.header_templates));
+    bytes.extend_from_slice(b",\"calls\":");
+    bytes.extend(json(&detail.calls));
+    bytes.push(b'}');
     if ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).is_err() {
         return;
     }

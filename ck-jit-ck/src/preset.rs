@@ -954,10 +954,18 @@ impl CkFmha {
             for (_, text) in &mut dispatchers {
                 text.push_str(&detail.launchers);
             }
-            detail.calls = index::check_calls(&detail, &files, &dispatchers)?;
+            // The blobs' part of the kept index is serialised meanwhile.
+            let (calls, blobs) = std::thread::scope(|s| {
+                let blobs = kept_at
+                    .is_some()
+                    .then(|| s.spawn(|| index::serialise_blobs(&detail.blobs)));
+                let calls = index::check_calls(&detail, &files, &dispatchers);
+                (calls, blobs.and_then(|h| h.join().ok().flatten()))
+            });
+            detail.calls = calls?;
             index = BlobIndex::new(detail);
             if let Some(dir) = &kept_at {
-                index::keep(dir, key, roles, &mut index);
+                index::keep(dir, key, roles, &mut index, blobs);
             }
         }
 
