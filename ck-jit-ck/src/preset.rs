@@ -143,6 +143,18 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// `OUT_DIR`); a [`generated_dir`](CkFmha::generated_dir) outside `OUT_DIR`
 /// is watched itself.
 ///
+/// Every generated file is read and lexed once per build, into one index
+/// that the manifest (with the `together` sets of the dispatchers' calls,
+/// so it is written once), [`write_stubs`](super::write_stubs),
+/// [`CkFmhaFiles::dispatch_rules`] and [`CkFmhaFiles::check_dispatchers`]
+/// are all made from. The index is kept in `OUT_DIR`
+/// (`ck_jit_ck_index.json` and its detail beside it) under a key of the
+/// generated listing with every file's size and modification time, the
+/// headers of `01_fmha`, the requested targets and this crate's version: a
+/// build whose key matches reads no generated file, and a manifest made
+/// from the same inputs as the one written (`ck_jit_ck_manifest.stamp`) is
+/// not serialised again.
+///
 /// # Example
 ///
 /// ```no_run
