@@ -23,7 +23,7 @@ use super::decl::{self, lex, parse_err, using_decl};
 use super::error::Error;
 
 /// What [`check_calls`] found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallCheck {
     /// Blob specialisations the dispatchers call (each call site, and each
     /// instantiation of a dispatcher template, counted once).
@@ -130,21 +130,6 @@ fn fold_comparisons(arg: &str) -> String {
         }
     }
     s
-}
-
-/// Every specialisation the blobs `(name, path)` define, with the blob
-/// that defines it.
-pub fn defined_specialisations(
-    blobs: &[(&str, &Path)],
-) -> Result<std::collections::BTreeMap<String, String>, Error> {
-    let mut out = std::collections::BTreeMap::new();
-    for (name, p) in blobs {
-        let text = std::fs::read_to_string(p).map_err(super::error::io_err(p))?;
-        for s in decl::specialisations(&text).map_err(|e| e.in_file(p))? {
-            out.insert(specialisation_key(&s.template, &s.args), name.to_string());
-        }
-    }
-    Ok(out)
 }
 
 /// A dispatcher's own function templates (by name) and their bodies'

@@ -56,7 +56,7 @@ impl TemplateParam {
 
 /// An explicit specialisation a source defines at namespace scope:
 /// `template <> RET NAME<ARGS...>(PARAMS)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Specialisation {
     /// The specialised template (`fmha_fwd_`, `fmha_fwd_oneshot_`).
     pub template: String,

@@ -435,28 +435,10 @@ pub struct CompiledDispatchers {
     pub library: String,
     /// The dispatchers the glue wraps.
     pub dispatchers: Vec<String>,
-    /// The blobs each dispatcher call runs together, by name: what was
-    /// added to the manifest files (the caller's in-memory
-    /// `CkFmhaFiles::manifest` does not have them; `set_together` adds
-    /// them).
+    /// The blobs each dispatcher call runs together, by name: what the
+    /// manifest written by [`CkFmha::try_write`](super::CkFmha::try_write)
+    /// records.
     pub together: Vec<Vec<String>>,
-}
-
-/// Adds to the manifest `files` wrote the sets of blobs each dispatcher
-/// call runs together, so the runtime compiles an operation's blobs at its
-/// first call together ([`Manifest::together`](ck_jit_build::manifest::Manifest)).
-fn record_together(files: &CkFmhaFiles, together: &[Vec<String>]) -> Result<(), Error> {
-    let Some(path) = &files.manifest_path else {
-        return Ok(());
-    };
-    let mut m = files.manifest.clone();
-    m.set_together(together).map_err(|e| Error::SourceTree {
-        path: path.clone(),
-        why: format!("the dispatchers' call sets: {e}"),
-    })?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    ck_jit_build::write_manifest(&m, dir)?;
-    Ok(())
 }
 
 /// Compiles CK's dispatchers of `files` unchanged, the lazy stubs of their
@@ -486,7 +468,6 @@ pub fn compile_dispatchers(
         why: "no CK tree is known for these files (generated with source())".into(),
     })?;
     let stubs = super::write_stubs(files, &out_dir.join("stubs"))?;
-    record_together(files, &stubs.together)?;
     let names: Vec<String> = files
         .dispatchers()
         .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(String::from))

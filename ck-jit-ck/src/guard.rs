@@ -14,7 +14,9 @@ use std::fmt;
 /// A preprocessor condition made of `defined`, `!`, `&&`, `||`,
 /// parentheses and integer literals: what CK's generators write around a
 /// blob's specialisations.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Guard {
     /// An integer literal: true unless zero (`#if 0`, `#if 1`).
     Const(bool),

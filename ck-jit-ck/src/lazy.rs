@@ -29,7 +29,8 @@ use std::path::{Path, PathBuf};
 use super::calls::specialisation_key;
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
-use super::preset::{CkFmhaFiles, Role};
+use super::index::IndexedBlob;
+use super::preset::CkFmhaFiles;
 use super::symbol::mangled_template_prefix;
 use ck_jit_build::record::write_if_changed;
 
@@ -67,62 +68,42 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         });
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let index = files.index.detail()?;
     let order = {
-        let wanted = CallOrder::templates(&check.sequences);
-        let mut returns = BTreeMap::new();
-        for (_, p) in files.blobs() {
-            if wanted.iter().all(|t| returns.contains_key(*t)) {
-                break;
-            }
-            let text = fs::read_to_string(p).map_err(io_err(p))?;
-            for s in decl::specialisations(&text).map_err(|e| e.in_file(p))? {
-                returns.entry(s.template.clone()).or_insert(s.returns);
+        let mut returns: BTreeMap<&str, &str> = BTreeMap::new();
+        for b in index.recorded(&files.files) {
+            for s in &b.specialisations {
+                returns.entry(&s.template).or_insert(&s.returns);
             }
         }
-        CallOrder::new(&check.sequences, |t| {
-            returns.get(t).is_some_and(|r: &String| r == "void")
-        })
+        CallOrder::new(&check.sequences, |t| returns.get(t) == Some(&"void"))
     };
-    let together = check.groups;
-    let mut by_group: BTreeMap<String, Vec<(&str, &Path)>> = BTreeMap::new();
-    for f in &files.files {
-        if let Role::Blob(_) = &f.role {
-            let name = f
-                .path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default();
-            let group = files
-                .manifest
-                .blob(name)
-                .map(|b| files.manifest.group_of(b).name.clone())
-                .unwrap_or_default();
-            by_group.entry(group).or_default().push((name, &f.path));
-        }
+    let mut by_group: BTreeMap<String, Vec<&IndexedBlob>> = BTreeMap::new();
+    for b in index.recorded(&files.files) {
+        let group = files
+            .manifest
+            .blob(&b.name)
+            .map(|m| files.manifest.group_of(m).name.clone())
+            .unwrap_or_default();
+        by_group.entry(group).or_default().push(b);
     }
     let mut out = Stubs {
-        together,
+        together: check.groups,
         ..Stubs::default()
     };
     for (group, blobs) in by_group {
         for (i, chunk) in blobs.chunks(BLOBS_PER_STUB_FILE).enumerate() {
-            let mut sources = Vec::with_capacity(chunk.len());
-            for (name, path) in chunk {
-                let text = fs::read_to_string(path).map_err(io_err(path))?;
-                sources.push((name.to_string(), text));
-            }
-            let (text, n) = stub_source_ordered(&sources, &order).map_err(|e| match e {
-                Error::Parse {
-                    file: None,
-                    line,
-                    why,
-                } => Error::Parse {
-                    file: Some(dir.join(format!("{group}_{i}"))),
-                    line,
-                    why,
-                },
-                other => other,
-            })?;
+            let parts: Vec<StubPart<'_>> = chunk
+                .iter()
+                .map(|b| {
+                    (
+                        b.name.as_str(),
+                        b.includes.as_slice(),
+                        b.specialisations.as_slice(),
+                    )
+                })
+                .collect();
+            let (text, n) = stubs_of(&parts, &order);
             let path = dir.join(format!("ck_jit_stubs_{group}_{i}.cpp"));
             write_if_changed(&path, &text).map_err(io_err(&path))?;
             out.files.push(path);
@@ -220,18 +201,41 @@ pub fn stub_source_ordered(
     blobs: &[(String, String)],
     order: &CallOrder,
 ) -> Result<(String, usize), Error> {
-    let mut includes: Vec<String> = Vec::new();
-    let mut bodies = String::new();
-    let mut n = 0;
-    let mut in_sequence = false;
+    let mut read = Vec::with_capacity(blobs.len());
     for (name, text) in blobs {
+        let mut includes: Vec<String> = Vec::new();
         for line in text.lines() {
             let l = line.trim();
             if l.starts_with("#include") && !includes.iter().any(|i| i == l) {
                 includes.push(l.to_string());
             }
         }
-        for s in decl::specialisations(text)? {
+        read.push((name.as_str(), includes, decl::specialisations(text)?));
+    }
+    let parts: Vec<StubPart<'_>> = read
+        .iter()
+        .map(|(n, i, s)| (*n, i.as_slice(), s.as_slice()))
+        .collect();
+    Ok(stubs_of(&parts, order))
+}
+
+/// A blob as the stubs need it: its name, `#include` lines and
+/// specialisations.
+type StubPart<'a> = (&'a str, &'a [String], &'a [Specialisation]);
+
+/// The stub source of `blobs`, and how many specialisations it defines.
+fn stubs_of(blobs: &[StubPart<'_>], order: &CallOrder) -> (String, usize) {
+    let mut includes: Vec<&str> = Vec::new();
+    let mut bodies = String::new();
+    let mut n = 0;
+    let mut in_sequence = false;
+    for (name, blob_includes, specs) in blobs {
+        for l in blob_includes.iter() {
+            if !includes.contains(&l.as_str()) {
+                includes.push(l);
+            }
+        }
+        for s in specs.iter() {
             let key = specialisation_key(&s.template, &s.args);
             let part = if order.leading.contains(&key) {
                 Part::Leading
@@ -241,7 +245,7 @@ pub fn stub_source_ordered(
                 Part::Alone
             };
             in_sequence |= part != Part::Alone;
-            write_stub(&mut bodies, name, &s, part);
+            write_stub(&mut bodies, name, s, part);
             n += 1;
         }
     }
@@ -291,7 +295,7 @@ pub fn stub_source_ordered(
     }
     out.push_str(&bodies);
     out.push_str("#endif // !__HIP_DEVICE_COMPILE__\n");
-    Ok((out, n))
+    (out, n)
 }
 
 /// The stubs' part in their dispatchers' call sequences ([`CallOrder`]).

@@ -20,7 +20,8 @@
 //!   decides which GPU targets a blob's guard admits;
 //! - [`CkFmha`] runs CK's generator for the directions it offers (its
 //!   `codegen/ops` modules), with `--targets` where it takes it, reads every
-//!   generated file, and records each blob for the requested targets its
+//!   generated file once into one index (kept in `OUT_DIR` for the next
+//!   build), and records each blob for the requested targets its
 //!   guard admits, one manifest group per kind and set of targets, with the
 //!   compile options of the version's CMake (`cmake`);
 //! - [`write_stubs`] makes CK's own dispatchers lazy: it defines every
@@ -58,6 +59,7 @@ pub mod decl;
 mod error;
 pub mod ffi;
 pub mod guard;
+mod index;
 pub mod intercept;
 mod lazy;
 pub mod objects;

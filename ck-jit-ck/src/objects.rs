@@ -18,9 +18,8 @@ use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 
 use crate::error::{io_err, Error};
-use crate::preset::{CkFmhaFiles, Role, FMHA_EXAMPLE_DIR};
+use crate::preset::{CkFmhaFiles, Role};
 use crate::symbol::mangled_template_prefix;
-use crate::vocab::Vocabulary;
 
 impl CkFmhaFiles {
     /// The templates blobs specialise: every template a generated blob
@@ -34,10 +33,7 @@ impl CkFmhaFiles {
                 out.extend(d.templates.iter().cloned());
             }
         }
-        if let Some(ck) = &self.ck_root {
-            let vocab = Vocabulary::read(&ck.join(FMHA_EXAMPLE_DIR))?;
-            out.extend(vocab.function_templates().into_iter().map(String::from));
-        }
+        out.extend(self.index.detail()?.header_templates.iter().cloned());
         Ok(out)
     }
 

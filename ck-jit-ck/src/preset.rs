@@ -12,15 +12,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::cmake;
 use super::codegen::{Codegen, Outcome};
 use super::decl;
 use super::error::{io_err, shown, Error};
+use super::index::{self, BlobIndex};
 use super::symbol::mangled_template_prefix;
-use super::vocab::{calls_template, BlobDecl, Vocabulary};
+use super::vocab::{BlobDecl, Vocabulary};
+use ck_jit_build::manifest::compact::COMPACT_FILE;
 use ck_jit_build::manifest::rules::RulesFile;
-use ck_jit_build::manifest::{escape, Blob, Manifest};
+use ck_jit_build::manifest::{escape, Blob, Manifest, MANIFEST_FILE};
 use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
 use ck_jit_build::BlobGroup;
 use ck_jit_build::CargoOutput;
@@ -34,6 +37,10 @@ pub const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
 /// The subdirectory of `OUT_DIR` the generator writes into, one
 /// subdirectory per direction.
 pub const GENERATED_SUBDIR: &str = "ck_fmha";
+
+/// The file in the manifest's directory that says what the manifest
+/// written there was made from, and the size and mtime it was written with.
+const MANIFEST_STAMP: &str = "ck_jit_ck_manifest.stamp";
 
 /// The directions of a generator older than `codegen/ops/` (CK 2024).
 const CLASSIC_DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
@@ -136,6 +143,18 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// `OUT_DIR`); a [`generated_dir`](CkFmha::generated_dir) outside `OUT_DIR`
 /// is watched itself.
 ///
+/// Every generated file is read and lexed once per build, into one index
+/// that the manifest (with the `together` sets of the dispatchers' calls,
+/// so it is written once), [`write_stubs`](super::write_stubs),
+/// [`CkFmhaFiles::dispatch_rules`] and [`CkFmhaFiles::check_dispatchers`]
+/// are all made from. The index is kept in `OUT_DIR`
+/// (`ck_jit_ck_index.json` and its detail beside it) under a key of the
+/// generated listing with every file's size and modification time, the
+/// headers of `01_fmha`, the requested targets and this crate's version: a
+/// build whose key matches reads no generated file, and a manifest made
+/// from the same inputs as the one written (`ck_jit_ck_manifest.stamp`) is
+/// not serialised again.
+///
 /// # Example
 ///
 /// ```no_run
@@ -174,7 +193,7 @@ pub struct CkFmha {
 }
 
 /// A generated file and what it is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GeneratedFile {
     /// Absolute path.
     pub path: PathBuf,
@@ -185,7 +204,7 @@ pub struct GeneratedFile {
 }
 
 /// What a generated file is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// A blob: it specialises an entry template for a traits type the
     /// headers declare.
@@ -207,6 +226,9 @@ pub struct CkFmhaFiles {
     pub manifest: Manifest,
     /// Where the manifest was written, if it was.
     pub manifest_path: Option<PathBuf>,
+    /// What the manifest was made from, when that can be told again in a
+    /// later build (the index was kept): see [`CkFmha::try_write`].
+    pub(crate) inputs: Option<String>,
     /// The generated directory.
     pub generated_dir: PathBuf,
     /// The CK tree, if one was given.
@@ -219,6 +241,9 @@ pub struct CkFmhaFiles {
     /// Blobs whose file name disagrees with their declarations (the
     /// declarations win; each is also a `cargo:warning`).
     pub disagreements: Vec<String>,
+    /// What every blob defines and what the dispatchers call, read once:
+    /// what the stubs, the rules and the checks are made from.
+    pub(crate) index: BlobIndex,
 }
 
 impl CkFmhaFiles {
@@ -248,63 +273,13 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
-    /// The definitions of the function templates of the CK tree's FMHA
-    /// headers that call blob templates (newer CK's bwd launch template in
-    /// `fmha_bwd.hpp`): appended to each dispatcher's text when it is
-    /// read, so its calls are followed into the headers it includes. The
-    /// lines of the dispatcher itself keep their numbers.
-    fn header_launchers(&self) -> Result<String, Error> {
-        let Some(ck) = &self.ck_root else {
-            return Ok(String::new());
-        };
-        let vocab = Vocabulary::read(&ck.join(FMHA_EXAMPLE_DIR))?;
-        let templates: BTreeSet<String> = self
-            .blobs()
-            .flat_map(|(d, _)| d.templates.iter().cloned())
-            .collect();
-        Ok(vocab.launcher_definitions(&templates))
-    }
-
-    /// Checks every call CK's dispatchers make of a blob specialisation
+    /// Every call CK's dispatchers make of a blob specialisation, checked
     /// against the specialisations the recorded blobs define (see
-    /// [`check_calls`](super::calls::check_calls)).
+    /// [`check_calls`](super::calls::check_calls)), `groups` by blob name:
+    /// what [`Manifest::together`] records. Read with the blobs, once per
+    /// build.
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
-        let blobs: Vec<(&str, &Path)> = self
-            .blobs()
-            .map(|(_, p)| {
-                (
-                    p.file_stem().and_then(|s| s.to_str()).unwrap_or_default(),
-                    p,
-                )
-            })
-            .collect();
-        let owner = super::calls::defined_specialisations(&blobs)?;
-        let defined: std::collections::BTreeSet<String> = owner.keys().cloned().collect();
-        let launchers = self.header_launchers()?;
-        let mut dispatchers = Vec::new();
-        for p in self.dispatchers() {
-            let mut text = fs::read_to_string(p).map_err(io_err(p))?;
-            text.push_str(&launchers);
-            dispatchers.push((p.to_path_buf(), text));
-        }
-        let mut check = super::calls::check_calls(&dispatchers, &defined)?;
-        // Specialisations to the blobs defining them: what runs together.
-        let mut groups: Vec<Vec<String>> = check
-            .groups
-            .iter()
-            .map(|g| {
-                let mut names: Vec<String> =
-                    g.iter().filter_map(|k| owner.get(k).cloned()).collect();
-                names.sort();
-                names.dedup();
-                names
-            })
-            .filter(|g| !g.is_empty())
-            .collect();
-        groups.sort();
-        groups.dedup();
-        check.groups = groups;
-        Ok(check)
+        Ok(self.index.detail()?.calls.clone())
     }
 
     /// The recorded blob files, with what they declare.
@@ -320,19 +295,17 @@ impl CkFmhaFiles {
     /// decide the same. Calls no blob answers are one error listing each
     /// with its file and line.
     pub fn dispatch_rules(&self) -> Result<Vec<RulesFile>, Error> {
-        let mut blobs = Vec::new();
-        for (_, p) in self.blobs() {
-            let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            let text = fs::read_to_string(p).map_err(io_err(p))?;
-            blobs.push((name.to_string(), text));
-        }
-        let blob_of = super::rules::blobs_by_specialisation(&blobs)?;
-        let launchers = self.header_launchers()?;
+        let blob_of: std::collections::HashMap<String, String> = self
+            .index
+            .detail()?
+            .owners(&self.files)
+            .into_iter()
+            .collect();
         let mut out = Vec::new();
         let mut unresolved = Vec::new();
         for api in self.dispatchers() {
             let mut text = fs::read_to_string(api).map_err(io_err(api))?;
-            text.push_str(&launchers);
+            text.push_str(&self.index.detail()?.launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let r = super::rules::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
@@ -706,7 +679,40 @@ impl CkFmha {
         };
         let mut files = self.plan(&mut cargo)?;
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        let path = record::write(&files.manifest, &out_dir, cargo)?;
+        // A manifest made from the same inputs as the one written last is
+        // not serialised again, as long as its files are as written.
+        let stamp_path = out_dir.join(MANIFEST_STAMP);
+        let stamp = |inputs: &str| -> Option<String> {
+            let mut s = inputs.to_string();
+            for f in [MANIFEST_FILE, COMPACT_FILE] {
+                let m = fs::metadata(out_dir.join(f)).ok()?;
+                let mtime = m
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?;
+                s.push_str(&format!("{f} {} {}\n", m.len(), mtime.as_nanos()));
+            }
+            Some(s)
+        };
+        let unchanged = files
+            .inputs
+            .as_deref()
+            .and_then(stamp)
+            .is_some_and(|s| fs::read(&stamp_path).is_ok_and(|old| old == s.as_bytes()));
+        let path = if unchanged {
+            cargo
+                .finish()
+                .map_err(|source| ck_jit_build::Error::CargoOutput { source })?;
+            out_dir.join(MANIFEST_FILE)
+        } else {
+            let _ = fs::remove_file(&stamp_path);
+            let path = record::write(&files.manifest, &out_dir, cargo)?;
+            if let Some(s) = files.inputs.as_deref().and_then(stamp) {
+                let _ = write_if_changed(&stamp_path, s);
+            }
+            path
+        };
         files.manifest_path = Some(path);
         Ok(files)
     }
@@ -777,8 +783,9 @@ impl CkFmha {
         // The generator, its codegen modules and the headers that declare
         // the traits: what the manifest is made from.
         cargo.rerun_if_changed(&utf8(&example)?);
-        let vocab = Vocabulary::read(&example)?;
         let mut regenerated = Vec::new();
+        let mut vocab: Option<Arc<Vocabulary>> = None;
+        let mut ahead = index::ReadAhead::new();
         let (generated, scan_dirs, watch_generated) = match &self.generated {
             Some(dir) => {
                 let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
@@ -800,13 +807,17 @@ impl CkFmha {
                 let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
                 fs::create_dir_all(&base).map_err(io_err(&base))?;
                 let mut scan = Vec::new();
-                for d in self.directions(&example)? {
-                    let out = base.join(&d);
+                let directions = self.directions(&example)?;
+                // What a direction's generator wrote is read while the
+                // generator writes the next one.
+                let mut readers = Vec::new();
+                for d in &directions {
+                    let out = base.join(d);
                     let stamp = base.join(format!("{d}.stamp"));
                     let outcome = Codegen {
                         python: &self.python,
                         generate_py: &generate_py,
-                        direction: &d,
+                        direction: d,
                         receipt: self.receipt,
                         filter: self.filter.as_deref(),
                         targets: targets.as_deref(),
@@ -816,8 +827,21 @@ impl CkFmha {
                     .run()?;
                     if outcome == Outcome::Generated {
                         regenerated.push(d.clone());
+                        if vocab.is_none() {
+                            vocab = Some(Arc::new(Vocabulary::read(&example)?));
+                        }
+                        let mut written = Vec::new();
+                        scan_dir(&out, &base, &mut written)?;
+                        let v = vocab.clone();
+                        readers.push(std::thread::spawn(move || {
+                            v.map(|v| index::read_ahead(&v, &written))
+                                .unwrap_or_default()
+                        }));
                     }
                     scan.push(out);
+                }
+                for r in readers {
+                    ahead.extend(r.join().unwrap_or_default());
                 }
                 (base, scan, false)
             }
@@ -860,15 +884,55 @@ impl CkFmha {
 
         let mut files = Vec::new();
         for dir in &scan_dirs {
-            scan(dir, &generated, &mut files)?;
+            scan_dir(dir, &generated, &mut files)?;
         }
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        let requested = self.default_targets();
+        // Every file is read once, or not at all when the index kept by an
+        // earlier build lists the same files, sizes and mtimes.
+        let kept_at = self
+            .out_dir
+            .clone()
+            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
+        let key = index::key(&example, &requested, &generated, &files)?;
         let mut disagreements = Vec::new();
-        classify_files(&vocab, &mut files, &mut disagreements)?;
+        let kept = kept_at
+            .as_deref()
+            .and_then(|p| index::load(p, &key, &files));
+        let (mut files, mut index, fresh) = match kept {
+            Some((roles, index)) => {
+                for (f, role) in files.iter_mut().zip(roles) {
+                    f.role = role;
+                }
+                for f in &files {
+                    if let Role::Blob(d) = &f.role {
+                        let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+                        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                        if let Some(why) = name_disagreement(stem, d) {
+                            disagreements.push(format!("{stem}: {why}"));
+                        }
+                    }
+                }
+                (files, index, None)
+            }
+            None => {
+                let vocab = match vocab {
+                    Some(v) => v,
+                    None => Arc::new(Vocabulary::read(&example)?),
+                };
+                let (detail, dispatchers) =
+                    index::read(&vocab, &mut files, ahead, &mut disagreements)?;
+                let roles: Vec<Role> = files.iter().map(|f| f.role.clone()).collect();
+                (
+                    files,
+                    BlobIndex::default(),
+                    Some((vocab, detail, dispatchers, roles)),
+                )
+            }
+        };
         // A blob is for the requested targets its guard admits, whatever
         // its name or `Arch` tag says: CK's `_gfx9` split-KV blobs are
         // guarded by `defined(__gfx9__)` and run on gfx950 too.
-        let requested = self.default_targets();
         let mut targets_of: Vec<Vec<String>> = Vec::with_capacity(files.len());
         for f in &mut files {
             let admitted = match &f.role {
@@ -887,11 +951,45 @@ impl CkFmha {
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
         }
+        if let Some((vocab, mut detail, mut dispatchers, roles)) = fresh {
+            // The dispatchers' calls, checked against the recorded blobs,
+            // the templates of the headers that launch them included.
+            let templates: BTreeSet<String> = files
+                .iter()
+                .filter_map(|f| match &f.role {
+                    Role::Blob(d) => Some(d.templates.iter().cloned()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            detail.launchers = vocab.launcher_definitions(&templates);
+            for (_, text) in &mut dispatchers {
+                text.push_str(&detail.launchers);
+            }
+            // The blobs' part of the kept index is serialised meanwhile.
+            let (calls, blobs) = std::thread::scope(|s| {
+                let blobs = kept_at
+                    .is_some()
+                    .then(|| s.spawn(|| index::serialise_blobs(&detail.blobs)));
+                let calls = index::check_calls(&detail, &files, &dispatchers);
+                (calls, blobs.and_then(|h| h.join().ok().flatten()))
+            });
+            detail.calls = calls?;
+            index = BlobIndex::new(detail);
+            if let Some(dir) = &kept_at {
+                index::keep(dir, key, roles, &mut index, blobs);
+            }
+        }
 
         let name = record::cache_name(self.name.as_deref(), cargo)?;
-        let mut recorder = Recorder::new(name, &root_text);
+        let mut recorder = Recorder::new(name.clone(), &root_text);
         let options = cmake::fmha_compile_options(&example);
         let top = self.top_level_options(&ck, cargo)?;
+        // Everything the manifest is made from: the same inputs make the
+        // same manifest, which then need not be serialised again.
+        let inputs = index
+            .token()
+            .map(|t| format!("{t}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n"));
         // One group per kind, architecture tag and set of admitted targets:
         // the compile command of a blob depends on nothing else.
         let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
@@ -976,7 +1074,15 @@ impl CkFmha {
                 },
             })?;
         }
-        let manifest = recorder.finish()?;
+        let mut manifest = recorder.finish()?;
+        // What each dispatcher call runs together, so the runtime compiles
+        // an operation's blobs at its first call together.
+        manifest
+            .set_together(&index.together)
+            .map_err(|e| Error::SourceTree {
+                path: generated.clone(),
+                why: format!("the dispatchers' call sets: {e}"),
+            })?;
         if let Some(first) = disagreements.first() {
             cargo.warning(&format!(
                 "{} CK blob names disagree with their declarations (the declarations are \
@@ -993,6 +1099,8 @@ impl CkFmha {
             files,
             regenerated,
             disagreements,
+            index,
+            inputs,
         })
     }
 
@@ -1177,46 +1285,6 @@ fn offered_directions(example: &Path) -> Vec<String> {
     d
 }
 
-/// Reads every generated source and decides its role from what it
-/// declares: a blob specialises a template for a traits type the headers
-/// declare; a dispatcher calls one of the blobs' templates; anything else
-/// is a host source. A blob whose name disagrees with its declarations
-/// (head dimension, data type, architecture suffix) is noted.
-fn classify_files(
-    vocab: &Vocabulary,
-    files: &mut [GeneratedFile],
-    disagreements: &mut Vec<String>,
-) -> Result<(), Error> {
-    let mut texts = Vec::with_capacity(files.len());
-    let mut templates: BTreeSet<String> = BTreeSet::new();
-    for f in files.iter_mut() {
-        let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
-        if let Some(d) = describe_blob(vocab, &text, &f.path)? {
-            let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
-            let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-            if let Some(why) = name_disagreement(stem, &d) {
-                disagreements.push(format!("{stem}: {why}"));
-            }
-            templates.extend(d.templates.iter().cloned());
-            f.role = Role::Blob(Box::new(d));
-            texts.push(None);
-        } else {
-            texts.push(Some(text));
-        }
-    }
-    // A dispatcher calls a blob template, or a template of the headers
-    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
-    let mut called = templates.clone();
-    called.extend(vocab.launchers(&templates));
-    for (f, text) in files.iter_mut().zip(texts) {
-        if let Some(text) = text {
-            let calls = called.iter().any(|t| calls_template(&text, t));
-            f.role = if calls { Role::Dispatcher } else { Role::Host };
-        }
-    }
-    Ok(())
-}
-
 /// The description of the file `path` holding `text` when it is a blob:
 /// it specialises a template for a traits type the headers declare.
 pub(crate) fn describe_blob(
@@ -1225,6 +1293,16 @@ pub(crate) fn describe_blob(
     path: &Path,
 ) -> Result<Option<BlobDecl>, Error> {
     let source = decl::blob_source(text).map_err(|e| e.in_file(path))?;
+    describe_source(vocab, &source, path)
+}
+
+/// The description of the file `path` whose declarations are `source`
+/// when it is a blob.
+pub(crate) fn describe_source(
+    vocab: &Vocabulary,
+    source: &decl::BlobSource,
+    path: &Path,
+) -> Result<Option<BlobDecl>, Error> {
     let specs = &source.specialisations;
     let is_blob = specs.iter().any(|s| {
         s.args
@@ -1236,7 +1314,7 @@ pub(crate) fn describe_blob(
         return Ok(None);
     }
     vocab
-        .describe_source(&source)
+        .describe_source(source)
         .map(Some)
         .map_err(|why| Error::Parse {
             file: Some(path.to_path_buf()),
@@ -1247,7 +1325,7 @@ pub(crate) fn describe_blob(
 
 /// What a blob's file name states that its declarations contradict: the
 /// head dimension (`_d128_`), the data type token, the architecture suffix.
-fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
+pub(crate) fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
     let tokens: Vec<&str> = stem.split('_').collect();
     if let Some(h) = d.meta.get("hdim") {
         let stated = tokens.iter().find_map(|t| {
@@ -1319,7 +1397,7 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
 
 /// Adds every source file under `dir` (recursively; hidden entries and
 /// directory symlinks skipped) to `out`, classified.
-fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
+fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -1340,7 +1418,7 @@ fn scan(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Err
             continue;
         }
         if ft.is_dir() {
-            scan(&path, base, out)?;
+            scan_dir(&path, base, out)?;
             continue;
         }
         let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());

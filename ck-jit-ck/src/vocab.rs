@@ -70,7 +70,7 @@ pub struct Vocabulary {
 }
 
 /// A blob as its declarations describe it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BlobDecl {
     /// The entry template: the specialisation named like the kind
     /// (`fmha_fwd_`), else the first the blob defines

@@ -105,6 +105,11 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         "{version}: only {} calls",
         check.calls
     );
+    // A rebuild reads no blob: what it answers comes from the index the
+    // first build kept, and is what the first build answered.
+    assert_eq!(again.manifest, files.manifest, "{version}");
+    assert_eq!(again.check_dispatchers().unwrap(), check, "{version}");
+    assert_eq!(m.together.is_empty(), check.groups.is_empty(), "{version}");
     assert!(
         check.unresolved.is_empty(),
         "{version}: {} unresolved, e.g. {:?}",

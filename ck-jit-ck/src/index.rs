@@ -1,0 +1,487 @@
+//! The one index of what CK's generator wrote: every generated file is
+//! read and lexed once per build, and everything the preset derives from
+//! the blobs (their roles and descriptions, the manifest, the stubs, the
+//! dispatch rules, the call order and the `together` sets) is computed from
+//! it. The index is kept in `OUT_DIR` under a key made of the generated
+//! listing with each file's size and modification time, the version
+//! headers', the requested targets and this crate's version; a build whose
+//! key matches reads it back instead of a single blob.
+//!
+//! It must never read a blob twice in one build, and never trust a kept
+//! index whose key differs in anything.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use super::calls::{self, CallCheck};
+use super::decl::{self, Specialisation};
+use super::error::{io_err, Error};
+use super::preset::{describe_source, name_disagreement, GeneratedFile, Role};
+use super::vocab::{calls_template, Vocabulary};
+
+/// The file in `OUT_DIR` the index is kept in.
+pub(crate) const INDEX_FILE: &str = "ck_jit_ck_index.json";
+
+/// What one blob defines, as read once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IndexedBlob {
+    /// Its file's position in the generated files.
+    pub file: usize,
+    /// Its name: the file's stem.
+    pub name: String,
+    /// Its `#include` lines, trimmed, each once, in order.
+    pub includes: Vec<String>,
+    /// The explicit specialisations it defines.
+    pub specialisations: Vec<Specialisation>,
+}
+
+/// Every blob of a build, what the version's headers add to them, and
+/// what the dispatchers call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Detail {
+    /// Every blob, recorded or left out, in file order.
+    pub blobs: Vec<IndexedBlob>,
+    /// The definitions of the headers' templates that call blob templates
+    /// (see [`Vocabulary::launcher_definitions`]): appended to a
+    /// dispatcher's text when it is read.
+    pub launchers: String,
+    /// Every function template the version's FMHA headers declare.
+    pub header_templates: Vec<String>,
+    /// The dispatchers' calls checked against the recorded blobs, `groups`
+    /// by blob name.
+    pub calls: CallCheck,
+}
+
+impl Detail {
+    /// The blobs `files` says are recorded.
+    pub fn recorded<'a>(
+        &'a self,
+        files: &'a [GeneratedFile],
+    ) -> impl Iterator<Item = &'a IndexedBlob> + 'a {
+        self.blobs
+            .iter()
+            .filter(move |b| matches!(files[b.file].role, Role::Blob(_)))
+    }
+
+    /// Every specialisation the recorded blobs define, in
+    /// [`calls::specialisation_key`] form, with the blob defining it.
+    pub fn owners(&self, files: &[GeneratedFile]) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for b in self.recorded(files) {
+            for s in &b.specialisations {
+                out.insert(
+                    calls::specialisation_key(&s.template, &s.args),
+                    b.name.clone(),
+                );
+            }
+        }
+        out
+    }
+}
+
+/// The index of a build: the sets of blobs the dispatchers call together
+/// (what the manifest records), and the [`Detail`] the stubs, rules and
+/// checks are made from, read from where it was kept only when one of
+/// them is asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlobIndex {
+    /// The blobs each dispatcher call runs together, by name.
+    pub together: Vec<Vec<String>>,
+    detail: OnceLock<Detail>,
+    /// Where the detail was kept, and the token it was kept with.
+    kept: Option<(PathBuf, String)>,
+}
+
+impl BlobIndex {
+    /// The index of a build that read every file.
+    pub fn new(detail: Detail) -> BlobIndex {
+        BlobIndex {
+            together: detail.calls.groups.clone(),
+            detail: OnceLock::from(detail),
+            kept: None,
+        }
+    }
+
+    /// What identifies the kept index this one is (the same token, the
+    /// same contents), if it was kept.
+    pub fn token(&self) -> Option<&str> {
+        self.kept.as_ref().map(|(_, t)| t.as_str())
+    }
+
+    /// The detail, read from where it was kept if this build read no file.
+    pub fn detail(&self) -> Result<&Detail, Error> {
+        if let Some(d) = self.detail.get() {
+            return Ok(d);
+        }
+        let stale = |path: &Path| Error::SourceTree {
+            path: path.to_path_buf(),
+            why: "the kept index of the generated files is missing or stale: build again".into(),
+        };
+        let Some((path, token)) = &self.kept else {
+            return Err(stale(Path::new(DETAIL_FILE)));
+        };
+        let bytes = fs::read(path).map_err(io_err(path))?;
+        let kept: KeptDetail = serde_json::from_slice(&bytes).map_err(|_| stale(path))?;
+        if &kept.token != token {
+            return Err(stale(path));
+        }
+        Ok(self.detail.get_or_init(|| Detail {
+            blobs: kept.blobs,
+            launchers: kept.launchers,
+            header_templates: kept.header_templates,
+            calls: kept.calls,
+        }))
+    }
+}
+
+/// The file in `OUT_DIR` the detail of the index is kept in.
+const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
+
+/// What an index is kept with: its key, the files' roles before the
+/// targets decided which blobs are recorded, the sets called together, and
+/// the token of the detail kept beside it.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    key: String,
+    token: String,
+    roles: Vec<Role>,
+    together: Vec<Vec<String>>,
+}
+
+/// The detail as kept: written by [`keep`] field by field (the blobs may
+/// have been serialised on another thread), read back whole.
+#[derive(Deserialize)]
+struct KeptDetail {
+    token: String,
+    blobs: Vec<IndexedBlob>,
+    launchers: String,
+    header_templates: Vec<String>,
+    calls: CallCheck,
+}
+
+/// [`Detail::blobs`] serialised (on another thread while the dispatchers
+/// are checked), for [`keep`].
+pub(crate) fn serialise_blobs(blobs: &[IndexedBlob]) -> Option<Vec<u8>> {
+    serde_json::to_vec(blobs).ok()
+}
+
+/// The key of a build's index: this crate's version, the requested
+/// targets, the version headers and symbol tables the blobs are described
+/// with, and every generated file under `base`, each with its size and
+/// modification time.
+pub(crate) fn key(
+    example: &Path,
+    targets: &[String],
+    base: &Path,
+    files: &[GeneratedFile],
+) -> Result<String, Error> {
+    let mut k = format!(
+        "ck-jit-ck {}\ntargets {}\nbase {}\n",
+        env!("CARGO_PKG_VERSION"),
+        targets.join(","),
+        base.to_string_lossy()
+    );
+    let mut headers: Vec<PathBuf> = fs::read_dir(example)
+        .map_err(io_err(example))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "hpp"))
+        .collect();
+    headers.sort();
+    headers.push(example.join("codegen").join("cpp_symbol_map.py"));
+    let mut line = |name: &str, p: &Path| {
+        let (len, mtime) = match fs::metadata(p) {
+            Ok(m) => (m.len(), stamp(&m)),
+            Err(_) => (0, "-".to_string()),
+        };
+        k.push_str(&format!("{name} {len} {mtime}\n"));
+    };
+    for h in &headers {
+        line(&h.to_string_lossy(), h);
+    }
+    for f in files {
+        line(&f.rel, &f.path);
+    }
+    Ok(k)
+}
+
+fn stamp(m: &fs::Metadata) -> String {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or_else(
+            || "?".into(),
+            |d| format!("{}.{:09}", d.as_secs(), d.subsec_nanos()),
+        )
+}
+
+/// The index kept in `dir` under `key` for `files`: their roles (before
+/// targets) and the index, its detail read when asked for.
+pub(crate) fn load(
+    dir: &Path,
+    key: &str,
+    files: &[GeneratedFile],
+) -> Option<(Vec<Role>, BlobIndex)> {
+    let bytes = fs::read(dir.join(INDEX_FILE)).ok()?;
+    let kept: Kept = serde_json::from_slice(&bytes).ok()?;
+    if kept.key != key || kept.roles.len() != files.len() {
+        return None;
+    }
+    let index = BlobIndex {
+        together: kept.together,
+        detail: OnceLock::new(),
+        kept: Some((dir.join(DETAIL_FILE), kept.token)),
+    };
+    Some((kept.roles, index))
+}
+
+/// Keeps `index` in `dir` under `key`, with `roles` (before targets). A
+/// failure only costs the next build a full read.
+pub(crate) fn keep(
+    dir: &Path,
+    key: String,
+    roles: Vec<Role>,
+    index: &mut BlobIndex,
+    blobs: Option<Vec<u8>>,
+) {
+    let Some(detail) = index.detail.get() else {
+        return;
+    };
+    let token = format!(
+        "{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let Some(blobs) = blobs.or_else(|| serialise_blobs(&detail.blobs)) else {
+        return;
+    };
+    fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec())
+    }
+    let mut bytes = Vec::with_capacity(blobs.len() + 4096);
+    bytes.extend_from_slice(b"{\"token\":");
+    bytes.extend(json(&token));
+    bytes.extend_from_slice(b",\"blobs\":");
+    bytes.extend(blobs);
+    bytes.extend_from_slice(b",\"launchers\":");
+    bytes.extend(json(&detail.launchers));
+    bytes.extend_from_slice(b",\"header_templates\":");
+    bytes.extend(json(&detail.header_templates));
+    bytes.extend_from_slice(b",\"calls\":");
+    bytes.extend(json(&detail.calls));
+    bytes.push(b'}');
+    if ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).is_err() {
+        return;
+    }
+    let kept = Kept {
+        key,
+        token,
+        roles,
+        together: index.together.clone(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&kept) else {
+        return;
+    };
+    if ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).is_ok() {
+        index.kept = Some((dir.join(DETAIL_FILE), kept.token));
+    }
+}
+
+/// Files read ahead (while the generator wrote the next direction), by
+/// relative path.
+pub(crate) type ReadAhead = HashMap<String, Result<Read, Error>>;
+
+/// Reads `files` ahead of [`read`] on this thread.
+pub(crate) fn read_ahead(vocab: &Vocabulary, files: &[GeneratedFile]) -> ReadAhead {
+    files
+        .iter()
+        .map(|f| (f.rel.clone(), read_one(vocab, f)))
+        .collect()
+}
+
+/// What reading one file gave.
+pub(crate) enum Read {
+    Blob(
+        Box<super::vocab::BlobDecl>,
+        Vec<String>,
+        Vec<Specialisation>,
+    ),
+    Other(String),
+}
+
+fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
+    let text = fs::read_to_string(&f.path).map_err(io_err(&f.path))?;
+    let source = decl::blob_source(&text).map_err(|e| e.in_file(&f.path))?;
+    match describe_source(vocab, &source, &f.path)? {
+        Some(d) => {
+            let mut includes: Vec<String> = Vec::new();
+            for line in text.lines() {
+                let l = line.trim();
+                if l.starts_with("#include") && !includes.iter().any(|i| i == l) {
+                    includes.push(l.to_string());
+                }
+            }
+            Ok(Read::Blob(Box::new(d), includes, source.specialisations))
+        }
+        None => Ok(Read::Other(text)),
+    }
+}
+
+/// Reads every generated file once (on as many threads as the machine
+/// offers) and decides its role from what it declares: a blob specialises
+/// a template for a traits type the headers declare; a dispatcher calls
+/// one of the blobs' templates (or a template of the headers that does);
+/// anything else is a host source. A blob whose name disagrees with its
+/// declarations is noted in `disagreements`. Returns the index (without
+/// the headers' launchers and the dispatchers' calls, which depend on
+/// which blobs are recorded) and each dispatcher's text.
+pub(crate) fn read(
+    vocab: &Vocabulary,
+    files: &mut [GeneratedFile],
+    mut ahead: ReadAhead,
+    disagreements: &mut Vec<String>,
+) -> Result<(Detail, Vec<(PathBuf, String)>), Error> {
+    let mut read: Vec<Option<Result<Read, Error>>> =
+        files.iter().map(|f| ahead.remove(&f.rel)).collect();
+    let rest: Vec<usize> = (0..files.len()).filter(|&i| read[i].is_none()).collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+        .min(rest.len().max(1));
+    let chunk = rest.len().div_ceil(workers).max(1);
+    let shared: &[GeneratedFile] = files;
+    let done: Vec<(usize, Result<Read, Error>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = rest
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|&i| (i, read_one(vocab, &shared[i])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (i, r) in done {
+        read[i] = Some(r);
+    }
+    let read: Vec<Result<Read, Error>> = read.into_iter().flatten().collect();
+    if read.len() != files.len() {
+        return Err(Error::SourceTree {
+            path: files.first().map(|f| f.path.clone()).unwrap_or_default(),
+            why: "a thread reading the generated files failed".into(),
+        });
+    }
+    let mut index = Detail::default();
+    let mut others = Vec::new();
+    let mut templates: BTreeSet<String> = BTreeSet::new();
+    for (i, (f, r)) in files.iter_mut().zip(read).enumerate() {
+        match r? {
+            Read::Blob(d, includes, specialisations) => {
+                let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+                let name = name.rsplit_once('.').map_or(name, |(s, _)| s).to_string();
+                if let Some(why) = name_disagreement(&name, &d) {
+                    disagreements.push(format!("{name}: {why}"));
+                }
+                templates.extend(d.templates.iter().cloned());
+                f.role = Role::Blob(d);
+                index.blobs.push(IndexedBlob {
+                    file: i,
+                    name,
+                    includes,
+                    specialisations,
+                });
+            }
+            Read::Other(text) => others.push((i, text)),
+        }
+    }
+    // A dispatcher calls a blob template, or a template of the headers
+    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
+    let mut called = templates.clone();
+    called.extend(vocab.launchers(&templates));
+    index.header_templates = vocab
+        .function_templates()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut dispatchers = Vec::new();
+    for (i, text) in others {
+        let f = &mut files[i];
+        if called.iter().any(|t| calls_template(&text, t)) {
+            f.role = Role::Dispatcher;
+            dispatchers.push((f.path.clone(), text));
+        } else {
+            f.role = Role::Host;
+        }
+    }
+    Ok((index, dispatchers))
+}
+
+/// Checks the calls of `dispatchers` (path, text with launchers) against
+/// the specialisations the recorded blobs of `index` define; `groups` by
+/// blob name (see [`CkFmhaFiles::check_dispatchers`](super::CkFmhaFiles::check_dispatchers)).
+pub(crate) fn check_calls(
+    index: &Detail,
+    files: &[GeneratedFile],
+    dispatchers: &[(PathBuf, String)],
+) -> Result<CallCheck, Error> {
+    let owner = index.owners(files);
+    let defined: BTreeSet<String> = owner.keys().cloned().collect();
+    // One thread a dispatcher: each is checked alone, and the results are
+    // what one pass over all of them gives.
+    let defined = &defined;
+    let each: Vec<Result<CallCheck, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = dispatchers
+            .iter()
+            .map(|d| s.spawn(move || calls::check_calls(std::slice::from_ref(d), defined)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(dispatchers)
+            .map(|(h, (path, _))| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::SourceTree {
+                        path: path.clone(),
+                        why: "the thread checking this dispatcher's calls failed".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut check = CallCheck::default();
+    for c in each {
+        let c = c?;
+        check.calls += c.calls;
+        check.unresolved.extend(c.unresolved);
+        check.groups.extend(c.groups);
+        check.sequences.extend(c.sequences);
+    }
+    check.sequences.sort();
+    check.sequences.dedup();
+    // Specialisations to the blobs defining them: what runs together.
+    let mut groups: Vec<Vec<String>> = check
+        .groups
+        .iter()
+        .map(|g| {
+            let mut names: Vec<String> = g.iter().filter_map(|k| owner.get(k).cloned()).collect();
+            names.sort();
+            names.dedup();
+            names
+        })
+        .filter(|g| !g.is_empty())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    check.groups = groups;
+    Ok(check)
+}
