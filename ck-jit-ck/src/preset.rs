@@ -733,7 +733,7 @@ impl CkFmha {
     pub fn write(&self) -> CkFmhaFiles {
         match self.try_write() {
             Ok(files) => files,
-            Err(e) => panic!("ck-jit-build: {e}"),
+            Err(e) => panic!("ck-jit-ck: {e}"),
         }
     }
 

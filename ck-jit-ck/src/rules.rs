@@ -33,7 +33,7 @@ use super::calls::{
     self, call_at, call_specialisations, local_templates, matching_brace, LocalTemplate,
 };
 use super::cpp::{self, is_punct, matching_angle, matching_paren, Tok, Token};
-use super::decl::{self, lex, parse_err, using_decl};
+use super::decl::{lex, parse_err, using_decl};
 use super::error::Error;
 
 /// How deep blocks may nest in a dispatcher function (CK's nest 6 deep; an
@@ -1090,23 +1090,6 @@ fn number(text: &str) -> Result<Expr, String> {
     }
     let digits = t.trim_end_matches(['u', 'U', 'l', 'L']);
     digits.parse::<i64>().map(Expr::Int).map_err(|_| bad())
-}
-
-/// Every specialisation the blobs (name, text) define, in the normal form
-/// of [`calls::specialisation_key`], with its blob's name.
-pub fn blobs_by_specialisation(
-    blobs: &[(String, String)],
-) -> Result<HashMap<String, String>, Error> {
-    let mut out = HashMap::new();
-    for (name, text) in blobs {
-        for s in decl::specialisations(text)? {
-            out.insert(
-                calls::specialisation_key(&s.template, &s.args),
-                name.clone(),
-            );
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -652,7 +652,7 @@ impl Intercept {
     pub fn write(&self) -> Intercepted {
         match self.try_write() {
             Ok(done) => done,
-            Err(e) => panic!("ck-jit-build: {e}"),
+            Err(e) => panic!("ck-jit-ck: {e}"),
         }
     }
 
