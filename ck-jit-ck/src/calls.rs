@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 pub(crate) use super::cpp::matching_brace;
 use super::cpp::{self, is_punct, matching_angle, split_commas, Tok, Token};
@@ -52,6 +53,30 @@ type BodyCall = (String, Vec<(usize, usize)>, bool);
 pub(crate) struct LocalTemplate {
     params: Vec<String>,
     calls: Vec<BodyCall>,
+    /// Substituted argument text to its normal form, comparisons and
+    /// `std::conditional_t` decided: CK calls one such template thousands
+    /// of times with few distinct arguments (bwd's launch template, once
+    /// per traits combination).
+    decided: Mutex<HashMap<String, String>>,
+}
+
+impl LocalTemplate {
+    /// The argument `toks` of a call in the body spell with the
+    /// parameters replaced by `args`, in normal form, decided.
+    fn argument(&self, src: &str, toks: &[Token], args: &[String]) -> Result<String, String> {
+        let text = substitute(src, toks, &self.params, args);
+        if let Some(done) = self.decided.lock().ok().and_then(|m| m.get(&text).cloned()) {
+            return Ok(done);
+        }
+        let spelled = cpp::tokenize(&text).map_err(|e| e.why)?;
+        let none = |_: &str| -> Option<(&[Token], &str)> { None };
+        let normal = cpp::normalize(&text, &spelled, &none)?;
+        let done = decide_conditional(&fold_comparisons(&normal));
+        if let Ok(mut m) = self.decided.lock() {
+            m.insert(text, done.clone());
+        }
+        Ok(done)
+    }
 }
 
 /// Whether the call at `toks[at]` runs whenever the call at `toks[prev]`
@@ -198,7 +223,14 @@ pub(crate) fn local_templates(
                             ));
                             prev = Some(at);
                         }
-                        locals.insert(name, LocalTemplate { params, calls });
+                        locals.insert(
+                            name,
+                            LocalTemplate {
+                                params,
+                                calls,
+                                decided: Mutex::default(),
+                            },
+                        );
                         i = end + 1;
                         continue;
                     }
@@ -245,9 +277,10 @@ where
         chained &= *after;
         let mut inner_args = Vec::new();
         for &(a, b) in ranges {
-            let arg = substitute(src, &toks[a..b], &lt.params, &args)
+            let arg = lt
+                .argument(src, &toks[a..b], &args)
                 .map_err(|why| parse_err(line, why))?;
-            inner_args.push(decide_conditional(&fold_comparisons(&arg)));
+            inner_args.push(arg);
         }
         if inner_args.iter().any(|a| a == "void") {
             continue;
@@ -400,16 +433,11 @@ fn record(
     }
 }
 
-/// The type `toks` spell with each template parameter replaced, once, by
+/// The text `toks` spell with each template parameter replaced, once, by
 /// its argument (a parameter may share its name with a global template,
 /// as CK's `fmha_fwd_splitkv_traits_` does: the argument is not looked at
-/// again), in normal form.
-fn substitute(
-    src: &str,
-    toks: &[Token],
-    params: &[String],
-    args: &[String],
-) -> Result<String, String> {
+/// again), tokens separated by spaces.
+fn substitute(src: &str, toks: &[Token], params: &[String], args: &[String]) -> String {
     let mut text = String::new();
     for (k, t) in toks.iter().enumerate() {
         let word = t.text(src);
@@ -422,9 +450,7 @@ fn substitute(
         text.push_str(arg.map_or(word, String::as_str));
         text.push(' ');
     }
-    let toks = cpp::tokenize(&text).map_err(|e| e.why)?;
-    let none = |_: &str| -> Option<(&[Token], &str)> { None };
-    cpp::normalize(&text, &toks, &none)
+    text
 }
 
 /// The value of `std::is_same_v<X,Y>` or `!std::is_same_v<X,Y>` of two
@@ -444,6 +470,9 @@ pub(crate) fn decide_is_same(cond: &str) -> Option<bool> {
 /// `std::conditional_t<true,X,Y>` is `X`, `<false,X,Y>` is `Y`; anything
 /// else unchanged.
 fn decide_conditional(arg: &str) -> String {
+    if !arg.contains("conditional_t") {
+        return arg.to_string();
+    }
     match decl::split_instantiation(arg) {
         Some((name, a)) if name == "std::conditional_t" && a.len() == 3 => match a[0].as_str() {
             "true" => a[1].clone(),
