@@ -1,5 +1,6 @@
 //! Running CK's FMHA code generator (`example/ck_tile/01_fmha/generate.py`)
-//! for one direction, unless a stamp says its inputs are unchanged.
+//! for each direction, unless a stamp says its inputs are unchanged. The
+//! directions are independent Python processes, run side by side.
 //!
 //! This is the only place the build helper starts a program of its own
 //! accord, and that program is CK's generator run by Python: it writes C++
@@ -10,6 +11,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use super::error::{io_err, last_lines, quoted, Error};
 
@@ -152,6 +155,63 @@ impl Codegen<'_> {
         }
         fs::write(self.stamp, fingerprint).map_err(io_err(self.stamp))?;
         Ok(Outcome::Generated)
+    }
+}
+
+/// Runs `runs` (each [`Codegen::run`]), up to `jobs` at once, taken in
+/// order; `generated(i)` is called on this thread as soon as `runs[i]`
+/// has run its generator, while the others go on. After a failure no
+/// further run starts, and the error returned is that of the first failed
+/// run in list order.
+pub(crate) fn run_all(
+    runs: &[Codegen<'_>],
+    jobs: usize,
+    mut generated: impl FnMut(usize),
+) -> Result<Vec<Outcome>, Error> {
+    let jobs = jobs.clamp(1, runs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let mut outcomes: Vec<Option<Result<Outcome, Error>>> = runs.iter().map(|_| None).collect();
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, failed) = (&next, &failed);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= runs.len() || failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let outcome = runs[i].run();
+                if outcome.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                if tx.send((i, outcome)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (i, outcome) in rx {
+            if matches!(outcome, Ok(Outcome::Generated)) {
+                generated(i);
+            }
+            outcomes[i] = Some(outcome);
+        }
+    });
+    let mut done = Vec::with_capacity(runs.len());
+    let mut first_error = None;
+    for outcome in outcomes.into_iter().flatten() {
+        match outcome {
+            Ok(o) => done.push(o),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(done),
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::cmake;
-use super::codegen::{Codegen, Outcome};
+use super::codegen::{self, Codegen};
 use super::decl;
 use super::error::{io_err, shown, Error};
 use super::index::{self, BlobIndex};
@@ -41,6 +41,9 @@ pub const GENERATED_SUBDIR: &str = "ck_fmha";
 /// The file in the manifest's directory that says what the manifest
 /// written there was made from, and the size and mtime it was written with.
 const MANIFEST_STAMP: &str = "ck_jit_ck_manifest.stamp";
+
+/// Generated files read by one thread while the generators still run.
+const READ_AHEAD_CHUNK: usize = 1024;
 
 /// The directions of a generator older than `codegen/ops/` (CK 2024).
 const CLASSIC_DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];
@@ -806,43 +809,66 @@ impl CkFmha {
                     .then(|| self.archs.join(","));
                 let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
                 fs::create_dir_all(&base).map_err(io_err(&base))?;
-                let mut scan = Vec::new();
                 let directions = self.directions(&example)?;
-                // What a direction's generator wrote is read while the
-                // generator writes the next one.
-                let mut readers = Vec::new();
-                for d in &directions {
-                    let out = base.join(d);
-                    let stamp = base.join(format!("{d}.stamp"));
-                    let outcome = Codegen {
+                let dirs: Vec<(PathBuf, PathBuf)> = directions
+                    .iter()
+                    .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
+                    .collect();
+                let runs: Vec<Codegen<'_>> = directions
+                    .iter()
+                    .zip(&dirs)
+                    .map(|(d, (out, stamp))| Codegen {
                         python: &self.python,
                         generate_py: &generate_py,
                         direction: d,
                         receipt: self.receipt,
                         filter: self.filter.as_deref(),
                         targets: targets.as_deref(),
-                        out: &out,
-                        stamp: &stamp,
+                        out,
+                        stamp,
+                    })
+                    .collect();
+                // The directions' generators run side by side; what one
+                // wrote is read while the others still write.
+                let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let mut readers = Vec::new();
+                let mut failed = None;
+                let mut ran = Vec::new();
+                codegen::run_all(&runs, jobs, |i| {
+                    ran.push(i);
+                    if failed.is_some() {
+                        return;
                     }
-                    .run()?;
-                    if outcome == Outcome::Generated {
-                        regenerated.push(d.clone());
-                        if vocab.is_none() {
-                            vocab = Some(Arc::new(Vocabulary::read(&example)?));
+                    if vocab.is_none() {
+                        match Vocabulary::read(&example) {
+                            Ok(v) => vocab = Some(Arc::new(v)),
+                            Err(e) => {
+                                failed = Some(e);
+                                return;
+                            }
                         }
-                        let mut written = Vec::new();
-                        scan_dir(&out, &base, &mut written)?;
-                        let v = vocab.clone();
+                    }
+                    let mut written = Vec::new();
+                    if let Err(e) = scan_dir(&dirs[i].0, &base, &mut written) {
+                        failed = Some(e);
+                        return;
+                    }
+                    for part in written.chunks(READ_AHEAD_CHUNK) {
+                        let (v, part) = (vocab.clone(), part.to_vec());
                         readers.push(std::thread::spawn(move || {
-                            v.map(|v| index::read_ahead(&v, &written))
-                                .unwrap_or_default()
+                            v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
                         }));
                     }
-                    scan.push(out);
+                })?;
+                if let Some(e) = failed {
+                    return Err(e);
                 }
+                ran.sort_unstable();
+                regenerated.extend(ran.into_iter().map(|i| directions[i].clone()));
                 for r in readers {
                     ahead.extend(r.join().unwrap_or_default());
                 }
+                let scan = dirs.into_iter().map(|(out, _)| out).collect();
                 (base, scan, false)
             }
         };
