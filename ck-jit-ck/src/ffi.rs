@@ -486,7 +486,7 @@ pub fn compile_dispatchers(
     ck_jit_build::record::write_if_changed(&glue_cpp, &g.cpp).map_err(io_err(&glue_cpp))?;
     ck_jit_build::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
 
-    let manifest = &files.manifest;
+    let manifest = files.try_manifest()?;
     let group = manifest.groups.first().ok_or_else(|| Error::NoBlobs {
         dir: files.generated_dir.clone(),
     })?;

@@ -140,7 +140,7 @@ impl BlobIndex {
 }
 
 /// The file in `OUT_DIR` the detail of the index is kept in.
-const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
+pub(crate) const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
 
 /// What an index is kept with: its key, the files' roles before the
 /// targets decided which blobs are recorded, the sets called together, and
@@ -149,6 +149,9 @@ const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
 struct Kept {
     key: String,
     token: String,
+    /// The size of the detail file written with it: a detail gone or
+    /// changed is no index.
+    detail_len: u64,
     roles: Vec<Role>,
     together: Vec<Vec<String>>,
 }
@@ -231,6 +234,10 @@ pub(crate) fn load(
     if kept.key != key || kept.roles.len() != files.len() {
         return None;
     }
+    let detail = dir.join(DETAIL_FILE);
+    if fs::metadata(&detail).ok()?.len() != kept.detail_len {
+        return None;
+    }
     let index = BlobIndex {
         together: kept.together,
         detail: OnceLock::new(),
@@ -276,12 +283,14 @@ pub(crate) fn keep(
     bytes.extend_from_slice(b",\"calls\":");
     bytes.extend(json(&detail.calls));
     bytes.push(b'}');
+    let detail_len = bytes.len() as u64;
     if ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).is_err() {
         return;
     }
     let kept = Kept {
         key,
         token,
+        detail_len,
         roles,
         together: index.together.clone(),
     };

@@ -68,10 +68,11 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         });
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let index = files.index.detail()?;
+    let index = files.index()?.detail()?;
+    let (generated, manifest) = (files.try_files()?, files.try_manifest()?);
     let order = {
         let mut returns: BTreeMap<&str, &str> = BTreeMap::new();
-        for b in index.recorded(&files.files) {
+        for b in index.recorded(generated) {
             for s in &b.specialisations {
                 returns.entry(&s.template).or_insert(&s.returns);
             }
@@ -79,11 +80,10 @@ pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
         CallOrder::new(&check.sequences, |t| returns.get(t) == Some(&"void"))
     };
     let mut by_group: BTreeMap<String, Vec<&IndexedBlob>> = BTreeMap::new();
-    for b in index.recorded(&files.files) {
-        let group = files
-            .manifest
+    for b in index.recorded(generated) {
+        let group = manifest
             .blob(&b.name)
-            .map(|m| files.manifest.group_of(m).name.clone())
+            .map(|m| manifest.group_of(m).name.clone())
             .unwrap_or_default();
         by_group.entry(group).or_default().push(b);
     }

@@ -28,12 +28,12 @@ impl CkFmhaFiles {
     /// a kind whose every blob is missing still counts.
     pub fn blob_templates(&self) -> Result<BTreeSet<String>, Error> {
         let mut out = BTreeSet::new();
-        for f in &self.files {
+        for f in self.try_files()? {
             if let Role::Blob(d) | Role::OtherArch(d) = &f.role {
                 out.extend(d.templates.iter().cloned());
             }
         }
-        out.extend(self.index.detail()?.header_templates.iter().cloned());
+        out.extend(self.index()?.detail()?.header_templates.iter().cloned());
         Ok(out)
     }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::cmake;
 use super::codegen::{self, Codegen};
@@ -39,8 +39,49 @@ pub const AITER_CK_DIR: &str = "3rdparty/composable_kernel";
 pub const GENERATED_SUBDIR: &str = "ck_fmha";
 
 /// The file in the manifest's directory that says what the manifest
-/// written there was made from, and the size and mtime it was written with.
-const MANIFEST_STAMP: &str = "ck_jit_ck_manifest.stamp";
+/// written there was made from, and the size and mtime of every file the
+/// build left there: a rerun that finds both as they were reuses them.
+const WRITE_STAMP: &str = "ck_jit_ck_write.stamp";
+
+/// What [`WRITE_STAMP`] holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WriteStamp {
+    /// Everything the manifest was made from (see [`CkFmhaFiles::inputs`]).
+    inputs: String,
+    /// [`outputs_stamp`] after the manifest was written.
+    outputs: String,
+    /// What the build warned of, to warn of it again.
+    disagreements: Vec<String>,
+}
+
+/// The size and mtime of the files a build leaves in `out_dir`: the
+/// manifest in both forms and the kept index.
+fn outputs_stamp(out_dir: &Path) -> String {
+    let mut s = String::new();
+    for f in [
+        MANIFEST_FILE,
+        COMPACT_FILE,
+        index::INDEX_FILE,
+        index::DETAIL_FILE,
+    ] {
+        let m = fs::metadata(out_dir.join(f)).ok();
+        let mtime = m
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        s.push_str(&format!("{f} {} {mtime}\n", m.map_or(0, |m| m.len())));
+    }
+    s
+}
+
+/// The stamp a build left in `out_dir`, if it says the manifest there was
+/// made from `inputs` and every file it left is as it was.
+fn reusable(out_dir: &Path, inputs: &str) -> Option<WriteStamp> {
+    let bytes = fs::read(out_dir.join(WRITE_STAMP)).ok()?;
+    let stamp: WriteStamp = serde_json::from_slice(&bytes).ok()?;
+    (stamp.inputs == inputs && stamp.outputs == outputs_stamp(out_dir)).then_some(stamp)
+}
 
 /// Generated files read by one thread while the generators still run.
 const READ_AHEAD_CHUNK: usize = 1024;
@@ -154,9 +195,12 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// (`ck_jit_ck_index.json` and its detail beside it) under a key of the
 /// generated listing with every file's size and modification time, the
 /// headers of `01_fmha`, the requested targets and this crate's version: a
-/// build whose key matches reads no generated file, and a manifest made
-/// from the same inputs as the one written (`ck_jit_ck_manifest.stamp`) is
-/// not serialised again.
+/// build whose key matches reads no generated file. A build whose inputs
+/// are all as they were when the manifest was last written (that key, the
+/// settings, CK's CMake options; `ck_jit_ck_write.stamp` says which) and
+/// whose outputs are as it left them makes nothing again: it prints the
+/// same `cargo:` lines and returns [`CkFmhaFiles`] whose manifest and
+/// roles are read back only when asked for ([`CkFmhaFiles::reused`]).
 ///
 /// # Example
 ///
@@ -222,22 +266,26 @@ pub enum Role {
 }
 
 /// What [`CkFmha`] produced: the manifest and every generated file.
+///
+/// A build whose inputs are all as they were when the manifest was last
+/// written (see [`CkFmha::try_write`]) reads nothing back at once: the
+/// manifest, the files' roles and the index are read from `OUT_DIR` the
+/// first time they are asked for.
 #[derive(Debug, Clone)]
 pub struct CkFmhaFiles {
-    /// The manifest (also written to [`manifest_path`](Self::manifest_path)
-    /// by [`CkFmha::try_write`]).
-    pub manifest: Manifest,
+    /// The manifest: see [`manifest`](Self::manifest).
+    manifest: OnceLock<Manifest>,
     /// Where the manifest was written, if it was.
     pub manifest_path: Option<PathBuf>,
-    /// What the manifest was made from, when that can be told again in a
+    /// What the manifest is made from, when that can be told again in a
     /// later build (the index was kept): see [`CkFmha::try_write`].
     pub(crate) inputs: Option<String>,
     /// The generated directory.
     pub generated_dir: PathBuf,
     /// The CK tree, if one was given.
     pub ck_root: Option<PathBuf>,
-    /// Every generated source file, sorted by relative path.
-    pub files: Vec<GeneratedFile>,
+    /// Every generated source file: see [`files`](Self::files).
+    files: OnceLock<Vec<GeneratedFile>>,
     /// The directions whose generator ran in this build (empty when every
     /// stamp matched or the files were given).
     pub regenerated: Vec<String>,
@@ -246,13 +294,122 @@ pub struct CkFmhaFiles {
     pub disagreements: Vec<String>,
     /// What every blob defines and what the dispatchers call, read once:
     /// what the stubs, the rules and the checks are made from.
-    pub(crate) index: BlobIndex,
+    index: OnceLock<BlobIndex>,
+    /// Where the files' roles and the index are read from when this build
+    /// reused the last one's output.
+    reused: Option<Arc<Reused>>,
+}
+
+/// What a build that reused the last one's output reads its files' roles
+/// and index from, when asked.
+#[derive(Debug)]
+struct Reused {
+    /// Where the index was kept.
+    dir: PathBuf,
+    /// Its key.
+    key: String,
+    /// The generated files, their roles not yet known.
+    scanned: Vec<GeneratedFile>,
+    /// The requested targets.
+    requested: Vec<String>,
 }
 
 impl CkFmhaFiles {
+    /// The manifest (also written to [`manifest_path`](Self::manifest_path)
+    /// by [`CkFmha::try_write`]).
+    ///
+    /// # Panics
+    ///
+    /// When the build reused the last one's output and the manifest it
+    /// wrote can no longer be read: see [`try_manifest`](Self::try_manifest).
+    pub fn manifest(&self) -> &Manifest {
+        self.try_manifest()
+            .unwrap_or_else(|e| panic!("ck-jit-ck: {e}"))
+    }
+
+    /// The manifest, read from [`manifest_path`](Self::manifest_path) the
+    /// first time it is asked for when the build reused the last one's
+    /// output.
+    pub fn try_manifest(&self) -> Result<&Manifest, Error> {
+        if let Some(m) = self.manifest.get() {
+            return Ok(m);
+        }
+        let path = self
+            .manifest_path
+            .as_deref()
+            .ok_or_else(|| Error::SourceTree {
+                path: self.generated_dir.clone(),
+                why: "no manifest was made or written for these files".into(),
+            })?;
+        let text = fs::read_to_string(path).map_err(io_err(path))?;
+        let m = Manifest::from_json(&text).map_err(|e| Error::SourceTree {
+            path: path.to_path_buf(),
+            why: format!("the manifest written by the last build: {e}; build again"),
+        })?;
+        Ok(self.manifest.get_or_init(|| m))
+    }
+
+    /// Every generated source file, sorted by relative path.
+    ///
+    /// # Panics
+    ///
+    /// When the build reused the last one's output and the index it kept
+    /// can no longer be read: see [`try_files`](Self::try_files).
+    pub fn files(&self) -> &[GeneratedFile] {
+        self.try_files()
+            .unwrap_or_else(|e| panic!("ck-jit-ck: {e}"))
+    }
+
+    /// Every generated source file, their roles read from the index kept
+    /// in `OUT_DIR` the first time they are asked for when the build
+    /// reused the last one's output.
+    pub fn try_files(&self) -> Result<&[GeneratedFile], Error> {
+        self.load_reused()?;
+        Ok(self.files.get().map_or(&[][..], Vec::as_slice))
+    }
+
+    /// Whether this build found every input as it was when the manifest
+    /// was last written, and reused that build's output instead of
+    /// making it again.
+    pub fn reused(&self) -> bool {
+        self.reused.is_some()
+    }
+
+    /// The index of the blobs (see [`try_files`](Self::try_files)).
+    pub(crate) fn index(&self) -> Result<&BlobIndex, Error> {
+        self.load_reused()?;
+        self.index.get().ok_or_else(|| Error::SourceTree {
+            path: self.generated_dir.clone(),
+            why: "the index of the generated files is missing: build again".into(),
+        })
+    }
+
+    /// Reads the files' roles and the index a reused build left unread.
+    fn load_reused(&self) -> Result<(), Error> {
+        let Some(r) = self.reused.as_deref() else {
+            return Ok(());
+        };
+        if self.files.get().is_some() && self.index.get().is_some() {
+            return Ok(());
+        }
+        let (roles, index) =
+            index::load(&r.dir, &r.key, &r.scanned).ok_or_else(|| Error::SourceTree {
+                path: r.dir.join(index::INDEX_FILE),
+                why: "the index kept by the last build is missing or changed: build again".into(),
+            })?;
+        let mut files = r.scanned.clone();
+        for (f, role) in files.iter_mut().zip(roles) {
+            f.role = role;
+        }
+        admit_targets(&mut files, &r.requested);
+        let _ = self.files.set(files);
+        let _ = self.index.set(index);
+        Ok(())
+    }
+
     /// The API dispatchers (`fmha_*_api.cpp`), for the consumer to compile.
     pub fn dispatchers(&self) -> impl Iterator<Item = &Path> {
-        self.files
+        self.files()
             .iter()
             .filter(|f| f.role == Role::Dispatcher)
             .map(|f| f.path.as_path())
@@ -262,7 +419,7 @@ impl CkFmhaFiles {
     /// only `gfx950` asked for, CK's forward blobs guarded by
     /// `defined(__gfx9__) && !defined(__gfx950__)`.
     pub fn left_out(&self) -> impl Iterator<Item = &Path> {
-        self.files
+        self.files()
             .iter()
             .filter(|f| matches!(f.role, Role::OtherArch(_)))
             .map(|f| f.path.as_path())
@@ -270,7 +427,7 @@ impl CkFmhaFiles {
 
     /// Generated sources that are neither blobs nor dispatchers.
     pub fn host_sources(&self) -> impl Iterator<Item = &Path> {
-        self.files
+        self.files()
             .iter()
             .filter(|f| f.role == Role::Host)
             .map(|f| f.path.as_path())
@@ -282,12 +439,12 @@ impl CkFmhaFiles {
     /// what [`Manifest::together`] records. Read with the blobs, once per
     /// build.
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
-        Ok(self.index.detail()?.calls.clone())
+        Ok(self.index()?.detail()?.calls.clone())
     }
 
     /// The recorded blob files, with what they declare.
     pub fn blobs(&self) -> impl Iterator<Item = (&BlobDecl, &Path)> {
-        self.files.iter().filter_map(|f| match &f.role {
+        self.files().iter().filter_map(|f| match &f.role {
             Role::Blob(d) => Some((d.as_ref(), f.path.as_path())),
             _ => None,
         })
@@ -299,16 +456,16 @@ impl CkFmhaFiles {
     /// with its file and line.
     pub fn dispatch_rules(&self) -> Result<Vec<RulesFile>, Error> {
         let blob_of: std::collections::HashMap<String, String> = self
-            .index
+            .index()?
             .detail()?
-            .owners(&self.files)
+            .owners(self.try_files()?)
             .into_iter()
             .collect();
         let mut out = Vec::new();
         let mut unresolved = Vec::new();
         for api in self.dispatchers() {
             let mut text = fs::read_to_string(api).map_err(io_err(api))?;
-            text.push_str(&self.index.detail()?.launchers);
+            text.push_str(&self.index()?.detail()?.launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let r = super::rules::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
@@ -645,7 +802,7 @@ impl CkFmha {
     /// ```
     pub fn try_manifest(&self) -> Result<CkFmhaFiles, Error> {
         let mut cargo = CargoOutput::silent();
-        self.plan(&mut cargo)
+        self.plan(&mut cargo, false)
     }
 
     /// [`try_manifest`](CkFmha::try_manifest), then writes the manifest to
@@ -680,42 +837,29 @@ impl CkFmha {
         } else {
             CargoOutput::silent()
         };
-        let mut files = self.plan(&mut cargo)?;
-        let out_dir = self.resolve_out_dir(&mut cargo)?;
-        // A manifest made from the same inputs as the one written last is
-        // not serialised again, as long as its files are as written.
-        let stamp_path = out_dir.join(MANIFEST_STAMP);
-        let stamp = |inputs: &str| -> Option<String> {
-            let mut s = inputs.to_string();
-            for f in [MANIFEST_FILE, COMPACT_FILE] {
-                let m = fs::metadata(out_dir.join(f)).ok()?;
-                let mtime = m
-                    .modified()
-                    .ok()?
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .ok()?;
-                s.push_str(&format!("{f} {} {}\n", m.len(), mtime.as_nanos()));
-            }
-            Some(s)
-        };
-        let unchanged = files
-            .inputs
-            .as_deref()
-            .and_then(stamp)
-            .is_some_and(|s| fs::read(&stamp_path).is_ok_and(|old| old == s.as_bytes()));
-        let path = if unchanged {
+        let mut files = self.plan(&mut cargo, true)?;
+        if files.reused.is_some() {
             cargo
                 .finish()
                 .map_err(|source| ck_jit_build::Error::CargoOutput { source })?;
-            out_dir.join(MANIFEST_FILE)
-        } else {
-            let _ = fs::remove_file(&stamp_path);
-            let path = record::write(&files.manifest, &out_dir, cargo)?;
-            if let Some(s) = files.inputs.as_deref().and_then(stamp) {
-                let _ = write_if_changed(&stamp_path, s);
+            return Ok(files);
+        }
+        let out_dir = self.resolve_out_dir(&mut cargo)?;
+        // No stamp while the manifest is being written: a build cut short
+        // does not leave one that a rerun would trust.
+        let stamp_path = out_dir.join(WRITE_STAMP);
+        let _ = fs::remove_file(&stamp_path);
+        let path = record::write(files.try_manifest()?, &out_dir, cargo)?;
+        if let Some(inputs) = files.inputs.take() {
+            let stamp = WriteStamp {
+                inputs,
+                outputs: outputs_stamp(&out_dir),
+                disagreements: files.disagreements.clone(),
+            };
+            if let Ok(bytes) = serde_json::to_vec(&stamp) {
+                let _ = write_if_changed(&stamp_path, bytes);
             }
-            path
-        };
+        }
         files.manifest_path = Some(path);
         Ok(files)
     }
@@ -770,7 +914,11 @@ impl CkFmha {
         Ok(d)
     }
 
-    fn plan(&self, cargo: &mut CargoOutput<'_>) -> Result<CkFmhaFiles, Error> {
+    /// Generates (unless the stamps match), reads and records the files.
+    /// With `reuse`, a build whose inputs are all as they were when the
+    /// manifest was last written returns the files unread (see
+    /// [`CkFmhaFiles`]).
+    fn plan(&self, cargo: &mut CargoOutput<'_>, reuse: bool) -> Result<CkFmhaFiles, Error> {
         let ck = match &self.source {
             Some(tree) => resolve_ck(tree)?,
             None => {
@@ -921,6 +1069,35 @@ impl CkFmha {
             .clone()
             .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
         let key = index::key(&example, &requested, &generated, &files)?;
+        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let options = cmake::fmha_compile_options(&example);
+        let top = self.top_level_options(&ck, cargo)?;
+        // Everything the manifest is made from: the same inputs make the
+        // same manifest, which need not be made or written again.
+        let inputs = format!("{key}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n");
+        if let (true, true, Some(dir)) = (reuse, regenerated.is_empty(), &kept_at) {
+            let out_dir = self.resolve_out_dir(cargo)?;
+            if let Some(stamp) = reusable(&out_dir, &inputs) {
+                warn_of_disagreements(cargo, &stamp.disagreements);
+                return Ok(CkFmhaFiles {
+                    manifest: OnceLock::new(),
+                    manifest_path: Some(out_dir.join(MANIFEST_FILE)),
+                    inputs: None,
+                    generated_dir: generated,
+                    ck_root: Some(ck),
+                    files: OnceLock::new(),
+                    regenerated,
+                    disagreements: stamp.disagreements,
+                    index: OnceLock::new(),
+                    reused: Some(Arc::new(Reused {
+                        dir: dir.clone(),
+                        key,
+                        scanned: files,
+                        requested,
+                    })),
+                });
+            }
+        }
         let mut disagreements = Vec::new();
         let kept = kept_at
             .as_deref()
@@ -956,24 +1133,7 @@ impl CkFmha {
                 )
             }
         };
-        // A blob is for the requested targets its guard admits, whatever
-        // its name or `Arch` tag says: CK's `_gfx9` split-KV blobs are
-        // guarded by `defined(__gfx9__)` and run on gfx950 too.
-        let mut targets_of: Vec<Vec<String>> = Vec::with_capacity(files.len());
-        for f in &mut files {
-            let admitted = match &f.role {
-                Role::Blob(d) => admitted_targets(d, &requested),
-                _ => Vec::new(),
-            };
-            if admitted.is_empty() {
-                let role = std::mem::replace(&mut f.role, Role::Host);
-                f.role = match role {
-                    Role::Blob(d) => Role::OtherArch(d),
-                    other => other,
-                };
-            }
-            targets_of.push(admitted);
-        }
+        let targets_of = admit_targets(&mut files, &requested);
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated });
         }
@@ -1006,16 +1166,9 @@ impl CkFmha {
                 index::keep(dir, key, roles, &mut index, blobs);
             }
         }
-
-        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        // Told again only when the index is kept: a reuse reads it.
+        let inputs = index.token().map(|_| inputs);
         let mut recorder = Recorder::new(name.clone(), &root_text);
-        let options = cmake::fmha_compile_options(&example);
-        let top = self.top_level_options(&ck, cargo)?;
-        // Everything the manifest is made from: the same inputs make the
-        // same manifest, which then need not be serialised again.
-        let inputs = index
-            .token()
-            .map(|t| format!("{t}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n"));
         // One group per kind, architecture tag and set of admitted targets:
         // the compile command of a blob depends on nothing else.
         let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
@@ -1109,24 +1262,18 @@ impl CkFmha {
                 path: generated.clone(),
                 why: format!("the dispatchers' call sets: {e}"),
             })?;
-        if let Some(first) = disagreements.first() {
-            cargo.warning(&format!(
-                "{} CK blob names disagree with their declarations (the declarations are \
-                 recorded), e.g. {}",
-                disagreements.len(),
-                escape(first)
-            ));
-        }
+        warn_of_disagreements(cargo, &disagreements);
         Ok(CkFmhaFiles {
-            manifest,
+            manifest: OnceLock::from(manifest),
             manifest_path: None,
             generated_dir: generated,
             ck_root: Some(ck),
-            files,
+            files: OnceLock::from(files),
             regenerated,
             disagreements,
-            index,
+            index: OnceLock::from(index),
             inputs,
+            reused: None,
         })
     }
 
@@ -1423,6 +1570,43 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
 
 /// Adds every source file under `dir` (recursively; hidden entries and
 /// directory symlinks skipped) to `out`, classified.
+/// Marks each blob no requested target's guard admits as
+/// [`Role::OtherArch`]; returns the targets admitting each file (none for
+/// files that are no blob). A blob is for the requested targets its guard
+/// admits, whatever its name or `Arch` tag says: CK's `_gfx9` split-KV
+/// blobs are guarded by `defined(__gfx9__)` and run on gfx950 too.
+fn admit_targets(files: &mut [GeneratedFile], requested: &[String]) -> Vec<Vec<String>> {
+    let mut targets_of = Vec::with_capacity(files.len());
+    for f in files {
+        let admitted = match &f.role {
+            Role::Blob(d) => admitted_targets(d, requested),
+            _ => Vec::new(),
+        };
+        if admitted.is_empty() {
+            let role = std::mem::replace(&mut f.role, Role::Host);
+            f.role = match role {
+                Role::Blob(d) => Role::OtherArch(d),
+                other => other,
+            };
+        }
+        targets_of.push(admitted);
+    }
+    targets_of
+}
+
+/// One `cargo:warning` for the blobs whose names disagree with their
+/// declarations, if any.
+fn warn_of_disagreements(cargo: &mut CargoOutput<'_>, disagreements: &[String]) {
+    if let Some(first) = disagreements.first() {
+        cargo.warning(&format!(
+            "{} CK blob names disagree with their declarations (the declarations are \
+             recorded), e.g. {}",
+            disagreements.len(),
+            escape(first)
+        ));
+    }
+}
+
 fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,

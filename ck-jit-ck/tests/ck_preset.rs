@@ -48,8 +48,8 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
     eprintln!(
         "{version}: {} blobs in {} groups; first build {first:.2?} (generator included), \
          rebuild {rebuild:.2?}; manifest {} bytes",
-        files.manifest.blobs.len(),
-        files.manifest.groups.len(),
+        files.manifest().blobs.len(),
+        files.manifest().groups.len(),
         json.len()
     );
     assert!(
@@ -58,7 +58,7 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         &files.disagreements[..files.disagreements.len().min(5)]
     );
     let vocab = Vocabulary::read(&ck.join("example/ck_tile/01_fmha")).unwrap();
-    let m = &files.manifest;
+    let m = files.manifest();
     let mut kinds = BTreeMap::new();
     for (d, path) in files.blobs() {
         let name = path.file_stem().unwrap().to_str().unwrap();
@@ -107,7 +107,7 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
     );
     // A rebuild reads no blob: what it answers comes from the index the
     // first build kept, and is what the first build answered.
-    assert_eq!(again.manifest, files.manifest, "{version}");
+    assert_eq!(again.manifest(), files.manifest(), "{version}");
     assert_eq!(again.check_dispatchers().unwrap(), check, "{version}");
     assert_eq!(m.together.is_empty(), check.groups.is_empty(), "{version}");
     assert!(
@@ -237,18 +237,18 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
         t0.elapsed()
     );
     assert!(leaves > m.blobs.len() / 4, "{version}: {leaves} calls");
-    for f in &files.files {
+    for f in files.files() {
         if matches!(f.role, Role::Host) {
             panic!("{} was not classified", f.rel);
         }
     }
     Some((
-        files.manifest.clone(),
+        files.manifest().clone(),
         CkFmhaSummary {
             kinds,
             dispatchers,
             other_arch: files
-                .files
+                .files()
                 .iter()
                 .filter(|f| matches!(f.role, Role::OtherArch(_)))
                 .count(),
@@ -407,7 +407,7 @@ fn two_architectures_go_to_their_own_families() {
         .arch("gfx950")
         .try_manifest()
         .unwrap();
-    let m = &files.manifest;
+    let m = files.manifest();
     let mut seen = BTreeSet::new();
     for b in &m.blobs {
         let g = &m.groups[b.group as usize];
@@ -467,7 +467,7 @@ fn gfx950_alone_records_the_gfx9_splitkv_and_appendkv_blobs_its_device_runs() {
         .arch("gfx950")
         .try_manifest()
         .unwrap();
-    let m = &files.manifest;
+    let m = files.manifest();
     let mut kinds: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
     for (d, path) in files.blobs() {
         let name = path.file_stem().unwrap().to_str().unwrap();
@@ -530,7 +530,7 @@ fn with_gfx942_and_gfx950_each_blob_is_compiled_for_the_targets_its_guard_admits
         .arch("gfx950")
         .try_manifest()
         .unwrap();
-    let m = &files.manifest;
+    let m = files.manifest();
     // Blobs by (guard, kind), and the groups each guard went to.
     let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -591,10 +591,10 @@ fn with_gfx942_and_gfx950_each_blob_is_compiled_for_the_targets_its_guard_admits
         .map(|(_, n)| n)
         .sum::<usize>();
     assert_eq!(left_out, gfx942_only);
-    assert_eq!(only.manifest.blobs.len(), m.blobs.len() - gfx942_only);
-    for b in &only.manifest.blobs {
+    assert_eq!(only.manifest().blobs.len(), m.blobs.len() - gfx942_only);
+    for b in &only.manifest().blobs {
         assert_eq!(
-            offload_archs(&only.manifest, &b.name),
+            offload_archs(&only.manifest(), &b.name),
             ["gfx950"],
             "{}",
             b.name
@@ -653,7 +653,7 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
             .unwrap();
         let group = |kind: &str| {
             files
-                .manifest
+                .manifest()
                 .groups
                 .iter()
                 .find(|g| g.name.starts_with(kind))
@@ -703,7 +703,7 @@ fn cks_cmake_options_are_read_per_version_and_direction() {
             "{version}: {:?}",
             bwd.args
         );
-        assert!(!files.manifest.to_json().contains("visibility"));
+        assert!(!files.manifest().to_json().contains("visibility"));
         // Options of CK's other example targets (fwd_v3) are not the blobs'.
         assert!(
             !fwd.args.iter().any(|a| a == "--save-temps"),
@@ -730,7 +730,7 @@ fn fwd_bwd_groups(ck: &Path, out: &Path, hip: Option<&str>) -> (Manifest, String
     let files = p
         .try_write_with_output(&mut lines)
         .unwrap_or_else(|e| panic!("{e}"));
-    (files.manifest, String::from_utf8(lines).unwrap())
+    (files.manifest().clone(), String::from_utf8(lines).unwrap())
 }
 
 /// The `-std=` flags of every group, one set for all of them.
@@ -892,7 +892,7 @@ fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
         .arch("gfx942")
         .try_manifest()
         .unwrap();
-    let g = &files.manifest.groups;
+    let g = &files.manifest().groups;
     assert!(
         g.iter().all(|g| g.name.starts_with("fwd_appendkv")),
         "{g:?}"
@@ -903,7 +903,7 @@ fn a_root_holding_ck_and_the_generated_files_makes_everything_relocatable() {
     assert!(g[0]
         .args
         .contains(&"-I{root}/out/ck_fmha/fwd_appendkv".to_string()));
-    assert!(files.manifest.blobs[0]
+    assert!(files.manifest().blobs[0]
         .source
         .starts_with("out/ck_fmha/fwd_appendkv/"));
     assert_eq!(files.dispatchers().count(), 1);
@@ -944,7 +944,7 @@ fn the_generator_runs_once_per_direction_and_again_only_when_its_inputs_change()
     let lines = String::from_utf8(lines).unwrap();
     assert_eq!(files.ck_root.as_deref(), Some(ck.as_path()));
     assert_eq!(files.regenerated, ["batch_prefill", "fwd"]);
-    let m = &files.manifest;
+    let m = files.manifest();
     assert!(m.blobs.iter().all(|b| b.name.contains("_d128_")));
     assert!(m.blobs.iter().any(|b| b.meta["kind"] == "batch_prefill"));
     assert_eq!(files.dispatchers().count(), 2);
@@ -956,7 +956,7 @@ fn the_generator_runs_once_per_direction_and_again_only_when_its_inputs_change()
     // Unchanged inputs: no run.
     let again = p.try_write_with_output(&mut Vec::new()).unwrap();
     assert!(again.regenerated.is_empty());
-    assert_eq!(again.manifest, files.manifest);
+    assert_eq!(again.manifest(), files.manifest());
 
     // A changed codegen script: both directions run again.
     let script = example.join("codegen/cpp_symbol_map.py");
@@ -969,14 +969,109 @@ fn the_generator_runs_once_per_direction_and_again_only_when_its_inputs_change()
     // Another filter: files of the old one do not linger.
     p.filter("*_d64_*");
     let fourth = p.try_write_with_output(&mut Vec::new()).unwrap();
-    assert!(!fourth.manifest.blobs.is_empty());
+    assert!(!fourth.manifest().blobs.is_empty());
     assert!(fourth
-        .manifest
+        .manifest()
         .blobs
         .iter()
         .all(|b| b.name.contains("_d64_")));
     let written = fs::read_to_string(out.join(MANIFEST_FILE)).unwrap();
-    assert_eq!(Manifest::from_json(&written).unwrap(), fourth.manifest);
+    assert_eq!(Manifest::from_json(&written).unwrap(), *fourth.manifest());
+}
+
+#[test]
+fn a_rerun_with_every_input_as_it_was_reads_nothing_and_gives_the_same_files() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-reuse");
+    let out = tmp.path().join("out");
+    let mut p = CkFmha::new();
+    p.source(&ck)
+        .direction("fwd")
+        .direction("bwd")
+        .filter("*_d128_*")
+        .arch("gfx942")
+        .out_dir(&out)
+        .name("t");
+    let mut lines = Vec::new();
+    let first = p.try_write_with_output(&mut lines).unwrap();
+    assert!(!first.reused());
+    let first_stubs = ck_jit_ck::write_stubs(&first, &tmp.path().join("stubs-1")).unwrap();
+
+    // A blob's bytes replaced, its size and mtime kept: a rerun that read
+    // it would fail to describe it; this one trusts the listing, as the
+    // kept index does, and reads no generated file.
+    let blob = first
+        .blobs()
+        .next()
+        .map(|(_, path)| path.to_path_buf())
+        .unwrap();
+    let (text, mtime) = (
+        fs::read(&blob).unwrap(),
+        fs::metadata(&blob).unwrap().modified().unwrap(),
+    );
+    fs::write(&blob, vec![b'#'; text.len()]).unwrap();
+    let set_mtime = |t: SystemTime| {
+        fs::File::options()
+            .write(true)
+            .open(&blob)
+            .unwrap()
+            .set_modified(t)
+            .unwrap()
+    };
+    set_mtime(mtime);
+    let mut again_lines = Vec::new();
+    let again = p.try_write_with_output(&mut again_lines).unwrap();
+    assert!(again.reused() && again.regenerated.is_empty());
+    assert_eq!(
+        String::from_utf8(again_lines).unwrap(),
+        String::from_utf8(lines.clone()).unwrap(),
+        "a reuse prints what the build it reuses printed"
+    );
+    assert_eq!(again.manifest(), first.manifest());
+    assert_eq!(again.files(), first.files());
+    assert_eq!(again.manifest_path, first.manifest_path);
+    assert_eq!(
+        again.check_dispatchers().unwrap(),
+        first.check_dispatchers().unwrap()
+    );
+    let again_stubs = ck_jit_ck::write_stubs(&again, &tmp.path().join("stubs-2")).unwrap();
+    assert_eq!(again_stubs.together, first_stubs.together);
+    assert_eq!(again_stubs.specialisations, first_stubs.specialisations);
+    fs::write(&blob, &text).unwrap();
+    set_mtime(mtime);
+
+    // The manifest changed behind the build's back: written again.
+    let manifest = out.join(MANIFEST_FILE);
+    fs::write(&manifest, "{}").unwrap();
+    let third = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(!third.reused());
+    let written = fs::read_to_string(&manifest).unwrap();
+    assert_eq!(Manifest::from_json(&written).unwrap(), *first.manifest());
+    assert_eq!(third.manifest(), first.manifest());
+
+    // A setting changed: a new manifest, not the old one.
+    p.flag("-DCK_JIT_REUSE_TEST=1");
+    let fourth = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(!fourth.reused());
+    assert!(fourth.manifest().groups[0]
+        .args
+        .iter()
+        .any(|a| a == "-DCK_JIT_REUSE_TEST=1"));
+    let written = fs::read_to_string(&manifest).unwrap();
+    assert_eq!(Manifest::from_json(&written).unwrap(), *fourth.manifest());
+
+    // The kept index gone: the files are read again, nothing is reused
+    // that would need it.
+    fs::remove_file(out.join("ck_jit_ck_index_detail.json")).unwrap();
+    let fifth = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(!fifth.reused());
+    assert_eq!(fifth.manifest(), fourth.manifest());
+    // A build asked for the manifest alone never reuses.
+    assert!(!p.try_manifest().unwrap().reused());
+    assert_eq!(
+        fifth.check_dispatchers().unwrap(),
+        first.check_dispatchers().unwrap()
+    );
 }
 
 #[test]
@@ -1124,7 +1219,7 @@ fn shifted_traits_are_refused(version: &str, declared: usize, passed: usize) {
         .direction("fwd")
         .filter("*d128_fp16_batch*")
         .try_write()
-        .map(|f| f.manifest.blobs.len())
+        .map(|f| f.manifest().blobs.len())
         .expect_err("blobs whose traits arguments are shifted were recorded");
     let text = err.to_string();
     assert!(

@@ -25,7 +25,7 @@ fn two_arch_manifest(tmp: &Scratch) -> Option<Manifest> {
         .filter("*_fp16_batch*")
         .arch("gfx942")
         .arch("gfx950");
-    Some(p.try_manifest().unwrap().manifest)
+    Some(p.try_manifest().unwrap().manifest().clone())
 }
 
 /// The `fwd` family over `m`, selecting for the device `CK_JIT_ARCH` names.

@@ -140,7 +140,7 @@ fn a_blob_a_header_template_calls_is_checked_in_the_compiled_dispatcher() {
     for kind in ["bwd_dot_do_o", "bwd_dq_dk_dv", "bwd_convert_dq"] {
         assert!(
             bwd.blobs.iter().any(|b| files
-                .manifest
+                .manifest()
                 .blob(b)
                 .is_some_and(|b| b.meta["kind"] == kind)),
             "fmha_bwd's rules reach no {kind} blob: {:?}",
@@ -152,7 +152,7 @@ fn a_blob_a_header_template_calls_is_checked_in_the_compiled_dispatcher() {
 
     // One dot_do_o blob gone from the generated output.
     let victim = files
-        .files
+        .files()
         .iter()
         .find(|f| f.rel.contains("fmha_bwd_dot_do_o_"))
         .expect("a dot_do_o blob")

@@ -131,7 +131,7 @@ fn run() -> Result<(), String> {
     println!(
         "ck-fmha: manifest of {} blobs in {manifest_time:.2?}; {} rules files in \
          {rules_time:.2?}; {} stub files ({} specialisations) in {stubs_time:.2?}",
-        files.manifest.blobs.len(),
+        files.manifest().blobs.len(),
         rules.len(),
         stubs.files.len(),
         stubs.specialisations,

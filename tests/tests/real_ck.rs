@@ -345,12 +345,12 @@ fn real_ck_blobs_compile_load_and_resolve() {
                 "{} generate -d {}: {} files, {} blobs recorded, {:.1}s",
                 v.label,
                 direction,
-                files.files.len(),
-                files.manifest.blobs.len(),
+                files.files().len(),
+                files.manifest().blobs.len(),
                 t.elapsed().as_secs_f64()
             )
             .unwrap();
-            for g in &files.manifest.groups {
+            for g in &files.manifest().groups {
                 assert_eq!(g.compiler, "hipcc", "{}: group {}", v.label, g.name);
                 assert!(
                     g.args
@@ -378,13 +378,13 @@ fn real_ck_blobs_compile_load_and_resolve() {
                     .to_path_buf();
                 // The fwd blobs' group (`fwd`, or `fwd_gfx9` per family).
                 let fwd_blob = files
-                    .manifest
+                    .manifest()
                     .blobs
                     .iter()
                     .find(|b| b.meta["kind"] == "fwd")
                     .expect("a fwd blob");
-                let group = files.manifest.group_of(fwd_blob).clone();
-                let root = files.manifest.root.clone();
+                let group = files.manifest().group_of(fwd_blob).clone();
+                let root = files.manifest().root.clone();
                 // CK's dispatcher, unchanged, and the stubs that make it
                 // lazy: each compiled as CK compiles its sources, `-c`.
                 let stubs = write_stubs(&files, &out.join("stubs"))
@@ -429,14 +429,19 @@ fn real_ck_blobs_compile_load_and_resolve() {
             // dispatchers' call sets (which the preset records), a bwd
             // kernel's first compile would bring its operation's other
             // kernels along (tests/tests/together.rs tests that).
-            let mut alone = files.manifest.clone();
+            let mut alone = files.manifest().clone();
             alone.together.clear();
             fs::write(&path, alone.to_json()).expect("write manifest");
             let rt = Runtime::from_file(&path)
                 .expect("manifest reads back")
                 .with_cache_dir(tree.path("cache"));
             for kind in KINDS {
-                if !files.manifest.blobs.iter().any(|b| b.meta["kind"] == *kind) {
+                if !files
+                    .manifest()
+                    .blobs
+                    .iter()
+                    .any(|b| b.meta["kind"] == *kind)
+                {
                     continue;
                 }
                 let blob = pick(&rt, kind, v.suffix).unwrap_or_else(|| {
@@ -607,7 +612,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
         )
         .expect("the dispatcher object reads");
         let fwd_blobs = files
-            .manifest
+            .manifest()
             .blobs
             .iter()
             .filter(|b| b.meta["kind"] == "fwd")

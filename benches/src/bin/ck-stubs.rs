@@ -51,14 +51,14 @@ fn main() {
     println!(
         "recorded {} blobs in {:.2} s (generator included); manifest {} bytes; \
          {} stub files ({} specialisations) in {:.2} s",
-        files.manifest.blobs.len(),
+        files.manifest().blobs.len(),
         recorded.as_secs_f64(),
         manifest_bytes,
         stubs.files.len(),
         stubs.specialisations,
         t0.elapsed().as_secs_f64()
     );
-    let m = &files.manifest;
+    let m = files.manifest();
     let Some(blob) = m.blobs.first() else { return };
     let group = m.group_of(blob);
     print!("args");
