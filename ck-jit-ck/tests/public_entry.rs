@@ -29,7 +29,7 @@ mod real_ck;
 use std::fs;
 use std::path::Path;
 
-use ck_jit_build::manifest::rules::{Decision, Env, RulesFile, Value};
+use ck_jit_ck::rules::{Decision, Env, RulesFile, Value};
 use ck_jit_ck::{CkFmha, CkFmhaFiles};
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2025};
 

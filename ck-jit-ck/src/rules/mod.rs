@@ -30,6 +30,11 @@
 //! says "these blobs, and where they return a negative value, those"
 //! ([`Decision::Fallback`]).
 //!
+//! The build writes the rules ([`read`] reads them out of a dispatcher's
+//! source, [`CkFmhaFiles::write_rules`](crate::CkFmhaFiles::write_rules)
+//! writes one file per dispatcher) and a program evaluates them; this
+//! module is both sides' single definition of the format.
+//!
 //! # Format
 //!
 //! One JSON document per dispatcher file. Expressions are stored once
@@ -50,6 +55,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+pub mod read;
 
 /// The rules format this crate writes and the newest it reads.
 pub const RULES_FORMAT: u32 = 2;
