@@ -5,6 +5,7 @@
 //! targets its preprocessor guard admits; CK's CMake options per direction; the generator run again only
 //! when its inputs change; and what is reported when the tree, the
 //! generator or Python fails.
+#![cfg(feature = "build")]
 
 mod real_ck;
 

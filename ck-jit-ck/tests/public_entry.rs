@@ -23,6 +23,7 @@
 //! the same code from a subset of the traits (2025-11 has no v3 pipeline;
 //! the batch-mode `qr_async` traits stand in for it), and newer CK's
 //! public `fmha_fwd` above, word for word.
+#![cfg(feature = "build")]
 
 mod real_ck;
 

@@ -33,7 +33,10 @@
 //! The build writes the rules ([`read`] reads them out of a dispatcher's
 //! source, [`CkFmhaFiles::write_rules`](crate::CkFmhaFiles::write_rules)
 //! writes one file per dispatcher) and a program evaluates them; this
-//! module is both sides' single definition of the format.
+//! module is both sides' single definition of the format. It needs serde
+//! alone and is all a program links of this crate: it depends on the crate
+//! without its default `build` feature, which [`read`] and the rest of the
+//! build machinery need (see the [crate] docs).
 //!
 //! # Format
 //!
@@ -56,6 +59,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "build")]
 pub mod read;
 
 /// The rules format this crate writes and the newest it reads.
