@@ -1,11 +1,22 @@
 //! ck-jit's CK/aiter half, used from a build script: the fused-attention
 //! (FMHA) preset, lazy dispatchers for C++ consumers, and the interception
 //! of foreign builds. It writes manifests through `ck-jit-build`'s
-//! [`record`](ck_jit_build::record) and is never linked into a program.
+//! [`record`](ck_jit_build::record).
 //!
 //! ```toml
 //! [build-dependencies]
 //! ck-jit-ck = "0.1"
+//! ```
+//!
+//! A program links one part of it at most: [`rules`], the format of the
+//! dispatch rules the build reads out of CK's dispatchers and their
+//! evaluator, which needs serde alone. Everything else sits behind the
+//! default `build` feature, so a program that decides by the rules
+//! depends on the crate without it and links none of the build machinery:
+//!
+//! ```toml
+//! [dependencies]
+//! ck-jit-ck = { version = "0.1", default-features = false }
 //! ```
 //!
 //! What a CK version is made of is read from the version itself, never
@@ -50,32 +61,56 @@
 //! | `CK_JIT_REAL_HIPCC` | [`intercept`]: the real compiler for host sources, unless set with [`Intercept::real_compiler`] |
 //! | `CK_JIT_SHIM_*` | [`intercept`]: set by the interceptor for its fake compiler, read in shim mode only |
 #![deny(missing_docs)]
+// These docs describe the build side; without it their links have no target.
+#![cfg_attr(not(feature = "build"), allow(rustdoc::broken_intra_doc_links))]
 
-pub mod calls;
-mod cmake;
-mod codegen;
-mod cpp;
-pub mod decl;
-mod error;
-pub mod ffi;
-pub mod guard;
-mod index;
-pub mod intercept;
-mod lazy;
-pub mod objects;
-mod preset;
 pub mod rules;
+
+#[cfg(feature = "build")]
+pub mod calls;
+#[cfg(feature = "build")]
+mod cmake;
+#[cfg(feature = "build")]
+mod codegen;
+#[cfg(feature = "build")]
+mod cpp;
+#[cfg(feature = "build")]
+pub mod decl;
+#[cfg(feature = "build")]
+mod error;
+#[cfg(feature = "build")]
+pub mod ffi;
+#[cfg(feature = "build")]
+pub mod guard;
+#[cfg(feature = "build")]
+mod index;
+#[cfg(feature = "build")]
+pub mod intercept;
+#[cfg(feature = "build")]
+mod lazy;
+#[cfg(feature = "build")]
+pub mod objects;
+#[cfg(feature = "build")]
+mod preset;
+#[cfg(feature = "build")]
 mod symbol;
+#[cfg(feature = "build")]
 pub mod vocab;
 
+#[cfg(feature = "build")]
 pub use error::Error;
+#[cfg(feature = "build")]
 pub use intercept::Intercept;
+#[cfg(feature = "build")]
 pub use lazy::{
     stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
 };
+#[cfg(feature = "build")]
 pub use preset::{
     CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
     GENERATED_SUBDIR,
 };
+#[cfg(feature = "build")]
 pub use symbol::mangled_template_prefix;
+#[cfg(feature = "build")]
 pub use vocab::{BlobDecl, Vocabulary};

@@ -19,10 +19,10 @@ use super::codegen::{self, Codegen};
 use super::decl;
 use super::error::{io_err, shown, Error};
 use super::index::{self, BlobIndex};
+use super::rules::RulesFile;
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::compact::COMPACT_FILE;
-use ck_jit_build::manifest::rules::RulesFile;
 use ck_jit_build::manifest::{escape, Blob, Manifest, MANIFEST_FILE};
 use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
 use ck_jit_build::BlobGroup;
@@ -450,7 +450,7 @@ impl CkFmhaFiles {
         })
     }
 
-    /// The dispatch rules of every dispatcher (see [`super::rules`]): what
+    /// The dispatch rules of every dispatcher (see [`crate::rules`]): what
     /// each of CK's dispatcher functions decides, for a Rust caller to
     /// decide the same. Calls no blob answers are one error listing each
     /// with its file and line.
@@ -467,7 +467,7 @@ impl CkFmhaFiles {
             let mut text = fs::read_to_string(api).map_err(io_err(api))?;
             text.push_str(&self.index()?.detail()?.launchers);
             let name = api.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            let r = super::rules::dispatcher_rules(name, &text, &blob_of)
+            let r = super::rules::read::dispatcher_rules(name, &text, &blob_of)
                 .map_err(|e| e.in_file(api))?;
             if r.rules.blobs.is_empty() && r.unresolved.is_empty() {
                 // A dispatcher calls blobs (that is how it was told from a

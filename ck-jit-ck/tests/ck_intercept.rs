@@ -8,6 +8,7 @@
 //! The fake `hipcc` is this test binary itself: like a build script calling
 //! `is_shim()`/`shim_main()` first thing in `main`, it checks for shim mode
 //! before the test harness starts (an ELF `.init_array` entry).
+#![cfg(feature = "build")]
 
 mod ck_common;
 

@@ -5,6 +5,7 @@
 //! targets its preprocessor guard admits; CK's CMake options per direction; the generator run again only
 //! when its inputs change; and what is reported when the tree, the
 //! generator or Python fails.
+#![cfg(feature = "build")]
 
 mod real_ck;
 
@@ -13,8 +14,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ck_jit_build::manifest::rules::{Expr, RulesFile, Stmt};
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
+use ck_jit_ck::rules::{Expr, RulesFile, Stmt};
 use ck_jit_ck::{CallOrder, CkFmha, CkFmhaFiles, Error, Role, Vocabulary};
 use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};

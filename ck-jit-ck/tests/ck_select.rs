@@ -2,6 +2,7 @@
 //! architectures (`gfx942` and `gfx950`): a query keeps to the members
 //! that run on the device in use, and a head dimension asked for is the V
 //! head's too unless the query says otherwise.
+#![cfg(feature = "build")]
 
 mod real_ck;
 

@@ -15,6 +15,7 @@
 //! Needs the HIP compiler of `.ci/hip-toolchain.sh` (`CK_JIT_REAL_HIP_ENV`,
 //! else `target/hip-toolchain/env.sh`); skipped without it unless
 //! `CK_JIT_REQUIRE_REAL_CK` is set.
+#![cfg(feature = "build")]
 
 mod real_ck;
 

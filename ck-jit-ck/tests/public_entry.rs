@@ -23,13 +23,14 @@
 //! the same code from a subset of the traits (2025-11 has no v3 pipeline;
 //! the batch-mode `qr_async` traits stand in for it), and newer CK's
 //! public `fmha_fwd` above, word for word.
+#![cfg(feature = "build")]
 
 mod real_ck;
 
 use std::fs;
 use std::path::Path;
 
-use ck_jit_build::manifest::rules::{Decision, Env, RulesFile, Value};
+use ck_jit_ck::rules::{Decision, Env, RulesFile, Value};
 use ck_jit_ck::{CkFmha, CkFmhaFiles};
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2025};
 

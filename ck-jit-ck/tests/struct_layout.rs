@@ -19,6 +19,7 @@
 //! `ck_tile::stream_config`, with `index_t`, `long_index_t` and
 //! `hipStream_t` declared as CK and HIP declare them. Neither side uses
 //! `ck_jit_ck::decl`, whose reading is what is under test.
+#![cfg(feature = "build")]
 
 mod real_ck;
 

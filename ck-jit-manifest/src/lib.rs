@@ -42,7 +42,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub mod compact;
-pub mod rules;
 
 /// The manifest format this crate writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 2;

@@ -24,9 +24,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ck_jit_build::manifest::rules::{RulesFile, RULES_FORMAT};
 use ck_jit_build::manifest::{Group, Manifest, SymbolSpec, FORMAT_VERSION};
 use ck_jit_ck::ffi::{rust_structs, StructSpec};
+use ck_jit_ck::rules::{RulesFile, RULES_FORMAT};
 use ck_jit_ck::{write_stubs, CkFmha, FMHA_EXAMPLE_DIR};
 
 const DIRECTIONS: &[&str] = &["fwd", "fwd_splitkv", "fwd_appendkv", "bwd"];

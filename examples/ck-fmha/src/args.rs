@@ -22,7 +22,7 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use ck_jit_rt::manifest::rules::Value;
+use ck_jit_ck::rules::Value;
 
 /// A struct mirrored from CK: its C++ name, its fields in order, and each
 /// field's value as the dispatch rules read it (`t.hdim_q`, `a.seqlen_k`).

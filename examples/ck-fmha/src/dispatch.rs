@@ -1,7 +1,7 @@
 //! What CK's `*_api.cpp` dispatchers do, decided in Rust by CK's own
 //! decision: the build reads each dispatcher function (`fmha_fwd`,
 //! `fmha_fwd_splitkv`, `fmha_fwd_appendkv`, `fmha_bwd<2>`) into rules
-//! (`OUT_DIR/rules/*.rules.json`, see `ck_jit_rt::manifest::rules`), and
+//! (`OUT_DIR/rules/*.rules.json`, see [`ck_jit_ck::rules`]), and
 //! this module evaluates them with the operation's traits (`t.*`), its
 //! arguments (`a.*`) and the device, then calls the blobs the dispatcher
 //! would have called. Nothing here knows CK's traits, tile sizes or
@@ -25,7 +25,7 @@
 
 use std::sync::OnceLock;
 
-use ck_jit_rt::manifest::rules::{Decision, Env, RulesFile, Value};
+use ck_jit_ck::rules::{Decision, Env, RulesFile, Value};
 
 use crate::args::{
     CkStruct, FmhaBwdArgs, FmhaBwdTraits, FmhaFwdAppendkvArgs, FmhaFwdAppendkvTraits, FmhaFwdArgs,

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use ck_fmha::dispatch::fwd_blob_names;
 use ck_fmha::{CkStruct, Device, FmhaFwdArgs, FmhaFwdTraits};
-use ck_jit_rt::manifest::rules::Value;
+use ck_jit_ck::rules::Value;
 
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 

@@ -1,12 +1,12 @@
 //! Dispatch rules read from CK's dispatchers (the format and evaluator are
-//! [`ck_jit_manifest::rules`]): for every function of a dispatcher that
+//! [`super`]): for every function of a dispatcher that
 //! calls blobs, its statements as a tree of conditions, locals and leaves,
 //! so that a Rust caller decides as the C++ of the same version decides.
 //!
 //! Nothing here knows a dispatcher's shape or CK's traits. A function is
 //! any definition `NAME[<ARGS>](...) {` whose body calls a blob template
 //! (directly or through one of the dispatcher's own function templates, as
-//! [`super::calls`] resolves them), or calls such a function (newer CK's
+//! [`crate::calls`] resolves them), or calls such a function (newer CK's
 //! public `fmha_fwd` holds no blob call: it calls `fmha_fwd_v3`, then
 //! `fmha_fwd_v2` on a negative result), or is called as a statement by one
 //! that is read (a `fmha_fwd_v3` with no kernel in this build); the public
@@ -27,14 +27,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ck_jit_manifest::rules::{Arm, BinOp, Expr, Function, RulesFile, Stmt, RULES_FORMAT};
-
-use super::calls::{
+use crate::calls::{
     self, call_at, call_specialisations, local_templates, matching_brace, LocalTemplate,
 };
-use super::cpp::{self, is_punct, matching_angle, matching_paren, Tok, Token};
-use super::decl::{lex, parse_err, using_decl};
-use super::error::Error;
+use crate::cpp::{self, is_punct, matching_angle, matching_paren, Tok, Token};
+use crate::decl::{lex, parse_err, using_decl};
+use crate::error::Error;
+use crate::rules::{Arm, BinOp, Expr, Function, RulesFile, Stmt, RULES_FORMAT};
 
 /// How deep blocks may nest in a dispatcher function (CK's nest 6 deep; an
 /// `else if` chain does not nest).
@@ -1095,7 +1094,7 @@ fn number(text: &str) -> Result<Expr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ck_jit_manifest::rules::{Decision, Env, Value};
+    use crate::rules::{Decision, Env, Value};
 
     struct Map(Vec<(&'static str, Value)>);
 

@@ -30,6 +30,14 @@
 //! says "these blobs, and where they return a negative value, those"
 //! ([`Decision::Fallback`]).
 //!
+//! The build writes the rules ([`read`] reads them out of a dispatcher's
+//! source, [`CkFmhaFiles::write_rules`](crate::CkFmhaFiles::write_rules)
+//! writes one file per dispatcher) and a program evaluates them; this
+//! module is both sides' single definition of the format. It needs serde
+//! alone and is all a program links of this crate: it depends on the crate
+//! without its default `build` feature, which [`read`] and the rest of the
+//! build machinery need (see the [crate] docs).
+//!
 //! # Format
 //!
 //! One JSON document per dispatcher file. Expressions are stored once
@@ -50,6 +58,9 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "build")]
+pub mod read;
 
 /// The rules format this crate writes and the newest it reads.
 pub const RULES_FORMAT: u32 = 2;
