@@ -797,7 +797,7 @@ impl CkFmha {
     /// let files = ck_jit_ck::CkFmha::new()
     ///     .generated_dir("generated")
     ///     .try_manifest()?;
-    /// println!("{} blobs", files.manifest.blobs.len());
+    /// println!("{} blobs", files.manifest().blobs.len());
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_manifest(&self) -> Result<CkFmhaFiles, Error> {
