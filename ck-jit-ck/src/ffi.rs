@@ -287,7 +287,10 @@ pub fn dispatchers(ck: &Path) -> Result<Vec<Dispatcher>, Error> {
 /// The glue of one CK version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Glue {
-    /// The C++ source of the C entry points.
+    /// The C++ source of the C entry points. It includes the header of
+    /// every dispatcher it wraps; CK's `fmha_fwd.hpp` and `fmha_bwd.hpp`
+    /// cannot be included together (both define `FmhaMasks`), so a source
+    /// to compile wraps the dispatchers of one header.
     pub cpp: String,
     /// The Rust mirrors and `extern "C"` declarations (`include!` it in a
     /// module with `use std::ffi::{c_char, c_void}; use std::ptr;` and, for
@@ -448,8 +451,9 @@ pub struct CompiledDispatchers {
 /// `cargo:` link lines). The compile flags are those of the manifest's
 /// first group (CK's flags, the architecture, the include directories),
 /// so the dispatchers see the blobs' declarations as the blobs do; `extra`
-/// flags come last. Writes into `out_dir`: `stubs/`, `ck_jit_glue.cpp` and
-/// `ck_jit_glue.rs`.
+/// flags come last. Writes into `out_dir`: `stubs/`, `ck_jit_glue.rs` and
+/// the C++ side of the glue, one `ck_jit_glue_<header>.cpp` per header
+/// that declares a wrapped dispatcher (`ck_jit_glue_fmha_fwd.cpp`).
 ///
 /// The stubs resolve blobs through the C ABI's process-wide runtime: the
 /// crate depends on `ck-jit-capi` and registers its embedded runtime
@@ -481,10 +485,29 @@ pub fn compile_dispatchers(
         .map(|d| d.name.as_str())
         .collect();
     let g = glue(&ck, &wanted)?;
-    let glue_cpp = out_dir.join("ck_jit_glue.cpp");
     let glue_rs = out_dir.join("ck_jit_glue.rs");
-    ck_jit_build::record::write_if_changed(&glue_cpp, &g.cpp).map_err(io_err(&glue_cpp))?;
     ck_jit_build::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
+    // The C++ side is one source per header: CK's FMHA headers are not
+    // made to be included together (`fmha_fwd.hpp` and `fmha_bwd.hpp`
+    // both define `FmhaMasks`), as CK's own sources never do.
+    let mut glue_cpp = Vec::new();
+    let headers: BTreeSet<&str> = g.dispatchers.iter().map(|d| d.header.as_str()).collect();
+    for h in headers {
+        let only: Vec<&str> = g
+            .dispatchers
+            .iter()
+            .filter(|d| d.header == h)
+            .map(|d| d.name.as_str())
+            .collect();
+        let stem = Path::new(h)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(h);
+        let path = out_dir.join(format!("ck_jit_glue_{stem}.cpp"));
+        ck_jit_build::record::write_if_changed(&path, &glue(&ck, &only)?.cpp)
+            .map_err(io_err(&path))?;
+        glue_cpp.push(path);
+    }
 
     let manifest = files.try_manifest()?;
     let group = manifest.groups.first().ok_or_else(|| Error::NoBlobs {
@@ -518,7 +541,7 @@ pub fn compile_dispatchers(
     }
     let mut sources: Vec<PathBuf> = files.dispatchers().map(Path::to_path_buf).collect();
     sources.extend(stubs.files.iter().cloned());
-    sources.push(glue_cpp.clone());
+    sources.extend(glue_cpp);
     build.include(ck.join(FMHA_EXAMPLE_DIR));
     for s in &sources {
         build.file(s);

@@ -345,11 +345,12 @@ fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
 /// Reads every generated file once (on as many threads as the machine
 /// offers) and decides its role from what it declares: a blob specialises
 /// a template for a traits type the headers declare; a dispatcher calls
-/// one of the blobs' templates (or a template of the headers that does);
-/// anything else is a host source. A blob whose name disagrees with its
-/// declarations is noted in `disagreements`. Returns the index (without
-/// the headers' launchers and the dispatchers' calls, which depend on
-/// which blobs are recorded) and each dispatcher's text.
+/// one of the blobs' templates or of the headers' function templates
+/// (those blobs specialise, and those that call them); anything else is a
+/// host source. A blob whose name disagrees with its declarations is
+/// noted in `disagreements`. Returns the index (without the headers'
+/// launchers and the dispatchers' calls, which depend on which blobs are
+/// recorded) and each dispatcher's text.
 pub(crate) fn read(
     vocab: &Vocabulary,
     files: &mut [GeneratedFile],
@@ -414,15 +415,19 @@ pub(crate) fn read(
             Read::Other(text) => others.push((i, text)),
         }
     }
-    // A dispatcher calls a blob template, or a template of the headers
-    // that does (newer CK launches bwd's kernels from `fmha_bwd.hpp`).
-    let mut called = templates.clone();
-    called.extend(vocab.launchers(&templates));
     index.header_templates = vocab
         .function_templates()
         .into_iter()
         .map(String::from)
         .collect();
+    // A dispatcher calls a blob template or a function template of the
+    // headers: one that calls blobs (newer CK launches bwd's kernels from
+    // `fmha_bwd.hpp`), or one that blobs specialise, which the headers
+    // declare whether or not a blob of its kind is in the output. A
+    // dispatcher whose every blob is missing is still one, so that it is
+    // compiled and its objects checked (`CkFmhaFiles::check_objects`).
+    let mut called = templates;
+    called.extend(index.header_templates.iter().cloned());
     let mut dispatchers = Vec::new();
     for (i, text) in others {
         let f = &mut files[i];
