@@ -257,6 +257,7 @@ pub(crate) fn call_specialisations<'a, F>(
     close: usize,
     lookup: &F,
     locals: &HashMap<String, LocalTemplate>,
+    normal: &mut HashMap<String, String>,
 ) -> Result<Vec<(String, Vec<String>, bool)>, Error>
 where
     F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
@@ -265,7 +266,16 @@ where
     let line = toks[at].line;
     let mut args = Vec::new();
     for (a, b) in split_commas(src, toks, at + 2, close) {
-        args.push(cpp::normalize(src, &toks[a..b], lookup).map_err(|why| parse_err(line, why))?);
+        let key = spelled_with_aliases(src, &toks[a..b], lookup);
+        if let Some(n) = key.as_ref().and_then(|k| normal.get(k)) {
+            args.push(n.clone());
+            continue;
+        }
+        let n = cpp::normalize(src, &toks[a..b], lookup).map_err(|why| parse_err(line, why))?;
+        if let Some(k) = key {
+            normal.insert(k, n.clone());
+        }
+        args.push(n);
     }
     let Some(lt) = locals.get(name) else {
         return Ok(vec![(name.to_string(), args, false)]);
@@ -289,6 +299,39 @@ where
         chained = true;
     }
     Ok(out)
+}
+
+/// What the argument `toks` spell with each alias among them replaced by
+/// its definition, a key under which its normal form can be kept: the
+/// same key, the same normal form. `None` when a definition itself names
+/// an alias (then the key would have to follow it).
+fn spelled_with_aliases<'a, F>(src: &str, toks: &[Token], lookup: &F) -> Option<String>
+where
+    F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
+{
+    let mut key = String::new();
+    for t in toks {
+        let word = t.text(src);
+        key.push_str(word);
+        key.push(' ');
+        if t.kind != Tok::Ident {
+            continue;
+        }
+        let Some((def, def_src)) = lookup(word) else {
+            continue;
+        };
+        key.push_str("= ");
+        for d in def {
+            let w = d.text(def_src);
+            if d.kind == Tok::Ident && lookup(w).is_some() {
+                return None;
+            }
+            key.push_str(w);
+            key.push(' ');
+        }
+        key.push_str("; ");
+    }
+    Some(key)
 }
 
 /// Whether `toks[i]` starts a call `NAME<...>(` of a blob template or of
@@ -327,6 +370,10 @@ fn check_file(
     // `if constexpr (std::is_same_v<FmhaFwdFp8, FmhaFwdFp8>) return -1;
     // else { ... }` for combinations it has no kernel for).
     let mut aliases: HashMap<&str, (usize, usize)> = HashMap::new();
+    // Call arguments in normal form, by what they spell (see
+    // `spelled_with_aliases`): CK's dispatchers make thousands of calls
+    // with a few thousand distinct traits.
+    let mut normal: HashMap<String, String> = HashMap::new();
     let mut discarded: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
@@ -394,7 +441,8 @@ fn check_file(
         let mut group = Vec::new();
         // Runs of calls each of which follows the one before it.
         let mut runs: Vec<Vec<String>> = Vec::new();
-        for (template, args, after) in call_specialisations(src, &toks, i, close, &lookup, &locals)?
+        for (template, args, after) in
+            call_specialisations(src, &toks, i, close, &lookup, &locals, &mut normal)?
         {
             if let Some(key) = record(path, t.line, &template, &args, defined, out) {
                 match runs.last_mut() {

@@ -74,11 +74,11 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
             lx.i += 1;
             continue;
         }
-        if lx.at(b"//") {
+        if c == b'/' && lx.at(b"//") {
             lx.skip_to_line_end();
             continue;
         }
-        if lx.at(b"/*") {
+        if c == b'/' && lx.at(b"/*") {
             lx.skip_block_comment()?;
             continue;
         }
@@ -158,7 +158,7 @@ impl Lexer<'_> {
     /// One token starting with `c` (not whitespace, a comment or a
     /// directive); its kind.
     fn token(&mut self, c: u8) -> Result<Tok, LexError> {
-        if self.at(b"R\"") {
+        if c == b'R' && self.at(b"R\"") {
             self.raw_string()?;
             return Ok(Tok::Literal);
         }
@@ -177,7 +177,7 @@ impl Lexer<'_> {
             self.quoted(c)?;
             return Ok(Tok::Literal);
         }
-        self.i += if self.at(b"::") { 2 } else { 1 };
+        self.i += if c == b':' && self.at(b"::") { 2 } else { 1 };
         Ok(Tok::Punct)
     }
 

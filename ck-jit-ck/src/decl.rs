@@ -472,10 +472,25 @@ pub fn specialisations(src: &str) -> Result<Vec<Specialisation>, Error> {
     Ok(blob_source(src)?.specialisations)
 }
 
+/// The tokens' texts, one space between each: a key for what they spell.
+fn join_tokens(src: &str, toks: &[Token]) -> String {
+    let mut s = String::new();
+    for t in toks {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(t.text(src));
+    }
+    s
+}
+
 /// [`specialisations`], and the tile shapes the blob names.
 pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
     let toks = lex(src)?;
     let mut aliases: HashMap<&str, (usize, usize)> = HashMap::new();
+    // Arguments already normalised under the aliases seen so far: CK's
+    // blobs specialise several templates for the same traits.
+    let mut normal: HashMap<String, String> = HashMap::new();
     let mut depth = 0usize;
     let mut out = Vec::new();
     let mut sequences = Vec::new();
@@ -495,6 +510,7 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
             (Tok::Ident, "using") if depth == 0 => {
                 if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
                     aliases.insert(toks[name_at].text(src), range);
+                    normal.clear();
                     if let Some(dims) = sequence(src, &toks[range.0..range.1]) {
                         sequences.push((toks[name_at].text(src).to_string(), dims));
                     }
@@ -530,10 +546,15 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
                             })?;
                             let mut args = Vec::new();
                             for (a, b) in split_commas(src, &toks, j + 2, close) {
-                                args.push(
-                                    cpp::normalize(src, &toks[a..b], &lookup)
-                                        .map_err(|why| parse_err(tj.line, why))?,
-                                );
+                                let spelled = join_tokens(src, &toks[a..b]);
+                                if let Some(n) = normal.get(&spelled) {
+                                    args.push(n.clone());
+                                    continue;
+                                }
+                                let n = cpp::normalize(src, &toks[a..b], &lookup)
+                                    .map_err(|why| parse_err(tj.line, why))?;
+                                normal.insert(spelled, n.clone());
+                                args.push(n);
                             }
                             let text = |a: usize, b: usize| -> String {
                                 toks.get(a..b)

@@ -655,7 +655,15 @@ impl<'s> Walker<'s> {
                     .and_then(|&(a, b)| toks.get(a..b))
                     .map(|s| (s, src))
             };
-            let specs = call_specialisations(src, toks, k, close, &lookup, self.locals)?;
+            let specs = call_specialisations(
+                src,
+                toks,
+                k,
+                close,
+                &lookup,
+                self.locals,
+                &mut HashMap::new(),
+            )?;
             for (template, args, _) in specs {
                 let key = calls::specialisation_key(&template, &args);
                 match self.blob_of.get(&key) {
