@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -92,7 +92,7 @@ impl Detail {
 pub(crate) struct BlobIndex {
     /// The blobs each dispatcher call runs together, by name.
     pub together: Vec<Vec<String>>,
-    detail: OnceLock<Detail>,
+    detail: OnceLock<Arc<Detail>>,
     /// Where the detail was kept, and the token it was kept with.
     kept: Option<(PathBuf, String)>,
 }
@@ -102,15 +102,9 @@ impl BlobIndex {
     pub fn new(detail: Detail) -> BlobIndex {
         BlobIndex {
             together: detail.calls.groups.clone(),
-            detail: OnceLock::from(detail),
+            detail: OnceLock::from(Arc::new(detail)),
             kept: None,
         }
-    }
-
-    /// What identifies the kept index this one is (the same token, the
-    /// same contents), if it was kept.
-    pub fn token(&self) -> Option<&str> {
-        self.kept.as_ref().map(|(_, t)| t.as_str())
     }
 
     /// The detail, read from where it was kept if this build read no file.
@@ -130,12 +124,19 @@ impl BlobIndex {
         if &kept.token != token {
             return Err(stale(path));
         }
-        Ok(self.detail.get_or_init(|| Detail {
-            blobs: kept.blobs,
-            launchers: kept.launchers,
-            header_templates: kept.header_templates,
-            calls: kept.calls,
+        Ok(self.detail.get_or_init(|| {
+            Arc::new(Detail {
+                blobs: kept.blobs,
+                launchers: kept.launchers,
+                header_templates: kept.header_templates,
+                calls: kept.calls,
+            })
         }))
+    }
+
+    /// Records where [`keep`] kept this index.
+    pub fn kept_at(&mut self, kept: (PathBuf, String)) {
+        self.kept = Some(kept);
     }
 }
 
@@ -246,18 +247,17 @@ pub(crate) fn load(
     Some((kept.roles, index))
 }
 
-/// Keeps `index` in `dir` under `key`, with `roles` (before targets). A
-/// failure only costs the next build a full read.
+/// Keeps `index` in `dir` under `key`, with `roles` (before targets);
+/// where it was kept and its token (see [`BlobIndex::kept_at`]). A failure
+/// only costs the next build a full read.
 pub(crate) fn keep(
     dir: &Path,
     key: String,
     roles: Vec<Role>,
-    index: &mut BlobIndex,
+    index: &BlobIndex,
     blobs: Option<Vec<u8>>,
-) {
-    let Some(detail) = index.detail.get() else {
-        return;
-    };
+) -> Option<(PathBuf, String)> {
+    let detail = index.detail.get()?;
     let token = format!(
         "{}.{}",
         std::process::id(),
@@ -265,9 +265,7 @@ pub(crate) fn keep(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let Some(blobs) = blobs.or_else(|| serialise_blobs(&detail.blobs)) else {
-        return;
-    };
+    let blobs = blobs.or_else(|| serialise_blobs(&detail.blobs))?;
     fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
         serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec())
     }
@@ -284,9 +282,7 @@ pub(crate) fn keep(
     bytes.extend(json(&detail.calls));
     bytes.push(b'}');
     let detail_len = bytes.len() as u64;
-    if ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).is_err() {
-        return;
-    }
+    ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).ok()?;
     let kept = Kept {
         key,
         token,
@@ -294,12 +290,9 @@ pub(crate) fn keep(
         roles,
         together: index.together.clone(),
     };
-    let Ok(bytes) = serde_json::to_vec(&kept) else {
-        return;
-    };
-    if ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).is_ok() {
-        index.kept = Some((dir.join(DETAIL_FILE), kept.token));
-    }
+    let bytes = serde_json::to_vec(&kept).ok()?;
+    ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).ok()?;
+    Some((dir.join(DETAIL_FILE), kept.token))
 }
 
 /// Files read ahead (while the generator wrote the next direction), by

@@ -300,6 +300,37 @@ pub struct CkFmhaFiles {
     reused: Option<Arc<Reused>>,
 }
 
+/// The index being kept in `OUT_DIR` on another thread while the manifest
+/// is made and written, if this build read the files; whether the index
+/// kept by an earlier build is this one's.
+struct Keeping(
+    Option<std::thread::JoinHandle<Option<(PathBuf, String)>>>,
+    bool,
+);
+
+impl Keeping {
+    /// Waits for the index to be kept. What the manifest was made from is
+    /// told again (for a later build to reuse it) only when the index it
+    /// reads is kept.
+    fn finish(mut self, files: &mut CkFmhaFiles) {
+        let kept = self.0.take().and_then(|h| h.join().ok().flatten());
+        let index = files.index.get_mut();
+        match (kept, index) {
+            (Some(kept), Some(index)) => index.kept_at(kept),
+            _ if self.1 => {}
+            _ => files.inputs = None,
+        }
+    }
+}
+
+impl Drop for Keeping {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// What a build that reused the last one's output reads its files' roles
 /// and index from, when asked.
 #[derive(Debug)]
@@ -802,7 +833,9 @@ impl CkFmha {
     /// ```
     pub fn try_manifest(&self) -> Result<CkFmhaFiles, Error> {
         let mut cargo = CargoOutput::silent();
-        self.plan(&mut cargo, false)
+        let (mut files, keeping) = self.plan(&mut cargo, false)?;
+        keeping.finish(&mut files);
+        Ok(files)
     }
 
     /// [`try_manifest`](CkFmha::try_manifest), then writes the manifest to
@@ -837,7 +870,7 @@ impl CkFmha {
         } else {
             CargoOutput::silent()
         };
-        let mut files = self.plan(&mut cargo, true)?;
+        let (mut files, keeping) = self.plan(&mut cargo, true)?;
         if files.reused.is_some() {
             cargo
                 .finish()
@@ -850,6 +883,7 @@ impl CkFmha {
         let stamp_path = out_dir.join(WRITE_STAMP);
         let _ = fs::remove_file(&stamp_path);
         let path = record::write(files.try_manifest()?, &out_dir, cargo)?;
+        keeping.finish(&mut files);
         if let Some(inputs) = files.inputs.take() {
             let stamp = WriteStamp {
                 inputs,
@@ -918,7 +952,11 @@ impl CkFmha {
     /// With `reuse`, a build whose inputs are all as they were when the
     /// manifest was last written returns the files unread (see
     /// [`CkFmhaFiles`]).
-    fn plan(&self, cargo: &mut CargoOutput<'_>, reuse: bool) -> Result<CkFmhaFiles, Error> {
+    fn plan(
+        &self,
+        cargo: &mut CargoOutput<'_>,
+        reuse: bool,
+    ) -> Result<(CkFmhaFiles, Keeping), Error> {
         let ck = match &self.source {
             Some(tree) => resolve_ck(tree)?,
             None => {
@@ -1079,25 +1117,29 @@ impl CkFmha {
             let out_dir = self.resolve_out_dir(cargo)?;
             if let Some(stamp) = reusable(&out_dir, &inputs) {
                 warn_of_disagreements(cargo, &stamp.disagreements);
-                return Ok(CkFmhaFiles {
-                    manifest: OnceLock::new(),
-                    manifest_path: Some(out_dir.join(MANIFEST_FILE)),
-                    inputs: None,
-                    generated_dir: generated,
-                    ck_root: Some(ck),
-                    files: OnceLock::new(),
-                    regenerated,
-                    disagreements: stamp.disagreements,
-                    index: OnceLock::new(),
-                    reused: Some(Arc::new(Reused {
-                        dir: dir.clone(),
-                        key,
-                        scanned: files,
-                        requested,
-                    })),
-                });
+                return Ok((
+                    CkFmhaFiles {
+                        manifest: OnceLock::new(),
+                        manifest_path: Some(out_dir.join(MANIFEST_FILE)),
+                        inputs: None,
+                        generated_dir: generated,
+                        ck_root: Some(ck),
+                        files: OnceLock::new(),
+                        regenerated,
+                        disagreements: stamp.disagreements,
+                        index: OnceLock::new(),
+                        reused: Some(Arc::new(Reused {
+                            dir: dir.clone(),
+                            key,
+                            scanned: files,
+                            requested,
+                        })),
+                    },
+                    Keeping(None, false),
+                ));
             }
         }
+        let mut keeping = Keeping(None, false);
         let mut disagreements = Vec::new();
         let kept = kept_at
             .as_deref()
@@ -1162,12 +1204,17 @@ impl CkFmha {
             });
             detail.calls = calls?;
             index = BlobIndex::new(detail);
-            if let Some(dir) = &kept_at {
-                index::keep(dir, key, roles, &mut index, blobs);
+            // Written while the manifest is made and written.
+            if let Some(dir) = kept_at.clone() {
+                let index = index.clone();
+                keeping.0 = Some(std::thread::spawn(move || {
+                    index::keep(&dir, key, roles, &index, blobs)
+                }));
             }
+        } else {
+            // The kept index is this build's: a reuse may read it.
+            keeping.1 = true;
         }
-        // Told again only when the index is kept: a reuse reads it.
-        let inputs = index.token().map(|_| inputs);
         let mut recorder = Recorder::new(name.clone(), &root_text);
         // One group per kind, architecture tag and set of admitted targets:
         // the compile command of a blob depends on nothing else.
@@ -1263,18 +1310,21 @@ impl CkFmha {
                 why: format!("the dispatchers' call sets: {e}"),
             })?;
         warn_of_disagreements(cargo, &disagreements);
-        Ok(CkFmhaFiles {
-            manifest: OnceLock::from(manifest),
-            manifest_path: None,
-            generated_dir: generated,
-            ck_root: Some(ck),
-            files: OnceLock::from(files),
-            regenerated,
-            disagreements,
-            index: OnceLock::from(index),
-            inputs,
-            reused: None,
-        })
+        Ok((
+            CkFmhaFiles {
+                manifest: OnceLock::from(manifest),
+                manifest_path: None,
+                generated_dir: generated,
+                ck_root: Some(ck),
+                files: OnceLock::from(files),
+                regenerated,
+                disagreements,
+                index: OnceLock::from(index),
+                inputs: Some(inputs),
+                reused: None,
+            },
+            keeping,
+        ))
     }
 
     /// The standard and HIP-version flags of CK's top-level

@@ -595,7 +595,7 @@ fn with_gfx942_and_gfx950_each_blob_is_compiled_for_the_targets_its_guard_admits
     assert_eq!(only.manifest().blobs.len(), m.blobs.len() - gfx942_only);
     for b in &only.manifest().blobs {
         assert_eq!(
-            offload_archs(&only.manifest(), &b.name),
+            offload_archs(only.manifest(), &b.name),
             ["gfx950"],
             "{}",
             b.name
