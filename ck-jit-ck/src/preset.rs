@@ -331,6 +331,144 @@ impl Drop for Keeping {
     }
 }
 
+/// What [`CkFmha::generate`] left: the generated directory, the
+/// directories to scan in it, the directions whose generator ran, and
+/// what was read while the generators ran.
+struct Generated {
+    dir: PathBuf,
+    scanned: Vec<PathBuf>,
+    regenerated: Vec<String>,
+    vocab: Option<Arc<Vocabulary>>,
+    ahead: index::ReadAhead,
+}
+
+/// What every group's compile command is made from besides its blobs.
+struct Made<'a> {
+    options: &'a cmake::FmhaOptions,
+    top: &'a cmake::TopLevelOptions,
+    ck: &'a Path,
+    root: &'a Path,
+    generated: &'a Path,
+}
+
+/// A build that read every generated file: what is left to do before its
+/// index is complete (the dispatchers' calls) and kept.
+struct Fresh {
+    vocab: Arc<Vocabulary>,
+    detail: index::Detail,
+    dispatchers: Vec<(PathBuf, String)>,
+    /// The files' roles before targets, as kept.
+    roles: Vec<Role>,
+}
+
+impl Fresh {
+    /// Checks the dispatchers' calls against the recorded blobs of `files`
+    /// (the templates of the headers that launch them included), and
+    /// keeps the index in `kept` (its directory and key) on another
+    /// thread while the manifest is made and written.
+    fn check_and_keep(
+        self,
+        files: &[GeneratedFile],
+        kept: Option<(PathBuf, String)>,
+    ) -> Result<(BlobIndex, Keeping), Error> {
+        let Fresh {
+            vocab,
+            mut detail,
+            mut dispatchers,
+            roles,
+        } = self;
+        let templates: BTreeSet<String> = files
+            .iter()
+            .filter_map(|f| match &f.role {
+                Role::Blob(d) => Some(d.templates.iter().cloned()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        detail.launchers = vocab.launcher_definitions(&templates);
+        for (_, text) in &mut dispatchers {
+            text.push_str(&detail.launchers);
+        }
+        // The blobs' part of the kept index is serialised meanwhile.
+        let (calls, blobs) = std::thread::scope(|s| {
+            let blobs = kept
+                .is_some()
+                .then(|| s.spawn(|| index::serialise_blobs(&detail.blobs)));
+            let calls = index::check_calls(&detail, files, &dispatchers);
+            (calls, blobs.and_then(|h| h.join().ok().flatten()))
+        });
+        detail.calls = calls?;
+        let index = BlobIndex::new(detail);
+        let keeping = kept.map(|(dir, key)| {
+            let index = index.clone();
+            std::thread::spawn(move || index::keep(&dir, key, roles, &index, blobs))
+        });
+        Ok((index, Keeping(keeping, false)))
+    }
+}
+
+/// The files' roles and index as kept in `kept` (its directory and key)
+/// by an earlier build that read the same files, else every file read
+/// (what was read `ahead` not again): the files with their roles, the
+/// index when it was kept, and what a build that read the files has left
+/// to do. Blobs whose names disagree with their declarations are noted in
+/// `disagreements`.
+fn read_or_load(
+    example: &Path,
+    mut files: Vec<GeneratedFile>,
+    vocab: Option<Arc<Vocabulary>>,
+    ahead: index::ReadAhead,
+    kept: Option<(&Path, &str)>,
+    disagreements: &mut Vec<String>,
+) -> Result<(Vec<GeneratedFile>, BlobIndex, Option<Fresh>), Error> {
+    if let Some((roles, index)) = kept.and_then(|(dir, key)| index::load(dir, key, &files)) {
+        for (f, role) in files.iter_mut().zip(roles) {
+            f.role = role;
+        }
+        for f in &files {
+            if let Role::Blob(d) = &f.role {
+                let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
+                let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                if let Some(why) = name_disagreement(stem, d) {
+                    disagreements.push(format!("{stem}: {why}"));
+                }
+            }
+        }
+        return Ok((files, index, None));
+    }
+    let vocab = match vocab {
+        Some(v) => v,
+        None => Arc::new(Vocabulary::read(example)?),
+    };
+    let (detail, dispatchers) = index::read(&vocab, &mut files, ahead, disagreements)?;
+    let roles: Vec<Role> = files.iter().map(|f| f.role.clone()).collect();
+    let fresh = Fresh {
+        vocab,
+        detail,
+        dispatchers,
+        roles,
+    };
+    Ok((files, BlobIndex::default(), Some(fresh)))
+}
+
+/// The group of a CK blob of `kind` whose entry takes the architecture
+/// family `arch`: `fwd_gfx9`, or the kind alone. The preset and the
+/// interceptor both name groups so, and tell apart groups of one name
+/// their own way (targets, a number).
+pub(crate) fn group_base(kind: &str, arch: Option<&str>) -> String {
+    match arch {
+        Some(a) => format!("{kind}_{a}"),
+        None => kind.to_string(),
+    }
+}
+
+/// The family of a group of CK blobs of `kind` named `group`: the kind,
+/// whatever the architectures and commands, when the group's name is not
+/// the kind itself.
+pub(crate) fn family_of(kind: &str, group: &str) -> Option<String> {
+    (group != kind).then(|| kind.to_string())
+}
+
 /// What a build that reused the last one's output reads its files' roles
 /// and index from, when asked.
 #[derive(Debug)]
@@ -346,6 +484,29 @@ struct Reused {
 }
 
 impl CkFmhaFiles {
+    /// The files of a build that reused the last one's output, nothing read
+    /// yet.
+    fn of_reuse(
+        out_dir: PathBuf,
+        generated: Generated,
+        ck: PathBuf,
+        stamp: WriteStamp,
+        reused: Reused,
+    ) -> CkFmhaFiles {
+        CkFmhaFiles {
+            manifest: OnceLock::new(),
+            manifest_path: Some(out_dir.join(MANIFEST_FILE)),
+            inputs: None,
+            generated_dir: generated.dir,
+            ck_root: Some(ck),
+            files: OnceLock::new(),
+            regenerated: generated.regenerated,
+            disagreements: stamp.disagreements,
+            index: OnceLock::new(),
+            reused: Some(Arc::new(reused)),
+        }
+    }
+
     /// The manifest (also written to [`manifest_path`](Self::manifest_path)
     /// by [`CkFmha::try_write`]).
     ///
@@ -972,131 +1133,12 @@ impl CkFmha {
         // The generator, its codegen modules and the headers that declare
         // the traits: what the manifest is made from.
         cargo.rerun_if_changed(&utf8(&example)?);
-        let mut regenerated = Vec::new();
-        let mut vocab: Option<Arc<Vocabulary>> = None;
-        let mut ahead = index::ReadAhead::new();
-        let (generated, scan_dirs, watch_generated) = match &self.generated {
-            Some(dir) => {
-                let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
-                    path: dir.clone(),
-                    why: format!("generated directory: {e}"),
-                })?;
-                (canon.clone(), vec![canon], true)
-            }
-            None => {
-                let generate_py = example.join("generate.py");
-                if !generate_py.is_file() {
-                    return Err(Error::Generator { path: generate_py });
-                }
-                let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
-                // A generator that knows `--targets` writes blobs for those
-                // architectures only.
-                let targets = (generator.contains("--targets") && !self.archs.is_empty())
-                    .then(|| self.archs.join(","));
-                let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
-                fs::create_dir_all(&base).map_err(io_err(&base))?;
-                let directions = self.directions(&example)?;
-                let dirs: Vec<(PathBuf, PathBuf)> = directions
-                    .iter()
-                    .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
-                    .collect();
-                let runs: Vec<Codegen<'_>> = directions
-                    .iter()
-                    .zip(&dirs)
-                    .map(|(d, (out, stamp))| Codegen {
-                        python: &self.python,
-                        generate_py: &generate_py,
-                        direction: d,
-                        receipt: self.receipt,
-                        filter: self.filter.as_deref(),
-                        targets: targets.as_deref(),
-                        out,
-                        stamp,
-                    })
-                    .collect();
-                // The directions' generators run side by side; what one
-                // wrote is read while the others still write.
-                let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let mut readers = Vec::new();
-                let mut failed = None;
-                let mut ran = Vec::new();
-                codegen::run_all(&runs, jobs, |i| {
-                    ran.push(i);
-                    if failed.is_some() {
-                        return;
-                    }
-                    if vocab.is_none() {
-                        match Vocabulary::read(&example) {
-                            Ok(v) => vocab = Some(Arc::new(v)),
-                            Err(e) => {
-                                failed = Some(e);
-                                return;
-                            }
-                        }
-                    }
-                    let mut written = Vec::new();
-                    if let Err(e) = scan_dir(&dirs[i].0, &base, &mut written) {
-                        failed = Some(e);
-                        return;
-                    }
-                    for part in written.chunks(READ_AHEAD_CHUNK) {
-                        let (v, part) = (vocab.clone(), part.to_vec());
-                        readers.push(std::thread::spawn(move || {
-                            v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
-                        }));
-                    }
-                })?;
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                ran.sort_unstable();
-                regenerated.extend(ran.into_iter().map(|i| directions[i].clone()));
-                for r in readers {
-                    ahead.extend(r.join().unwrap_or_default());
-                }
-                let scan = dirs.into_iter().map(|(out, _)| out).collect();
-                (base, scan, false)
-            }
-        };
-        if watch_generated {
-            // A generated directory under OUT_DIR is the build's own output:
-            // watching it would rerun the build script after every build.
-            let out_dir = self
-                .out_dir
-                .clone()
-                .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
-            let inside_out = out_dir
-                .and_then(|o| fs::canonicalize(o).ok())
-                .is_some_and(|o| generated.starts_with(o));
-            if !inside_out {
-                cargo.rerun_if_changed(&utf8(&generated)?);
-            }
-        }
-
-        let root = match &self.root {
-            Some(r) => {
-                let canon = fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
-                    path: r.clone(),
-                    source,
-                })?;
-                if !generated.starts_with(&canon) {
-                    return Err(Error::SourceTree {
-                        path: r.clone(),
-                        why: format!(
-                            "the root must contain the generated directory '{}'",
-                            shown(&generated)
-                        ),
-                    });
-                }
-                canon
-            }
-            None => generated.clone(),
-        };
+        let generated = self.generate(&example, cargo)?;
+        let root = self.root_of(&generated.dir)?;
         let root_text = utf8(&root)?;
-
         let mut files = Vec::new();
-        for dir in &scan_dirs {
-            scan_dir(dir, &generated, &mut files)?;
+        for dir in &generated.scanned {
+            scan_dir(dir, &generated.dir, &mut files)?;
         }
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
         let requested = self.default_targets();
@@ -1106,118 +1148,211 @@ impl CkFmha {
             .out_dir
             .clone()
             .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
-        let key = index::key(&example, &requested, &generated, &files)?;
+        let key = index::key(&example, &requested, &generated.dir, &files)?;
         let name = record::cache_name(self.name.as_deref(), cargo)?;
         let options = cmake::fmha_compile_options(&example);
         let top = self.top_level_options(&ck, cargo)?;
         // Everything the manifest is made from: the same inputs make the
         // same manifest, which need not be made or written again.
         let inputs = format!("{key}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n");
-        if let (true, true, Some(dir)) = (reuse, regenerated.is_empty(), &kept_at) {
+        if let (true, true, Some(dir)) = (reuse, generated.regenerated.is_empty(), &kept_at) {
             let out_dir = self.resolve_out_dir(cargo)?;
             if let Some(stamp) = reusable(&out_dir, &inputs) {
                 warn_of_disagreements(cargo, &stamp.disagreements);
-                return Ok((
-                    CkFmhaFiles {
-                        manifest: OnceLock::new(),
-                        manifest_path: Some(out_dir.join(MANIFEST_FILE)),
-                        inputs: None,
-                        generated_dir: generated,
-                        ck_root: Some(ck),
-                        files: OnceLock::new(),
-                        regenerated,
-                        disagreements: stamp.disagreements,
-                        index: OnceLock::new(),
-                        reused: Some(Arc::new(Reused {
-                            dir: dir.clone(),
-                            key,
-                            scanned: files,
-                            requested,
-                        })),
-                    },
-                    Keeping(None, false),
-                ));
+                let reused = Reused {
+                    dir: dir.clone(),
+                    key,
+                    scanned: files,
+                    requested,
+                };
+                let files = CkFmhaFiles::of_reuse(out_dir, generated, ck, stamp, reused);
+                return Ok((files, Keeping(None, false)));
             }
         }
-        let mut keeping = Keeping(None, false);
         let mut disagreements = Vec::new();
-        let kept = kept_at
-            .as_deref()
-            .and_then(|p| index::load(p, &key, &files));
-        let (mut files, mut index, fresh) = match kept {
-            Some((roles, index)) => {
-                for (f, role) in files.iter_mut().zip(roles) {
-                    f.role = role;
-                }
-                for f in &files {
-                    if let Role::Blob(d) = &f.role {
-                        let stem = f.rel.rsplit('/').next().unwrap_or(&f.rel);
-                        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-                        if let Some(why) = name_disagreement(stem, d) {
-                            disagreements.push(format!("{stem}: {why}"));
-                        }
-                    }
-                }
-                (files, index, None)
-            }
-            None => {
-                let vocab = match vocab {
-                    Some(v) => v,
-                    None => Arc::new(Vocabulary::read(&example)?),
-                };
-                let (detail, dispatchers) =
-                    index::read(&vocab, &mut files, ahead, &mut disagreements)?;
-                let roles: Vec<Role> = files.iter().map(|f| f.role.clone()).collect();
-                (
-                    files,
-                    BlobIndex::default(),
-                    Some((vocab, detail, dispatchers, roles)),
-                )
-            }
-        };
+        let (mut files, index, fresh) = read_or_load(
+            &example,
+            files,
+            generated.vocab,
+            generated.ahead,
+            kept_at.as_deref().map(|dir| (dir, key.as_str())),
+            &mut disagreements,
+        )?;
         let targets_of = admit_targets(&mut files, &requested);
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
-            return Err(Error::NoBlobs { dir: generated });
+            return Err(Error::NoBlobs { dir: generated.dir });
         }
-        if let Some((vocab, mut detail, mut dispatchers, roles)) = fresh {
-            // The dispatchers' calls, checked against the recorded blobs,
-            // the templates of the headers that launch them included.
-            let templates: BTreeSet<String> = files
-                .iter()
-                .filter_map(|f| match &f.role {
-                    Role::Blob(d) => Some(d.templates.iter().cloned()),
-                    _ => None,
-                })
-                .flatten()
-                .collect();
-            detail.launchers = vocab.launcher_definitions(&templates);
-            for (_, text) in &mut dispatchers {
-                text.push_str(&detail.launchers);
+        let (index, keeping) = match fresh {
+            Some(fresh) => fresh.check_and_keep(&files, kept_at.map(|dir| (dir, key)))?,
+            // The kept index is this build's: a reuse may read it.
+            None => (index, Keeping(None, true)),
+        };
+        let made = Made {
+            options: &options,
+            top: &top,
+            ck: &ck,
+            root: &root,
+            generated: &generated.dir,
+        };
+        let manifest = self.record(name, &made, &files, &targets_of, &index)?;
+        warn_of_disagreements(cargo, &disagreements);
+        let files = CkFmhaFiles {
+            manifest: OnceLock::from(manifest),
+            manifest_path: None,
+            generated_dir: generated.dir,
+            ck_root: Some(ck),
+            files: OnceLock::from(files),
+            regenerated: generated.regenerated,
+            disagreements,
+            index: OnceLock::from(index),
+            inputs: Some(inputs),
+            reused: None,
+        };
+        Ok((files, keeping))
+    }
+
+    /// Runs the generator for every direction whose stamp does not match
+    /// (side by side, what one wrote read while the others still write),
+    /// or takes the generated directory given.
+    fn generate(&self, example: &Path, cargo: &mut CargoOutput<'_>) -> Result<Generated, Error> {
+        if let Some(dir) = &self.generated {
+            let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
+                path: dir.clone(),
+                why: format!("generated directory: {e}"),
+            })?;
+            // A generated directory under OUT_DIR is the build's own output:
+            // watching it would rerun the build script after every build.
+            let out_dir = self
+                .out_dir
+                .clone()
+                .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
+            let inside_out = out_dir
+                .and_then(|o| fs::canonicalize(o).ok())
+                .is_some_and(|o| canon.starts_with(o));
+            if !inside_out {
+                cargo.rerun_if_changed(&utf8(&canon)?);
             }
-            // The blobs' part of the kept index is serialised meanwhile.
-            let (calls, blobs) = std::thread::scope(|s| {
-                let blobs = kept_at
-                    .is_some()
-                    .then(|| s.spawn(|| index::serialise_blobs(&detail.blobs)));
-                let calls = index::check_calls(&detail, &files, &dispatchers);
-                (calls, blobs.and_then(|h| h.join().ok().flatten()))
+            return Ok(Generated {
+                dir: canon.clone(),
+                scanned: vec![canon],
+                regenerated: Vec::new(),
+                vocab: None,
+                ahead: index::ReadAhead::new(),
             });
-            detail.calls = calls?;
-            index = BlobIndex::new(detail);
-            // Written while the manifest is made and written.
-            if let Some(dir) = kept_at.clone() {
-                let index = index.clone();
-                keeping.0 = Some(std::thread::spawn(move || {
-                    index::keep(&dir, key, roles, &index, blobs)
+        }
+        let generate_py = example.join("generate.py");
+        if !generate_py.is_file() {
+            return Err(Error::Generator { path: generate_py });
+        }
+        let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
+        // A generator that knows `--targets` writes blobs for those
+        // architectures only.
+        let targets = (generator.contains("--targets") && !self.archs.is_empty())
+            .then(|| self.archs.join(","));
+        let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
+        fs::create_dir_all(&base).map_err(io_err(&base))?;
+        let directions = self.directions(example)?;
+        let dirs: Vec<(PathBuf, PathBuf)> = directions
+            .iter()
+            .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
+            .collect();
+        let runs: Vec<Codegen<'_>> = directions
+            .iter()
+            .zip(&dirs)
+            .map(|(d, (out, stamp))| Codegen {
+                python: &self.python,
+                generate_py: &generate_py,
+                direction: d,
+                receipt: self.receipt,
+                filter: self.filter.as_deref(),
+                targets: targets.as_deref(),
+                out,
+                stamp,
+            })
+            .collect();
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut vocab: Option<Arc<Vocabulary>> = None;
+        let mut readers = Vec::new();
+        let mut failed = None;
+        let mut ran = Vec::new();
+        codegen::run_all(&runs, jobs, |i| {
+            ran.push(i);
+            if failed.is_some() {
+                return;
+            }
+            if vocab.is_none() {
+                match Vocabulary::read(example) {
+                    Ok(v) => vocab = Some(Arc::new(v)),
+                    Err(e) => {
+                        failed = Some(e);
+                        return;
+                    }
+                }
+            }
+            let mut written = Vec::new();
+            if let Err(e) = scan_dir(&dirs[i].0, &base, &mut written) {
+                failed = Some(e);
+                return;
+            }
+            for part in written.chunks(READ_AHEAD_CHUNK) {
+                let (v, part) = (vocab.clone(), part.to_vec());
+                readers.push(std::thread::spawn(move || {
+                    v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
                 }));
             }
-        } else {
-            // The kept index is this build's: a reuse may read it.
-            keeping.1 = true;
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        let mut recorder = Recorder::new(name.clone(), &root_text);
-        // One group per kind, architecture tag and set of admitted targets:
-        // the compile command of a blob depends on nothing else.
+        ran.sort_unstable();
+        let mut ahead = index::ReadAhead::new();
+        for r in readers {
+            ahead.extend(r.join().unwrap_or_default());
+        }
+        Ok(Generated {
+            dir: base,
+            scanned: dirs.into_iter().map(|(out, _)| out).collect(),
+            regenerated: ran.into_iter().map(|i| directions[i].clone()).collect(),
+            vocab,
+            ahead,
+        })
+    }
+
+    /// The root blob sources are recorded relative to: the one given
+    /// (which must contain the generated directory), else that directory.
+    fn root_of(&self, generated: &Path) -> Result<PathBuf, Error> {
+        let Some(r) = &self.root else {
+            return Ok(generated.to_path_buf());
+        };
+        let canon = fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
+            path: r.clone(),
+            source,
+        })?;
+        if !generated.starts_with(&canon) {
+            return Err(Error::SourceTree {
+                path: r.clone(),
+                why: format!(
+                    "the root must contain the generated directory '{}'",
+                    shown(generated)
+                ),
+            });
+        }
+        Ok(canon)
+    }
+
+    /// The manifest of the recorded blobs of `files`: one group per kind,
+    /// architecture tag and set of admitted targets (the compile command
+    /// of a blob depends on nothing else), the sets of `index` called
+    /// together.
+    fn record(
+        &self,
+        name: String,
+        made: &Made<'_>,
+        files: &[GeneratedFile],
+        targets_of: &[Vec<String>],
+        index: &BlobIndex,
+    ) -> Result<Manifest, Error> {
+        let mut recorder = Recorder::new(name, &utf8(made.root)?);
         let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
         for (i, f) in files.iter().enumerate() {
             if let Role::Blob(d) = &f.role {
@@ -1244,10 +1379,7 @@ impl CkFmha {
         let mut group_of_file = vec![0; files.len()];
         for (key, idx) in &members {
             let (kind, arch, targets, entry) = key;
-            let mut name = match arch {
-                Some(a) => format!("{kind}_{a}"),
-                None => kind.clone(),
-            };
+            let mut name = group_base(kind, arch.as_deref());
             if sets_per_name[&(kind.as_str(), arch.as_deref())].len() > 1 {
                 name = format!("{name}_{}", targets.join("_"));
             }
@@ -1255,12 +1387,9 @@ impl CkFmha {
                 .iter()
                 .filter_map(|&i| files[i].path.parent().map(Path::to_path_buf))
                 .collect();
-            let group = self.group(
-                &name, kind, entry, targets, &options, &top, &ck, &root, &dirs,
-            )?;
+            let group = self.group(&name, kind, entry, targets, made, &dirs)?;
             let mut rendered = group.render()?;
-            // One family per kind, whatever the architectures.
-            rendered.family = (name != *kind).then(|| kind.clone());
+            rendered.family = family_of(kind, &name);
             rendered.neutral = neutral_of(idx.iter().filter_map(|&i| match &files[i].role {
                 Role::Blob(d) => Some(&**d),
                 _ => None,
@@ -1270,10 +1399,9 @@ impl CkFmha {
                 group_of_file[i] = id;
             }
         }
-
         // Paths are compared as strings: `files` are relative to the
         // generated directory, which is `prefix` under the root.
-        let prefix = match generated.strip_prefix(&root) {
+        let prefix = match made.generated.strip_prefix(made.root) {
             Ok(p) if p.as_os_str().is_empty() => String::new(),
             Ok(p) => format!("{}/", utf8(p)?.replace('\\', "/")),
             Err(_) => String::new(),
@@ -1306,25 +1434,10 @@ impl CkFmha {
         manifest
             .set_together(&index.together)
             .map_err(|e| Error::SourceTree {
-                path: generated.clone(),
+                path: made.generated.to_path_buf(),
                 why: format!("the dispatchers' call sets: {e}"),
             })?;
-        warn_of_disagreements(cargo, &disagreements);
-        Ok((
-            CkFmhaFiles {
-                manifest: OnceLock::from(manifest),
-                manifest_path: None,
-                generated_dir: generated,
-                ck_root: Some(ck),
-                files: OnceLock::from(files),
-                regenerated,
-                disagreements,
-                index: OnceLock::from(index),
-                inputs: Some(inputs),
-                reused: None,
-            },
-            keeping,
-        ))
+        Ok(manifest)
     }
 
     /// The standard and HIP-version flags of CK's top-level
@@ -1372,19 +1485,16 @@ impl CkFmha {
 
     /// The group `name` of blobs of one kind compiled for `targets`: CK's
     /// compile command.
-    #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
         name: &str,
         kind: &str,
         entry: &str,
         targets: &[String],
-        options: &cmake::FmhaOptions,
-        top: &cmake::TopLevelOptions,
-        ck: &Path,
-        root: &Path,
+        made: &Made<'_>,
         blob_dirs: &BTreeSet<PathBuf>,
     ) -> Result<BlobGroup, Error> {
+        let (options, top, ck, root) = (made.options, made.top, made.ck, made.root);
         let mut g = BlobGroup::new(name);
         let standard = top.standard.as_deref().unwrap_or(FALLBACK_CXX_STANDARD);
         g.compiler(&self.compiler)

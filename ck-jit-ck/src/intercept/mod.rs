@@ -102,7 +102,7 @@ pub use protocol::Record;
 pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::preset::{describe_blob, neutral_of};
+use super::preset::{describe_blob, family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
@@ -1046,10 +1046,7 @@ impl Intercept {
             };
             let (base, symbol, meta) = match &decl {
                 Some(d) => (
-                    match &d.arch {
-                        Some(a) => format!("{}_{a}", d.kind),
-                        None => d.kind.clone(),
-                    },
+                    group_base(&d.kind, d.arch.as_deref()),
                     SymbolSpec::Prefix(mangled_template_prefix(&d.entry)),
                     d.meta.clone(),
                 ),
@@ -1122,13 +1119,10 @@ impl Intercept {
                 .filter(|e| &e.key == key)
                 .filter_map(|e| e.decl.as_ref())
                 .collect();
-            // A CK kind is one family whatever the architecture, and a
-            // query that leaves out a trait the blobs vary in gets its
-            // neutral value, as with the CK preset.
-            let family = decls
-                .first()
-                .filter(|d| d.arch.is_some())
-                .map(|d| d.kind.clone());
+            // A CK kind is one family whatever the architecture or command,
+            // and a query that leaves out a trait the blobs vary in gets
+            // its neutral value, as with the CK preset.
+            let family = decls.first().and_then(|d| family_of(&d.kind, &group_name));
             let rendered = manifest::Group {
                 cwd: Some(key.3.clone()),
                 family,
