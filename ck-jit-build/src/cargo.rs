@@ -58,7 +58,13 @@ impl<'a> CargoOutput<'a> {
 
     /// `cargo:warning=MESSAGE`, prefixed so the user sees who says it.
     pub fn warning(&mut self, message: &str) {
-        self.line("warning", &format!("ck-jit-build: {message}"));
+        self.warning_from("ck-jit-build", message);
+    }
+
+    /// `cargo:warning=WHO: MESSAGE`: a warning of another crate that
+    /// prints through this one (`ck-jit-ck` for what it finds in CK).
+    pub fn warning_from(&mut self, who: &str, message: &str) {
+        self.line("warning", &format!("{who}: {message}"));
     }
 
     fn line(&mut self, key: &str, value: &str) {

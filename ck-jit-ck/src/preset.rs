@@ -1467,10 +1467,13 @@ impl CkFmha {
             }
             None => "does not exist",
         };
-        cargo.warning(&format!(
-            "'{}' {why}: CK's FMHA blobs are recorded with -std=c++{FALLBACK_CXX_STANDARD}",
-            shown(&path)
-        ));
+        cargo.warning_from(
+            "ck-jit-ck",
+            &format!(
+                "'{}' {why}: CK's FMHA blobs are recorded with -std=c++{FALLBACK_CXX_STANDARD}",
+                shown(&path)
+            ),
+        );
         Ok(top.unwrap_or_default())
     }
 
@@ -1758,12 +1761,15 @@ fn admit_targets(files: &mut [GeneratedFile], requested: &[String]) -> Vec<Vec<S
 /// declarations, if any.
 fn warn_of_disagreements(cargo: &mut CargoOutput<'_>, disagreements: &[String]) {
     if let Some(first) = disagreements.first() {
-        cargo.warning(&format!(
-            "{} CK blob names disagree with their declarations (the declarations are \
+        cargo.warning_from(
+            "ck-jit-ck",
+            &format!(
+                "{} CK blob names disagree with their declarations (the declarations are \
              recorded), e.g. {}",
-            disagreements.len(),
-            escape(first)
-        ));
+                disagreements.len(),
+                escape(first)
+            ),
+        );
     }
 }
 

@@ -779,7 +779,7 @@ fn a_ck_tree_without_a_top_level_cmake_file_compiles_with_cxx17_and_says_so() {
     let (m, lines) = fwd_bwd_groups(&ck, &tmp.path().join("out"), None);
     assert_eq!(standards(&m), BTreeSet::from(["-std=c++17".to_string()]));
     let warning = format!(
-        "cargo:warning=ck-jit-build: '{}' does not exist: CK's FMHA blobs are recorded with \
+        "cargo:warning=ck-jit-ck: '{}' does not exist: CK's FMHA blobs are recorded with \
          -std=c++17\n",
         ck.join("CMakeLists.txt").display()
     );
@@ -815,7 +815,7 @@ fn the_cxx_standard_is_read_from_the_top_level_cmake_file_of_the_tree() {
     assert_eq!(standards(&m), BTreeSet::from(["-std=c++17".to_string()]));
     assert!(
         lines.contains(&format!(
-            "cargo:warning=ck-jit-build: '{}' sets no C++ standard",
+            "cargo:warning=ck-jit-ck: '{}' sets no C++ standard",
             top.display()
         )),
         "{lines}"

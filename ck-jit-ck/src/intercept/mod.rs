@@ -913,12 +913,15 @@ impl Intercept {
             });
         }
         if kept > 0 {
-            cargo.warning(&format!(
+            cargo.warning_from(
+                "ck-jit-ck",
+                &format!(
                 "the intercepted build compiled {} blob(s) again; {kept} more are kept from the \
                  earlier interception in '{}'",
                 records.len() - kept,
                 shown(work)
-            ));
+            ),
+            );
         }
         let mut text = String::new();
         for r in &records {
