@@ -66,51 +66,38 @@
 
 pub mod rules;
 
-#[cfg(feature = "build")]
-pub mod calls;
-#[cfg(feature = "build")]
-mod cmake;
-#[cfg(feature = "build")]
-mod codegen;
-#[cfg(feature = "build")]
-mod cpp;
-#[cfg(feature = "build")]
-pub mod decl;
-#[cfg(feature = "build")]
-mod error;
-#[cfg(feature = "build")]
-pub mod ffi;
-#[cfg(feature = "build")]
-pub mod guard;
-#[cfg(feature = "build")]
-mod index;
-#[cfg(feature = "build")]
-pub mod intercept;
-#[cfg(feature = "build")]
-mod lazy;
-#[cfg(feature = "build")]
-pub mod objects;
-#[cfg(feature = "build")]
-mod preset;
-#[cfg(feature = "build")]
-mod symbol;
-#[cfg(feature = "build")]
-pub mod vocab;
+/// Items of the build side (the `build` feature, on by default): what
+/// reads CK's tree and drives its generator and compilers.
+macro_rules! build_side {
+    ($($item:item)*) => { $( #[cfg(feature = "build")] $item )* };
+}
 
-#[cfg(feature = "build")]
-pub use error::Error;
-#[cfg(feature = "build")]
-pub use intercept::Intercept;
-#[cfg(feature = "build")]
-pub use lazy::{
-    stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
-};
-#[cfg(feature = "build")]
-pub use preset::{
-    CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
-    GENERATED_SUBDIR,
-};
-#[cfg(feature = "build")]
-pub use symbol::mangled_template_prefix;
-#[cfg(feature = "build")]
-pub use vocab::{BlobDecl, Vocabulary};
+build_side! {
+    pub mod calls;
+    mod cmake;
+    mod codegen;
+    mod cpp;
+    pub mod decl;
+    mod error;
+    pub mod ffi;
+    pub mod guard;
+    mod index;
+    pub mod intercept;
+    mod lazy;
+    pub mod objects;
+    mod preset;
+    mod symbol;
+    pub mod vocab;
+
+    pub use error::Error;
+    pub use intercept::Intercept;
+    pub use lazy::{
+        stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
+    };
+    pub use preset::{
+        CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
+        GENERATED_SUBDIR,
+    };
+    pub use symbol::mangled_template_prefix;
+    pub use vocab::{BlobDecl, Vocabulary};
+}
