@@ -86,7 +86,10 @@ impl Codegen<'_> {
         }
         let mut inputs = vec![self.generate_py.to_path_buf()];
         if let Some(dir) = self.generate_py.parent() {
-            collect_files(&dir.join("codegen"), &mut inputs)?;
+            walk(&dir.join("codegen"), &mut |path, _| {
+                inputs.push(path);
+                Ok(())
+            })?;
         }
         inputs[1..].sort();
         for path in inputs {
@@ -215,9 +218,14 @@ pub(crate) fn run_all(
     }
 }
 
-/// Every file under `dir` (recursively, skipping `__pycache__` and hidden
-/// entries); nothing when `dir` does not exist.
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
+/// Every file under `dir` (recursively; nothing when `dir` does not
+/// exist), hidden entries and `__pycache__` skipped, a link to a file
+/// counted as a file: `visit` gets each one's path and name. The one walk
+/// over the generator's inputs and its output.
+pub(crate) fn walk(
+    dir: &Path,
+    visit: &mut dyn FnMut(PathBuf, &str) -> Result<(), Error>,
+) -> Result<(), Error> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -230,11 +238,12 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
         if name.starts_with('.') || name == "__pycache__" {
             continue;
         }
-        let ft = e.file_type().map_err(io_err(dir))?;
+        let path = e.path();
+        let ft = e.file_type().map_err(io_err(&path))?;
         if ft.is_dir() {
-            collect_files(&e.path(), out)?;
-        } else {
-            out.push(e.path());
+            walk(&path, visit)?;
+        } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
+            visit(path, &name)?;
         }
     }
     Ok(())

@@ -1773,36 +1773,12 @@ fn warn_of_disagreements(cargo: &mut CargoOutput<'_>, disagreements: &[String]) 
     }
 }
 
+/// The C++ sources under `dir` (see [`codegen::walk`]), by path relative
+/// to `base`.
 fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err(dir)(e)),
-    };
-    for e in entries {
-        let e = e.map_err(io_err(dir))?;
-        let path = e.path();
-        let ft = e.file_type().map_err(io_err(&path))?;
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
-            return Err(Error::FileName {
-                path,
-                why: "is not valid UTF-8".into(),
-            });
-        };
-        if name.starts_with('.') {
-            continue;
-        }
-        if ft.is_dir() {
-            scan_dir(&path, base, out)?;
-            continue;
-        }
-        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
-        if !is_file {
-            continue;
-        }
+    codegen::walk(dir, &mut |path, name| {
         if !(name.ends_with(".cpp") || name.ends_with(".hpp") || name.ends_with(".h")) {
-            continue;
+            return Ok(());
         }
         let rel = path
             .strip_prefix(base)
@@ -1818,8 +1794,8 @@ fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(),
             rel,
             role: Role::Host,
         });
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 fn utf8(path: &Path) -> Result<String, Error> {
