@@ -43,12 +43,37 @@ pub(crate) struct LexError {
     pub why: String,
 }
 
+/// Byte classes, looked up rather than worked out: the lexer runs over
+/// every byte of CK's generated sources in a build script, which cargo
+/// compiles without optimisation.
+const IDENT_START: u8 = 1;
+const IDENT_CONTINUE: u8 = 2;
+const SPACE: u8 = 4;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            t[i] |= IDENT_START | IDENT_CONTINUE;
+        }
+        if c.is_ascii_digit() {
+            t[i] |= IDENT_CONTINUE;
+        }
+        if c.is_ascii_whitespace() {
+            t[i] |= SPACE;
+        }
+        i += 1;
+    }
+    t
+};
+
 fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+    CLASS[c as usize] & IDENT_START != 0
 }
 
 fn is_ident_continue(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+    CLASS[c as usize] & IDENT_CONTINUE != 0
 }
 
 /// Splits `src` into tokens. Comments and whitespace are dropped; a
@@ -70,7 +95,7 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
             line_start = true;
             continue;
         }
-        if c.is_ascii_whitespace() {
+        if CLASS[c as usize] & SPACE != 0 {
             lx.i += 1;
             continue;
         }
@@ -163,9 +188,12 @@ impl Lexer<'_> {
             return Ok(Tok::Literal);
         }
         if is_ident_start(c) {
-            while self.i < self.b.len() && is_ident_continue(self.b[self.i]) {
-                self.i += 1;
+            let b = self.b;
+            let mut i = self.i;
+            while i < b.len() && CLASS[b[i] as usize] & IDENT_CONTINUE != 0 {
+                i += 1;
             }
+            self.i = i;
             return Ok(Tok::Ident);
         }
         let digit_after = self.b.get(self.i + 1).is_some_and(u8::is_ascii_digit);
