@@ -33,7 +33,8 @@ static NVIDIA: OnceCell<Option<(Device, Duration)>> = OnceCell::new();
 /// The device of `platform` this process uses, found on the first call
 /// and remembered (found or not) for the process, with what finding it
 /// took. `store` (the cache directory's `devices/`) keeps an NVIDIA answer
-/// for later processes ([`nvidia_kept`]).
+/// for later processes, keyed by the boot, the driver, its GPUs and the
+/// variables choosing one.
 pub fn detect(platform: Platform, store: Option<&Path>) -> Option<(Device, Duration)> {
     let cell = match platform {
         Platform::Amd => &AMD,

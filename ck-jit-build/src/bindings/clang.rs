@@ -211,6 +211,24 @@ impl bindgen::callbacks::ParseCallbacks for Collector {
     fn read_env_var(&self, key: &str) {
         self.0.borrow_mut().vars.push(key.to_string());
     }
+
+    fn process_comment(&self, comment: &str) -> Option<String> {
+        Some(comment_as_doc(comment))
+    }
+}
+
+/// A C comment as Rust documentation: brackets escaped, so `out[i]` in a
+/// kernel's comment stays text instead of becoming a broken intra-doc
+/// link (which `-D warnings` makes a documentation error).
+fn comment_as_doc(comment: &str) -> String {
+    let mut out = String::with_capacity(comment.len());
+    for c in comment.chars() {
+        if matches!(c, '[' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One translation unit's bindings.
@@ -310,6 +328,12 @@ fn first_errors(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn brackets_in_c_comments_stay_text_in_rust_docs() {
+        assert_eq!(comment_as_doc("out[i] = a[i]"), "out\\[i\\] = a\\[i\\]");
+        assert_eq!(comment_as_doc("no brackets"), "no brackets");
+    }
 
     fn lib(version: &str) -> Libclang {
         Libclang {

@@ -75,7 +75,7 @@ pub mod stream {
 
 /// Host-side CUDA calls (device, streams, memory, copies, graph capture)
 /// from the `cuda_host` blob, so a program links no CUDA library. Each
-/// returns a `cudaError_t` (0 on success) except [`host::ckx_error_name`].
+/// returns a `cudaError_t` (0 on success) except [`host::ckx_error_name()`].
 pub mod host {
     use std::os::raw::{c_char, c_int, c_void};
 
