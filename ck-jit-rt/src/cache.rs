@@ -581,7 +581,15 @@ impl Cache {
             Err(e) => return Err(refuse(format!("cannot be inspected: {e}"))),
         }
         let cache = Cache { root: dir, shared };
-        for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
+        for sub in [
+            ENTRIES,
+            DEPSETS,
+            "tmp",
+            "bad",
+            "logs",
+            "compilers",
+            "devices",
+        ] {
             // One stat for a directory that is there (every open but the
             // first); else create it, refusing whatever else is there.
             let path = cache.root.join(sub);
@@ -1564,7 +1572,15 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("c");
         Cache::open(&root, false).unwrap();
-        for sub in [ENTRIES, DEPSETS, "tmp", "bad", "logs"] {
+        for sub in [
+            ENTRIES,
+            DEPSETS,
+            "tmp",
+            "bad",
+            "logs",
+            "compilers",
+            "devices",
+        ] {
             assert!(root.join(sub).is_dir(), "{sub}");
         }
         Cache::open(&root, false).unwrap();
@@ -1575,6 +1591,33 @@ mod tests {
         fs::remove_file(root.join("logs")).unwrap();
         std::os::unix::fs::symlink(base.path(), root.join("logs")).unwrap();
         assert!(Cache::open(&root, false).is_err());
+    }
+
+    /// What processes keep for later ones (a compiler's version text, a
+    /// device) lives in the cache's own directories, made with its modes:
+    /// nothing is made before the cache is, where the umask would decide.
+    #[test]
+    fn kept_texts_live_in_directories_the_cache_made_with_its_modes() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("c");
+        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        assert!(!root.exists(), "a kept text made the cache directory");
+        Cache::open(&root, false).unwrap();
+        for sub in ["", "compilers", "devices"] {
+            let mode = fs::metadata(root.join(sub)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o7777, 0o700, "{sub}: {mode:o}");
+        }
+        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        assert_eq!(
+            fs::read_to_string(root.join("compilers").join("k")).unwrap(),
+            "clang 20\n"
+        );
+        let team = base.path().join("team");
+        Cache::open(&team, true).unwrap();
+        for sub in ["", "compilers", "devices"] {
+            let mode = fs::metadata(team.join(sub)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o7777, 0o2770, "{sub}: {mode:o}");
+        }
     }
 
     #[test]

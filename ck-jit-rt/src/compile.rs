@@ -434,10 +434,13 @@ fn script_targets(file: &Path) -> Vec<PathBuf> {
 /// temporary file renamed into place); a failure only costs a later process
 /// a `--version` run.
 pub(crate) fn keep_text(path: &Path, version: &str) {
-    let Some(dir) = path.parent() else { return };
-    if fs::create_dir_all(dir).is_err() {
+    // The directory is the cache's (`compilers/`, `devices/`), made by
+    // `Cache::open` with the cache's modes; never made here, where it
+    // would get the umask's (and a cache root made so would be readable by
+    // all).
+    let Some(dir) = path.parent().filter(|d| d.is_dir()) else {
         return;
-    }
+    };
     let tmp = dir.join(format!(
         ".{}.{}",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("v"),

@@ -748,7 +748,7 @@ impl Runtime {
         platform: crate::arch::Platform,
     ) -> Option<crate::arch::Device> {
         crate::arch::device_for(&self.config.arch, platform, |p| {
-            let devices = self.cache_dir().ok().map(|d| d.join("devices"));
+            let devices = self.cache().ok().map(|c| c.root().join("devices"));
             crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
         })
     }
@@ -756,7 +756,7 @@ impl Runtime {
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
-        let devices = self.cache_dir().ok().map(|d| d.join("devices"));
+        let devices = self.cache().ok().map(|c| c.root().join("devices"));
         let narrowed = crate::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
             crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
         })?;
@@ -775,7 +775,8 @@ impl Runtime {
             .get_or_init(|| fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone()));
         let source_hash = blake3::hash(&self.read_source(blob, &source, canon_root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
-        let store = self.cache_dir().ok().map(|d| d.join("compilers"));
+        // Kept in the cache, opened (made with its modes) first.
+        let store = self.cache().ok().map(|c| c.root().join("compilers"));
         let compiler = compile::identify(
             &g.compiler,
             blob,
