@@ -227,9 +227,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Manifest { origin, error } => write!(f, "ck-jit: manifest {origin}: {error}"),
+            Error::Manifest { origin, error } => write!(f, "manifest {origin}: {error}"),
             Error::UnknownBlob { blob, suggestions } => {
-                write!(f, "ck-jit: blob '{}' is in no manifest", escape(blob))?;
+                write!(f, "blob '{}' is in no manifest", escape(blob))?;
                 if !suggestions.is_empty() {
                     write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
                 } else {
@@ -239,19 +239,19 @@ impl fmt::Display for Error {
             }
             Error::Source { blob, path, error } => write!(
                 f,
-                "ck-jit: blob '{blob}': cannot read source {}: {error} \
+                "blob '{blob}': cannot read source {}: {error} \
                  (is the tree installed? CK_JIT_ROOT relocates it)",
                 path.display()
             ),
             Error::SourceOutsideRoot { blob, path, root } => write!(
                 f,
-                "ck-jit: blob '{blob}': source resolves to {}, outside the root {}; refusing to compile it",
+                "blob '{blob}': source resolves to {}, outside the root {}; refusing to compile it",
                 path.display(),
                 root.display()
             ),
             Error::SourceChanged { blob, path } => write!(
                 f,
-                "ck-jit: blob '{blob}': source {} changed while it was being compiled; try again",
+                "blob '{blob}': source {} changed while it was being compiled; try again",
                 path.display()
             ),
             Error::CompilerNotFound {
@@ -261,7 +261,7 @@ impl fmt::Display for Error {
                 detail,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler '{program}' not found ({detail}); \
+                "blob '{blob}': compiler '{program}' not found ({detail}); \
                  install it or add it to PATH, or set {env_var}=/path/to/{base}",
                 base = program.rsplit('/').next().unwrap_or(program)
             ),
@@ -271,7 +271,7 @@ impl fmt::Display for Error {
                 detail,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': the compile launcher '{launcher}' (from CK_JIT_LAUNCHER) \
+                "blob '{blob}': the compile launcher '{launcher}' (from CK_JIT_LAUNCHER) \
                  could not be started ({detail}); install it, or unset CK_JIT_LAUNCHER to run \
                  the compiler directly"
             ),
@@ -284,7 +284,7 @@ impl fmt::Display for Error {
             } => {
                 write!(
                     f,
-                    "ck-jit: blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
+                    "blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
                     log.display()
                 )?;
                 if !stderr_tail.is_empty() {
@@ -299,17 +299,17 @@ impl fmt::Display for Error {
                 log,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
+                "blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
                 log.display()
             ),
             Error::BadObject { blob, path, why } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler output {} is unusable: {why}",
+                "blob '{blob}': compiler output {} is unusable: {why}",
                 path.display()
             ),
             Error::DlOpen { blob, path, desc } => write!(
                 f,
-                "ck-jit: blob '{blob}': dlopen {} failed: {desc}",
+                "blob '{blob}': dlopen {} failed: {desc}",
                 path.display()
             ),
             Error::SymbolNotFound {
@@ -318,7 +318,7 @@ impl fmt::Display for Error {
                 spec,
                 candidates,
             } => {
-                write!(f, "ck-jit: blob '{blob}': no {spec} in {}", path.display())?;
+                write!(f, "blob '{blob}': no {spec} in {}", path.display())?;
                 if candidates.is_empty() {
                     write!(f, " (it exports no function symbols; was it built with -fvisibility=hidden?)")
                 } else {
@@ -326,7 +326,7 @@ impl fmt::Display for Error {
                 }
             }
             Error::Cache { dir, why } => {
-                write!(f, "ck-jit: cache directory {}: {why}", dir.display())
+                write!(f, "cache directory {}: {why}", dir.display())
             }
             Error::LockTimeout {
                 blob,
@@ -334,7 +334,7 @@ impl fmt::Display for Error {
                 seconds,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
+                "blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
                  raise CK_JIT_LOCK_TIMEOUT or check that process",
                 lock.display()
             ),
@@ -349,7 +349,7 @@ impl fmt::Display for Error {
                 };
                 write!(
                     f,
-                    "ck-jit: blob '{blob}' is not in the cache{looked} and compiling is off \
+                    "blob '{blob}' is not in the cache{looked} and compiling is off \
                      ({reason}); fill the cache where compiling is allowed: \
                      `ck-jit build --manifest MANIFEST{dir} {blob}` (a program's embedded \
                      manifest: `ck-jit export-manifest`)"
@@ -362,7 +362,7 @@ impl fmt::Display for Error {
                 recorded,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': the device is {device} (from {found_by}), but the blob is \
+                "blob '{blob}': the device is {device} (from {found_by}), but the blob is \
                  recorded for {} only, none of which runs on it; record it for {device}, or set \
                  CK_JIT_ARCH to the device the cache is for (CK_JIT_ARCH=all compiles the \
                  recorded targets as they are)",
@@ -370,12 +370,12 @@ impl fmt::Display for Error {
             ),
             Error::ArchVariable { blob, value } => write!(
                 f,
-                "ck-jit: blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
+                "blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
                  forms: {}",
                 crate::arch::ARCH_FORMS
             ),
             Error::Io { op, path, error } => {
-                write!(f, "ck-jit: {op} {}: {error}", path.display())
+                write!(f, "{op} {}: {error}", path.display())
             }
         }
     }

@@ -1523,7 +1523,7 @@ impl<F: 'static> Kernel<F> {
     /// # Panics
     ///
     /// If the blob cannot be compiled, loaded or resolved, with the error's
-    /// message (use [`Kernel::try_get`] for a `Result`).
+    /// message after `ck-jit: ` (use [`Kernel::try_get`] for a `Result`).
     #[inline(always)]
     #[track_caller]
     pub fn get(self) -> *const () {

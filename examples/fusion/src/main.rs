@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     let (got, cols) = match fusion::run(&graph, &plan, &x, m, k) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("fusion: {e}");
             return ExitCode::FAILURE;
         }
     };
