@@ -440,6 +440,151 @@ mod tests {
         assert_eq!(shell_quote(&argv), "'-DX={a,b}' '{root}' -O2");
     }
 
+    /// Every variant's message, and those of the family's errors, as the
+    /// Rust API guidelines have them: no program name in front (whoever
+    /// shows the message adds that), lowercase, no full stop, one line (a
+    /// compile's command and log follow on indented lines).
+    #[test]
+    fn messages_are_bare_lowercase_lines() {
+        let io = || Arc::new(io::Error::new(io::ErrorKind::NotFound, "gone"));
+        let errors = [
+            Error::Manifest {
+                origin: "embedded".into(),
+                error: ManifestError::Parse("expected a value".into()),
+            },
+            Error::UnknownBlob {
+                blob: "k".into(),
+                suggestions: vec!["kk".into()],
+            },
+            Error::UnknownBlob {
+                blob: "k".into(),
+                suggestions: vec![],
+            },
+            Error::Source {
+                blob: "k".into(),
+                path: "/t/k.c".into(),
+                error: io(),
+            },
+            Error::SourceOutsideRoot {
+                blob: "k".into(),
+                path: "/elsewhere/k.c".into(),
+                root: "/t".into(),
+            },
+            Error::SourceChanged {
+                blob: "k".into(),
+                path: "/t/k.c".into(),
+            },
+            Error::CompilerNotFound {
+                blob: "k".into(),
+                program: "nvcc".into(),
+                env_var: "CK_JIT_NVCC".into(),
+                detail: "not in PATH".into(),
+            },
+            Error::LauncherNotFound {
+                blob: "k".into(),
+                launcher: "ccache".into(),
+                detail: "not in PATH".into(),
+            },
+            Error::CompileFailed {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                status: "exit status: 1".into(),
+                stderr_tail: "k.c:1: error: expected ';'\n1 error generated.".into(),
+                log: "/c/k.log".into(),
+            },
+            Error::CompileTimeout {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                seconds: 600,
+                log: "/c/k.log".into(),
+            },
+            Error::BadObject {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                why: "not an ELF file".into(),
+            },
+            Error::DlOpen {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                desc: "undefined symbol: f".into(),
+            },
+            Error::SymbolNotFound {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                spec: SymbolSpec::Exact("k".into()),
+                candidates: vec!["k2".into()],
+            },
+            Error::SymbolNotFound {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                spec: SymbolSpec::Exact("k".into()),
+                candidates: vec![],
+            },
+            Error::Cache {
+                dir: "/c".into(),
+                why: "it is not a directory".into(),
+            },
+            Error::LockTimeout {
+                blob: "k".into(),
+                lock: "/c/k.lock".into(),
+                seconds: 30,
+            },
+            Error::Offline {
+                blob: "k".into(),
+                reason: "CK_JIT_OFFLINE=1".into(),
+                cache: Some("/c".into()),
+            },
+            Error::ForeignDevice {
+                blob: "k".into(),
+                device: "gfx1100".into(),
+                found_by: "CK_JIT_ARCH".into(),
+                recorded: vec!["gfx942".into()],
+            },
+            Error::ArchVariable {
+                blob: "k".into(),
+                value: "x".into(),
+            },
+            Error::io("publishing", "/c/k.so", io::Error::other("disk full")),
+        ];
+        let family = [
+            crate::SelectError::NotMember {
+                family: "attn".into(),
+                blob: "k".into(),
+                family_of_blob: Some("other".into()),
+                suggestions: vec![],
+            },
+            crate::SelectError::UnknownKey {
+                family: "attn".into(),
+                key: "dtyp".into(),
+                suggestions: vec!["dtype".into()],
+            },
+            crate::SelectError::Conflict(
+                crate::Query::new()
+                    .eq("dtype", "fp16")
+                    .and(&crate::Query::new().eq("dtype", "bf16"))
+                    .unwrap_err(),
+            ),
+        ];
+        let parse = "hdim>=big"
+            .parse::<crate::Query>()
+            .expect_err("not a condition");
+        let messages = errors
+            .iter()
+            .map(Error::to_string)
+            .chain(family.iter().map(|e| e.to_string()))
+            .chain([parse.to_string()]);
+        for m in messages {
+            let (first, rest) = m.split_once('\n').unwrap_or((&m, ""));
+            assert!(!first.starts_with("ck-jit"), "{m}");
+            assert!(first.starts_with(|c: char| c.is_lowercase()), "{m}");
+            assert!(!first.ends_with('.'), "{m}");
+            assert!(
+                rest.is_empty() || rest.lines().all(|l| l.starts_with("  ")),
+                "{m}"
+            );
+        }
+    }
+
     #[test]
     fn compiler_not_found_names_program_and_variable() {
         let e = Error::CompilerNotFound {
