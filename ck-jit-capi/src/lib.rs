@@ -138,12 +138,11 @@ fn runtime() -> Result<&'static Runtime, String> {
         (Some(path), _) => path.clone(),
         (None, Some(root)) => root.join(MANIFEST_FILE),
         (None, None) => {
-            return Err(
-                "ck-jit: the C API has no manifest: set CK_JIT_MANIFEST to a \
+            return Err(String::from(
+                "the C API has no manifest: set CK_JIT_MANIFEST to a \
                  ck_jit_manifest.json, or CK_JIT_ROOT to the tree that holds one, or \
-                 register a runtime from Rust (ck_jit_capi::register)"
-                    .to_string(),
-            )
+                 register a runtime from Rust (ck_jit_capi::register)",
+            ))
         }
     };
     let shared = match (&setup.cache_dir, &config.manifest) {
@@ -166,10 +165,17 @@ fn runtime() -> Result<&'static Runtime, String> {
     Ok(rt)
 }
 
+/// Stores `message` as this thread's last error, as C reads it.
 fn set_error(message: String) {
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     // During thread teardown the slot may be gone; the message is then lost.
     let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = Some(message));
+}
+
+/// A message as C callers read it: after the library's name, which the
+/// messages of errors (the runtime's, this crate's) leave out.
+fn for_c(message: impl std::fmt::Display) -> String {
+    format!("ck-jit: {message}")
 }
 
 /// Runs one C entry point: clears the thread's last error, then turns an
@@ -179,7 +185,7 @@ fn boundary<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(message)) => {
-            set_error(message);
+            set_error(for_c(message));
             failed
         }
         Err(panic) => {
@@ -188,7 +194,7 @@ fn boundary<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            set_error(format!("ck-jit: internal error: {what}"));
+            set_error(for_c(format_args!("internal error: {what}")));
             failed
         }
     }
@@ -201,7 +207,7 @@ fn boundary<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
 /// `ptr` is NULL or points to a NUL-terminated string.
 unsafe fn c_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a CStr, String> {
     if ptr.is_null() {
-        return Err(format!("ck-jit: {what} is NULL"));
+        return Err(format!("{what} is NULL"));
     }
     // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
     Ok(unsafe { CStr::from_ptr(ptr) })
@@ -217,7 +223,7 @@ unsafe fn blob_name<'a>(ptr: *const c_char) -> Result<&'a str, String> {
     let name = unsafe { c_str(ptr, "the blob name") }?;
     name.to_str().map_err(|_| {
         format!(
-            "ck-jit: blob name '{}' is not UTF-8",
+            "blob name '{}' is not UTF-8",
             escape(&name.to_string_lossy())
         )
     })
@@ -258,11 +264,9 @@ fn resolve(blob: &str, symbol: Option<SymbolSpec>) -> Result<usize, String> {
 unsafe fn symbol_arg(p: *const c_char, what: &str) -> Result<String, String> {
     // SAFETY: the caller's contract.
     let s = unsafe { c_str(p, what) }?;
-    let s = s
-        .to_str()
-        .map_err(|_| format!("ck-jit: {what} is not UTF-8"))?;
+    let s = s.to_str().map_err(|_| format!("{what} is not UTF-8"))?;
     if s.is_empty() {
-        return Err(format!("ck-jit: {what} is empty"));
+        return Err(format!("{what} is empty"));
     }
     Ok(s.to_string())
 }
@@ -381,7 +385,7 @@ pub unsafe extern "C" fn ck_jit_resolve_with(
         // SAFETY: the caller's contract.
         let path = unsafe { c_str(manifest, "the manifest path") }?;
         if path.is_empty() {
-            return Err("ck-jit: the manifest path is an empty string".to_string());
+            return Err("the manifest path is an empty string".to_string());
         }
         // SAFETY: the caller's contract.
         let name = unsafe { blob_name(blob) }?;
@@ -389,7 +393,7 @@ pub unsafe extern "C" fn ck_jit_resolve_with(
         let prefix = unsafe { c_str(symbol_prefix, "the symbol prefix") }?;
         let prefix = prefix
             .to_str()
-            .map_err(|_| "ck-jit: the symbol prefix is not UTF-8".to_string())?;
+            .map_err(|_| "the symbol prefix is not UTF-8".to_string())?;
         let path = PathBuf::from(OsStr::from_bytes(path.to_bytes()));
         let key = format!("{}\0{name}\0{prefix}", path.display());
         let known = RESOLVED_WITH
@@ -425,14 +429,14 @@ pub unsafe extern "C" fn ck_jit_set_cache_dir(dir: *const c_char) -> c_int {
         // SAFETY: the caller's contract.
         let raw = unsafe { c_str(dir, "the cache directory") }?;
         if raw.is_empty() {
-            return Err("ck-jit: the cache directory is an empty string".to_string());
+            return Err("the cache directory is an empty string".to_string());
         }
         let dir = std::path::absolute(OsStr::from_bytes(raw.to_bytes()))
-            .map_err(|e| format!("ck-jit: cache directory {}: {e}", raw.to_string_lossy()))?;
+            .map_err(|e| format!("cache directory {}: {e}", raw.to_string_lossy()))?;
         let mut setup = setup();
         if RUNTIME.get().is_some() {
             return Err(format!(
-                "ck-jit: ck_jit_set_cache_dir({}) comes too late: the runtime is already in use \
+                "ck_jit_set_cache_dir({}) comes too late: the runtime is already in use \
                  (call it before the first ck_jit_resolve or ck_jit_warmup; a runtime registered \
                  from Rust keeps its own cache directory)",
                 dir.display()
@@ -471,9 +475,7 @@ pub unsafe extern "C" fn ck_jit_warmup(blobs: *const *const c_char, n: usize) ->
             return Ok(0);
         }
         if blobs.is_null() {
-            return Err(format!(
-                "ck-jit: ck_jit_warmup: the list of {n} blobs is NULL"
-            ));
+            return Err(format!("ck_jit_warmup: the list of {n} blobs is NULL"));
         }
         // SAFETY: the caller promises `n` readable pointers.
         let ptrs = unsafe { std::slice::from_raw_parts(blobs, n) };
@@ -483,21 +485,22 @@ pub unsafe extern "C" fn ck_jit_warmup(blobs: *const *const c_char, n: usize) ->
             // SAFETY: the caller's contract, for each entry.
             match unsafe { blob_name(p) } {
                 Ok(name) => names.push(name),
-                Err(e) => errors.push(format!("{e} (entry {i})")),
+                Err(e) => errors.push(for_c(format_args!("{e} (entry {i})"))),
             }
         }
         let rt = runtime()?;
         for (_, result) in rt.warmup(&names) {
             if let Err(e) = result {
-                errors.push(e.to_string());
+                errors.push(for_c(e));
             }
         }
         if !errors.is_empty() {
-            set_error(format!(
-                "ck-jit: {} of {n} blobs failed to warm up:\n{}",
+            // Each failure on its own line, as a failed resolve reports it.
+            set_error(for_c(format_args!(
+                "{} of {n} blobs failed to warm up:\n{}",
                 errors.len(),
                 errors.join("\n")
-            ));
+            )));
         }
         Ok(c_int::try_from(errors.len()).unwrap_or(c_int::MAX))
     })
@@ -516,7 +519,7 @@ unsafe fn stub_runtime(manifest: *const c_char) -> Result<&'static Runtime, Stri
     // SAFETY: the caller's contract.
     let path = unsafe { c_str(manifest, "the manifest path") }?;
     if path.is_empty() {
-        return Err("ck-jit: the manifest path is an empty string".to_string());
+        return Err("the manifest path is an empty string".to_string());
     }
     runtime_of(Path::new(OsStr::from_bytes(path.to_bytes())))
 }

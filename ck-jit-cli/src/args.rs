@@ -263,9 +263,7 @@ pub use ck_jit_rt::maintenance::parse_size;
 pub fn parse_condition(text: &str) -> Result<Query, String> {
     let q: Query = text
         .parse()
-        .map_err(|e: ck_jit_rt::family::ParseQueryError| {
-            e.to_string().trim_start_matches("ck-jit: ").to_string()
-        })?;
+        .map_err(|e: ck_jit_rt::family::ParseQueryError| e.to_string())?;
     if q == Query::new() {
         return Err(format!(
             "expected a condition such as dtype=bf16, hdim>=128, lse or !dropout, got '{}'",

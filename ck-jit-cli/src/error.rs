@@ -28,12 +28,12 @@ impl CliError {
     }
 }
 
+/// The message alone: `Output::error` puts the program's name in front.
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(m) | CliError::Io(m) => write!(f, "ck-jit: {m}"),
-            // Runtime messages carry their own "ck-jit: " prefix.
-            CliError::Runtime(e) => write!(f, "{e}"),
+            CliError::Usage(m) | CliError::Io(m) => f.write_str(m),
+            CliError::Runtime(e) => e.fmt(f),
             CliError::Failed => Ok(()),
         }
     }
@@ -44,9 +44,7 @@ impl From<ck_jit_rt::Error> for CliError {
         match e {
             // A manifest that cannot be used is a wrong request, like a
             // wrong path.
-            ck_jit_rt::Error::Manifest { .. } => {
-                CliError::Usage(e.to_string().trim_start_matches("ck-jit: ").to_string())
-            }
+            ck_jit_rt::Error::Manifest { .. } => CliError::Usage(e.to_string()),
             e => CliError::Runtime(e),
         }
     }

@@ -54,12 +54,13 @@ impl Output {
         eprintln!("{line}");
     }
 
-    /// Reports an error that ended the command.
+    /// Reports an error that ended the command, after the program's name.
     pub fn error(&self, e: &CliError) {
         if matches!(e, CliError::Failed) {
             return;
         }
-        eprintln!("{e}");
+        let message = message(e);
+        eprintln!("{message}");
         if self.json {
             #[derive(Serialize)]
             struct Doc {
@@ -67,7 +68,7 @@ impl Output {
                 exit_status: u8,
             }
             let doc = Doc {
-                error: e.to_string(),
+                error: message,
                 exit_status: e.exit_status(),
             };
             self.result(&doc, String::new);
@@ -95,6 +96,12 @@ impl Output {
             }
         }
     }
+}
+
+/// An error as the user reads it: the message after the program's name
+/// (errors' own messages do not name it).
+pub fn message(e: &impl std::fmt::Display) -> String {
+    format!("ck-jit: {e}")
 }
 
 /// A running progress report (safe to share between threads).

@@ -535,7 +535,7 @@ mod tests {
         let e = filtered(&["hdim>=128", "hdim<=64"]).unwrap_err();
         assert_eq!(
             e,
-            "ck-jit: --where: hdim >= 128 conflicts with hdim <= 64: no value of hdim meets both"
+            "--where: hdim >= 128 conflicts with hdim <= 64: no value of hdim meets both"
         );
         let e = filtered(&["hdim>=512"]).unwrap_err();
         assert!(

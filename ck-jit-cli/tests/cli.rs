@@ -472,7 +472,12 @@ fn unknown_blob_exits_2_naming_it_with_suggestions() {
     families(&t);
     let r = t.ck(&["build", "vadd_f23", "vadd_f32", "no_such_kernel_at_all"]);
     assert_eq!(r.code, 2, "{r:?}");
-    assert!(r.stderr.contains("unknown blob 'vadd_f23'"), "{r:?}");
+    assert!(
+        r.stderr.starts_with("ck-jit: unknown blob 'vadd_f23'")
+            && r.stderr
+                .contains("\nck-jit: unknown blob 'no_such_kernel_at_all'"),
+        "each error on a line of its own, after the program's name: {r:?}"
+    );
     assert!(r.stderr.contains("did you mean 'vadd_f32'"), "{r:?}");
     assert!(
         r.stderr.contains("unknown blob 'no_such_kernel_at_all'"),
@@ -534,6 +539,7 @@ fn malformed_or_missing_manifest_exits_2_naming_the_path() {
     let m = t.write("manifest.json", "{\"format\":1,\"name\":");
     let r = t.ck(&["list"]);
     assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.starts_with("ck-jit: manifest "), "{r:?}");
     assert!(r.stderr.contains(&m.display().to_string()), "{r:?}");
     assert!(r.stderr.contains("malformed manifest"), "{r:?}");
 
@@ -683,7 +689,10 @@ fn failing_blob_exits_1_with_its_command_and_compiler_error() {
         r.stdout.contains("build: 2 compiled, 0 cached, 1 failed"),
         "{r:?}"
     );
-    assert!(r.stderr.contains("blob 'broken': compile failed"), "{r:?}");
+    assert!(
+        r.stderr.contains("ck-jit: blob 'broken': compile failed"),
+        "{r:?}"
+    );
     assert!(
         r.stderr.contains("command: ") && r.stderr.contains("kernels/broken.c"),
         "{r:?}"
@@ -703,8 +712,9 @@ fn failing_blob_exits_1_with_its_command_and_compiler_error() {
         .find(|b| b["outcome"] == "failed")
         .unwrap();
     assert_eq!(failed["name"], "broken");
+    let error = failed["error"].as_str().unwrap();
     assert!(
-        failed["error"].as_str().unwrap().contains("command: "),
+        error.starts_with("ck-jit: blob 'broken': compile failed") && error.contains("command: "),
         "{failed}"
     );
 }
@@ -1094,5 +1104,5 @@ fn json_errors_are_one_document_too() {
     assert!(doc["error"]
         .as_str()
         .unwrap()
-        .contains("unknown blob 'nope_nope_nope'"));
+        .starts_with("ck-jit: unknown blob 'nope_nope_nope'"));
 }

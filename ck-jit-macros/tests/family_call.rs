@@ -50,7 +50,7 @@ fn selected_blobs_compile_on_first_call_and_return_their_own_results() {
     let err = k::select(&Query::new().eq("dtype", "bf16")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "ck-jit: no k blob matches dtype = bf16: dtype = bf16 matched 0 of 6 \
+        "no k blob matches dtype = bf16: dtype = bf16 matched 0 of 6 \
          (values seen: f16, f32)"
     );
     let _ = std::fs::remove_dir_all(&cache);

@@ -227,9 +227,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Manifest { origin, error } => write!(f, "ck-jit: manifest {origin}: {error}"),
+            Error::Manifest { origin, error } => write!(f, "manifest {origin}: {error}"),
             Error::UnknownBlob { blob, suggestions } => {
-                write!(f, "ck-jit: blob '{}' is in no manifest", escape(blob))?;
+                write!(f, "blob '{}' is in no manifest", escape(blob))?;
                 if !suggestions.is_empty() {
                     write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
                 } else {
@@ -239,19 +239,19 @@ impl fmt::Display for Error {
             }
             Error::Source { blob, path, error } => write!(
                 f,
-                "ck-jit: blob '{blob}': cannot read source {}: {error} \
+                "blob '{blob}': cannot read source {}: {error} \
                  (is the tree installed? CK_JIT_ROOT relocates it)",
                 path.display()
             ),
             Error::SourceOutsideRoot { blob, path, root } => write!(
                 f,
-                "ck-jit: blob '{blob}': source resolves to {}, outside the root {}; refusing to compile it",
+                "blob '{blob}': source resolves to {}, outside the root {}; refusing to compile it",
                 path.display(),
                 root.display()
             ),
             Error::SourceChanged { blob, path } => write!(
                 f,
-                "ck-jit: blob '{blob}': source {} changed while it was being compiled; try again",
+                "blob '{blob}': source {} changed while it was being compiled; try again",
                 path.display()
             ),
             Error::CompilerNotFound {
@@ -261,7 +261,7 @@ impl fmt::Display for Error {
                 detail,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler '{program}' not found ({detail}); \
+                "blob '{blob}': compiler '{program}' not found ({detail}); \
                  install it or add it to PATH, or set {env_var}=/path/to/{base}",
                 base = program.rsplit('/').next().unwrap_or(program)
             ),
@@ -271,7 +271,7 @@ impl fmt::Display for Error {
                 detail,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': the compile launcher '{launcher}' (from CK_JIT_LAUNCHER) \
+                "blob '{blob}': the compile launcher '{launcher}' (from CK_JIT_LAUNCHER) \
                  could not be started ({detail}); install it, or unset CK_JIT_LAUNCHER to run \
                  the compiler directly"
             ),
@@ -284,7 +284,7 @@ impl fmt::Display for Error {
             } => {
                 write!(
                     f,
-                    "ck-jit: blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
+                    "blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
                     log.display()
                 )?;
                 if !stderr_tail.is_empty() {
@@ -299,17 +299,17 @@ impl fmt::Display for Error {
                 log,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
+                "blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
                 log.display()
             ),
             Error::BadObject { blob, path, why } => write!(
                 f,
-                "ck-jit: blob '{blob}': compiler output {} is unusable: {why}",
+                "blob '{blob}': compiler output {} is unusable: {why}",
                 path.display()
             ),
             Error::DlOpen { blob, path, desc } => write!(
                 f,
-                "ck-jit: blob '{blob}': dlopen {} failed: {desc}",
+                "blob '{blob}': dlopen {} failed: {desc}",
                 path.display()
             ),
             Error::SymbolNotFound {
@@ -318,7 +318,7 @@ impl fmt::Display for Error {
                 spec,
                 candidates,
             } => {
-                write!(f, "ck-jit: blob '{blob}': no {spec} in {}", path.display())?;
+                write!(f, "blob '{blob}': no {spec} in {}", path.display())?;
                 if candidates.is_empty() {
                     write!(f, " (it exports no function symbols; was it built with -fvisibility=hidden?)")
                 } else {
@@ -326,7 +326,7 @@ impl fmt::Display for Error {
                 }
             }
             Error::Cache { dir, why } => {
-                write!(f, "ck-jit: cache directory {}: {why}", dir.display())
+                write!(f, "cache directory {}: {why}", dir.display())
             }
             Error::LockTimeout {
                 blob,
@@ -334,7 +334,7 @@ impl fmt::Display for Error {
                 seconds,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
+                "blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
                  raise CK_JIT_LOCK_TIMEOUT or check that process",
                 lock.display()
             ),
@@ -349,7 +349,7 @@ impl fmt::Display for Error {
                 };
                 write!(
                     f,
-                    "ck-jit: blob '{blob}' is not in the cache{looked} and compiling is off \
+                    "blob '{blob}' is not in the cache{looked} and compiling is off \
                      ({reason}); fill the cache where compiling is allowed: \
                      `ck-jit build --manifest MANIFEST{dir} {blob}` (a program's embedded \
                      manifest: `ck-jit export-manifest`)"
@@ -362,7 +362,7 @@ impl fmt::Display for Error {
                 recorded,
             } => write!(
                 f,
-                "ck-jit: blob '{blob}': the device is {device} (from {found_by}), but the blob is \
+                "blob '{blob}': the device is {device} (from {found_by}), but the blob is \
                  recorded for {} only, none of which runs on it; record it for {device}, or set \
                  CK_JIT_ARCH to the device the cache is for (CK_JIT_ARCH=all compiles the \
                  recorded targets as they are)",
@@ -370,12 +370,12 @@ impl fmt::Display for Error {
             ),
             Error::ArchVariable { blob, value } => write!(
                 f,
-                "ck-jit: blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
+                "blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
                  forms: {}",
                 crate::arch::ARCH_FORMS
             ),
             Error::Io { op, path, error } => {
-                write!(f, "ck-jit: {op} {}: {error}", path.display())
+                write!(f, "{op} {}: {error}", path.display())
             }
         }
     }
@@ -438,6 +438,151 @@ mod tests {
     fn shell_quote_quotes_braces_against_brace_expansion() {
         let argv = vec!["-DX={a,b}".to_string(), "{root}".into(), "-O2".into()];
         assert_eq!(shell_quote(&argv), "'-DX={a,b}' '{root}' -O2");
+    }
+
+    /// Every variant's message, and those of the family's errors, as the
+    /// Rust API guidelines have them: no program name in front (whoever
+    /// shows the message adds that), lowercase, no full stop, one line (a
+    /// compile's command and log follow on indented lines).
+    #[test]
+    fn messages_are_bare_lowercase_lines() {
+        let io = || Arc::new(io::Error::new(io::ErrorKind::NotFound, "gone"));
+        let errors = [
+            Error::Manifest {
+                origin: "embedded".into(),
+                error: ManifestError::Parse("expected a value".into()),
+            },
+            Error::UnknownBlob {
+                blob: "k".into(),
+                suggestions: vec!["kk".into()],
+            },
+            Error::UnknownBlob {
+                blob: "k".into(),
+                suggestions: vec![],
+            },
+            Error::Source {
+                blob: "k".into(),
+                path: "/t/k.c".into(),
+                error: io(),
+            },
+            Error::SourceOutsideRoot {
+                blob: "k".into(),
+                path: "/elsewhere/k.c".into(),
+                root: "/t".into(),
+            },
+            Error::SourceChanged {
+                blob: "k".into(),
+                path: "/t/k.c".into(),
+            },
+            Error::CompilerNotFound {
+                blob: "k".into(),
+                program: "nvcc".into(),
+                env_var: "CK_JIT_NVCC".into(),
+                detail: "not in PATH".into(),
+            },
+            Error::LauncherNotFound {
+                blob: "k".into(),
+                launcher: "ccache".into(),
+                detail: "not in PATH".into(),
+            },
+            Error::CompileFailed {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                status: "exit status: 1".into(),
+                stderr_tail: "k.c:1: error: expected ';'\n1 error generated.".into(),
+                log: "/c/k.log".into(),
+            },
+            Error::CompileTimeout {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                seconds: 600,
+                log: "/c/k.log".into(),
+            },
+            Error::BadObject {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                why: "not an ELF file".into(),
+            },
+            Error::DlOpen {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                desc: "undefined symbol: f".into(),
+            },
+            Error::SymbolNotFound {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                spec: SymbolSpec::Exact("k".into()),
+                candidates: vec!["k2".into()],
+            },
+            Error::SymbolNotFound {
+                blob: "k".into(),
+                path: "/c/k.so".into(),
+                spec: SymbolSpec::Exact("k".into()),
+                candidates: vec![],
+            },
+            Error::Cache {
+                dir: "/c".into(),
+                why: "it is not a directory".into(),
+            },
+            Error::LockTimeout {
+                blob: "k".into(),
+                lock: "/c/k.lock".into(),
+                seconds: 30,
+            },
+            Error::Offline {
+                blob: "k".into(),
+                reason: "CK_JIT_OFFLINE=1".into(),
+                cache: Some("/c".into()),
+            },
+            Error::ForeignDevice {
+                blob: "k".into(),
+                device: "gfx1100".into(),
+                found_by: "CK_JIT_ARCH".into(),
+                recorded: vec!["gfx942".into()],
+            },
+            Error::ArchVariable {
+                blob: "k".into(),
+                value: "x".into(),
+            },
+            Error::io("publishing", "/c/k.so", io::Error::other("disk full")),
+        ];
+        let family = [
+            crate::SelectError::NotMember {
+                family: "attn".into(),
+                blob: "k".into(),
+                family_of_blob: Some("other".into()),
+                suggestions: vec![],
+            },
+            crate::SelectError::UnknownKey {
+                family: "attn".into(),
+                key: "dtyp".into(),
+                suggestions: vec!["dtype".into()],
+            },
+            crate::SelectError::Conflict(
+                crate::Query::new()
+                    .eq("dtype", "fp16")
+                    .and(&crate::Query::new().eq("dtype", "bf16"))
+                    .unwrap_err(),
+            ),
+        ];
+        let parse = "hdim>=big"
+            .parse::<crate::Query>()
+            .expect_err("not a condition");
+        let messages = errors
+            .iter()
+            .map(Error::to_string)
+            .chain(family.iter().map(|e| e.to_string()))
+            .chain([parse.to_string()]);
+        for m in messages {
+            let (first, rest) = m.split_once('\n').unwrap_or((&m, ""));
+            assert!(!first.starts_with("ck-jit"), "{m}");
+            assert!(first.starts_with(|c: char| c.is_lowercase()), "{m}");
+            assert!(!first.ends_with('.'), "{m}");
+            assert!(
+                rest.is_empty() || rest.lines().all(|l| l.starts_with("  ")),
+                "{m}"
+            );
+        }
     }
 
     #[test]

@@ -729,7 +729,7 @@ impl fmt::Display for NoMatch {
         let this = &self.0;
         let family = escape(&this.family);
         if this.total == 0 {
-            write!(f, "ck-jit: family '{family}' has no blobs in the manifest")?;
+            write!(f, "family '{family}' has no blobs in the manifest")?;
             let quote = |names: &[String]| -> Vec<String> {
                 names.iter().map(|n| format!("'{}'", escape(n))).collect()
             };
@@ -750,7 +750,7 @@ impl fmt::Display for NoMatch {
             }
             return Ok(());
         }
-        write!(f, "ck-jit: no {family} blob matches {}", this.query)?;
+        write!(f, "no {family} blob matches {}", this.query)?;
         if !this.constraints.is_empty() {
             write!(f, ": {}", this.constraints.join("; "))?;
         }
@@ -839,7 +839,7 @@ impl fmt::Display for SelectError {
             } => {
                 write!(
                     f,
-                    "ck-jit: blob '{}' is not in family '{}'",
+                    "blob '{}' is not in family '{}'",
                     escape(blob),
                     escape(family)
                 )?;
@@ -858,7 +858,7 @@ impl fmt::Display for SelectError {
             } => {
                 write!(
                     f,
-                    "ck-jit: no member of family '{}' has the key '{}'",
+                    "no member of family '{}' has the key '{}'",
                     escape(family),
                     escape(key)
                 )?;
@@ -1523,7 +1523,7 @@ impl<F: 'static> Kernel<F> {
     /// # Panics
     ///
     /// If the blob cannot be compiled, loaded or resolved, with the error's
-    /// message (use [`Kernel::try_get`] for a `Result`).
+    /// message after `ck-jit: ` (use [`Kernel::try_get`] for a `Result`).
     #[inline(always)]
     #[track_caller]
     pub fn get(self) -> *const () {
@@ -1764,18 +1764,18 @@ mod tests {
         let m = fwd();
         assert_eq!(
             no_match(&m, "fwd", Query::new().eq("dtype", "fp8").ge("hdim", 128)),
-            "ck-jit: no fwd blob matches dtype = fp8, hdim >= 128: \
+            "no fwd blob matches dtype = fp8, hdim >= 128: \
              dtype = fp8 matched 0 of 6 (values seen: bf16, fp16); \
              hdim >= 128 matched 4 of 6 (closest values seen: 128, 64, 256; not an integer in 1)"
         );
         assert_eq!(
             no_match(&m, "fwd", Query::new().ge("hdim", 512)),
-            "ck-jit: no fwd blob matches hdim >= 512: hdim >= 512 matched 0 of 6 \
+            "no fwd blob matches hdim >= 512: hdim >= 512 matched 0 of 6 \
              (closest values seen: 256, 128, 64; not an integer in 1)"
         );
         assert_eq!(
             no_match(&m, "fwd", Query::new().has("dropout")),
-            "ck-jit: no fwd blob matches has dropout: has dropout matched 0 of 6 (missing in 6); \
+            "no fwd blob matches has dropout: has dropout matched 0 of 6 (missing in 6); \
              no fwd blob has the key 'dropout'"
         );
     }
@@ -1790,7 +1790,7 @@ mod tests {
         );
         assert_eq!(
             msg,
-            "ck-jit: no fwd blob matches dtype = fp16, has lse, hdim <= 64: \
+            "no fwd blob matches dtype = fp16, has lse, hdim <= 64: \
              dtype = fp16 matched 2 of 6 (values seen: bf16, fp16); \
              has lse matched 3 of 6 (values seen: 0, 1; missing in 2); \
              hdim <= 64 matched 1 of 6 (closest values seen: 64, 128, 256; not an integer in 1); \
@@ -1804,7 +1804,7 @@ mod tests {
         let m = fwd();
         assert_eq!(
             no_match(&m, "fwd", Query::new().eq("dtyp", "bf16").ge("hdim", 128)),
-            "ck-jit: no fwd blob matches dtyp = bf16, hdim >= 128: \
+            "no fwd blob matches dtyp = bf16, hdim >= 128: \
              dtyp = bf16 matched 0 of 6 (missing in 6); hdim >= 128 matched 4 of 6 \
              (closest values seen: 128, 64, 256; not an integer in 1); \
              no fwd blob has the key 'dtyp'; did you mean 'dtype'?"
@@ -1825,11 +1825,11 @@ mod tests {
         let m = fwd();
         assert_eq!(
             no_match(&m, "fwdd", Query::new()),
-            "ck-jit: family 'fwdd' has no blobs in the manifest; did you mean 'fwd' or 'bwd'?"
+            "family 'fwdd' has no blobs in the manifest; did you mean 'fwd' or 'bwd'?"
         );
         assert_eq!(
             no_match(&m, "convolution", Query::new()),
-            "ck-jit: family 'convolution' has no blobs in the manifest (families: 'bwd', 'fwd')"
+            "family 'convolution' has no blobs in the manifest (families: 'bwd', 'fwd')"
         );
     }
 

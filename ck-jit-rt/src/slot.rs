@@ -126,8 +126,9 @@ impl Slot {
     /// # Panics
     ///
     /// If the blob cannot be compiled, loaded or resolved, with the error's
-    /// message (use [`Slot::try_get`] for a `Result`), at the caller's
-    /// location (`#[track_caller]`, as the functions that call it).
+    /// message after `ck-jit: ` (use [`Slot::try_get`] for a `Result`), at
+    /// the caller's location (`#[track_caller]`, as the functions that call
+    /// it).
     #[inline(always)]
     #[track_caller]
     pub fn get(&self) -> *const () {
@@ -144,7 +145,9 @@ impl Slot {
     fn cold(&self) -> *const () {
         match self.try_get() {
             Ok(p) => p,
-            Err(e) => panic!("{e}"),
+            // The panic is what a person sees: name the library, as the
+            // error's own message does not.
+            Err(e) => panic!("ck-jit: {e}"),
         }
     }
 

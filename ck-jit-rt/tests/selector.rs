@@ -150,7 +150,7 @@ fn a_chain_of_fusable_operations_is_one_region_and_the_next_gemm_starts_another(
     );
     assert_eq!(
         why.to_string(),
-        "ck-jit: the region (gemm = 1, dtype = f32, bias_add = 2, relu = 3, prefer min ops) \
+        "the region (gemm = 1, dtype = f32, bias_add = 2, relu = 3, prefer min ops) \
          cannot take gemm = 4, dtype = f32: gemm = 1 conflicts with gemm = 4 \
          (no value of gemm meets both)"
     );
@@ -203,7 +203,7 @@ fn an_order_no_kernel_has_flushes_naming_the_constraint_that_left_none() {
     );
     assert_eq!(
         why.to_string(),
-        "ck-jit: the region (gemm = 1, dtype = f32, relu = 2, prefer min ops) cannot take \
+        "the region (gemm = 1, dtype = f32, relu = 2, prefer min ops) cannot take \
          bias_add = 3, dtype = f32: bias_add = 3 leaves none of the 1 kernels that support the region"
     );
     let mut sel = family().selector(&base()).unwrap();
@@ -260,7 +260,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     assert!(matches!(err, SelectError::UnknownKey { ref key, .. } if key == "gem"));
     assert_eq!(
         err.to_string(),
-        "ck-jit: no member of family 'fused' has the key 'gem'; did you mean 'gemm'?"
+        "no member of family 'fused' has the key 'gem'; did you mean 'gemm'?"
     );
     selectable(sel.step(&op("gemm", 1, "f32")).unwrap());
     let err = sel.step(&Query::new().has("reluu")).unwrap_err();
@@ -272,7 +272,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     assert!(matches!(err, SelectError::NoMatch(_)), "{err:?}");
     let msg = err.to_string();
     assert!(
-        msg.starts_with("ck-jit: no fused blob matches relu = 2, dtype = f16")
+        msg.starts_with("no fused blob matches relu = 2, dtype = f16")
             && msg.contains("together they match none"),
         "the family's own report: {msg}"
     );
@@ -282,7 +282,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     assert!(matches!(err, SelectError::Conflict(_)), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "ck-jit: dtype = f32 conflicts with dtype = f16: no value of dtype meets both"
+        "dtype = f32 conflicts with dtype = f16: no value of dtype meets both"
     );
     // A single selection reports a conflict as one too, not as no match.
     let err = fam
@@ -290,7 +290,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "ck-jit: ops >= 3 conflicts with ops <= 2: no value of ops meets both"
+        "ops >= 3 conflicts with ops <= 2: no value of ops meets both"
     );
     // The base is checked when the selector is made.
     let err = fam

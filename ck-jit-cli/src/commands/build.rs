@@ -102,7 +102,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
                         outcome: "failed",
                         object: None,
                         seconds: dt.as_secs_f64(),
-                        error: Some(e.to_string()),
+                        error: Some(output::message(&e)),
                     },
                 };
                 let line = format!("{:<9} {name} ({})", doc.outcome, output::seconds(dt));

@@ -64,7 +64,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
         let (cached, object, problem) = match rt.cached(name) {
             Ok(Some(entry)) => (Some(true), Some(entry.object.display().to_string()), None),
             Ok(None) => (Some(false), None, None),
-            Err(e) => (None, None, Some(e.to_string())),
+            Err(e) => (None, None, Some(output::message(&e))),
         };
         rows.push(Row {
             name: name.clone(),

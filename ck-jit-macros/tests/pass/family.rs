@@ -69,7 +69,7 @@ fn main() {
     let err = fwd::select(&Query::new().eq("dtype", "fp8")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "ck-jit: no fwd blob matches dtype = fp8: dtype = fp8 matched 0 of 4 \
+        "no fwd blob matches dtype = fp8: dtype = fp8 matched 0 of 4 \
          (values seen: bf16, fp16)"
     );
     let err = fwd::by_name("vadd_f32").unwrap_err();

@@ -47,7 +47,7 @@ impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "ck-jit: {} conflicts with {}: no value of {} meets both",
+            "{} conflicts with {}: no value of {} meets both",
             self.first,
             self.second,
             escape(&self.key)
@@ -74,7 +74,7 @@ impl Query {
     /// let err = region.and(&Query::new().eq("dtype", "bf16")).unwrap_err();
     /// assert_eq!(
     ///     err.to_string(),
-    ///     "ck-jit: dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"
+    ///     "dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"
     /// );
     /// # Ok::<(), ck_jit_rt::family::Conflict>(())
     /// ```
@@ -305,7 +305,7 @@ mod tests {
         let built = q.eq("b", 0);
         assert_eq!(
             built.conflict().map(|c| c.to_string()),
-            Some("ck-jit: has b conflicts with b = 0: no value of b meets both".to_string()),
+            Some("has b conflicts with b = 0: no value of b meets both".to_string()),
             "a query built with conflicting constraints knows it"
         );
     }
@@ -324,7 +324,7 @@ mod tests {
         assert_eq!(err.key(), "dtype");
         assert_eq!(
             err.to_string(),
-            "ck-jit: dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"
+            "dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"
         );
     }
 }

@@ -30,7 +30,7 @@ impl fmt::Display for ParseQueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "ck-jit: cannot read the condition '{}': {}",
+            "cannot read the condition '{}': {}",
             escape(&self.condition),
             self.why
         )
@@ -187,14 +187,12 @@ mod tests {
     fn a_bad_condition_says_which_and_what_was_expected() {
         assert_eq!(
             parse("hdim>=big").unwrap_err(),
-            "ck-jit: cannot read the condition 'hdim>=big': '>=' compares integers, \
+            "cannot read the condition 'hdim>=big': '>=' compares integers, \
              and 'big' is not one (e.g. hdim>=128)"
         );
         let e = parse("dtype=bf16, =x").unwrap_err();
         assert!(
-            e.starts_with(
-                "ck-jit: cannot read the condition '=x': the key is empty; expected KEY=VALUE"
-            ),
+            e.starts_with("cannot read the condition '=x': the key is empty; expected KEY=VALUE"),
             "{e}"
         );
         let e = parse("two words").unwrap_err();

@@ -223,11 +223,7 @@ impl Flush {
 
 impl fmt::Display for Flush {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "ck-jit: the region ({}) cannot take {}: ",
-            self.region, self.op
-        )?;
+        write!(f, "the region ({}) cannot take {}: ", self.region, self.op)?;
         match &self.reason {
             FlushReason::Conflict(c) => write!(
                 f,

@@ -36,10 +36,10 @@ impl fmt::Display for Error {
                 operation,
             } => write!(
                 f,
-                "ck-fmha: CK's {dispatcher} calls no kernel for {operation} (this build's blobs \
+                "CK's {dispatcher} calls no kernel for {operation} (this build's blobs \
                  do not support it)"
             ),
-            Error::Rules(why) => write!(f, "ck-fmha: dispatch rules: {why}"),
+            Error::Rules(why) => write!(f, "dispatch rules: {why}"),
             Error::Runtime(e) => e.fmt(f),
         }
     }

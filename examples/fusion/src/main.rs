@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let plan = match fusion::plan(&graph) {
         Ok(plan) => plan,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("ck-jit: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
             region.kernel.name()
         );
         if let Some(why) = &region.flushed_by {
-            println!("          closed: {}", why.trim_start_matches("ck-jit: "));
+            println!("          closed: {why}");
         }
     }
     let (m, k) = (5, 8);
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     let (got, cols) = match fusion::run(&graph, &plan, &x, m, k) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("fusion: {e}");
             return ExitCode::FAILURE;
         }
     };

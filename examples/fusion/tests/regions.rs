@@ -41,11 +41,11 @@ fn the_example_graph_splits_where_no_kernel_can_take_the_next_operation() {
     assert_eq!(
         why,
         [
-            "ck-jit: the region (dtype = f32, gemm = 1, bias_add = 2, relu = 3, prefer min ops) \
+            "the region (dtype = f32, gemm = 1, bias_add = 2, relu = 3, prefer min ops) \
              cannot take gemm = 4: gemm = 1 conflicts with gemm = 4 (no value of gemm meets both)",
-            "ck-jit: the region (dtype = f32, gemm = 1, relu = 2, prefer min ops) cannot take \
+            "the region (dtype = f32, gemm = 1, relu = 2, prefer min ops) cannot take \
              bias_add = 3: bias_add = 3 leaves none of the 1 kernels that support the region",
-            "ck-jit: the region (dtype = f32, bias_add = 1, prefer min ops) cannot take \
+            "the region (dtype = f32, bias_add = 1, prefer min ops) cannot take \
              relu = 2: relu = 2 leaves none of the 1 kernels that support the region",
         ]
     );

@@ -24,7 +24,7 @@ fn main() {
     let rt = match hip_kernels::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("ck-jit: {e}");
             std::process::exit(1);
         }
     };

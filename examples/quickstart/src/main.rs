@@ -191,7 +191,7 @@ fn main() {
     let rt = match ck_jit_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("ck-jit: {e}");
             std::process::exit(1);
         }
     };
