@@ -364,6 +364,7 @@ fn check_file(
 ) -> Result<(), Error> {
     let toks = lex(src)?;
     let (locals, bodies) = local_templates(src, &toks, blob_templates)?;
+    let bodies: HashMap<usize, usize> = bodies.into_iter().collect();
 
     // Every call outside those bodies, aliases as seen so far; the branch
     // an `if constexpr` discards is skipped (CK writes
@@ -374,14 +375,16 @@ fn check_file(
     // `spelled_with_aliases`): CK's dispatchers make thousands of calls
     // with a few thousand distinct traits.
     let mut normal: HashMap<String, String> = HashMap::new();
-    let mut discarded: Vec<(usize, usize)> = Vec::new();
+    // Where a skipped span starts, and where it ends.
+    let mut discarded: HashMap<usize, usize> = HashMap::new();
     let mut i = 0;
     while i < toks.len() {
-        if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
-            i = end + 1;
-            continue;
-        }
-        if let Some(&(_, end)) = discarded.iter().find(|(start, _)| *start == i) {
+        // Both kinds of span start at a `{`.
+        let brace = src.as_bytes().get(toks[i].start) == Some(&b'{');
+        if let Some(&end) = brace
+            .then(|| bodies.get(&i).or_else(|| discarded.get(&i)))
+            .flatten()
+        {
             i = end + 1;
             continue;
         }
@@ -409,10 +412,10 @@ fn check_file(
                             .is_some_and(|e| e.text(src) == "else")
                             && is_punct(src, toks.get(then_end + 2), "{");
                         if !value {
-                            discarded.push((paren + 1, then_end));
+                            discarded.insert(paren + 1, then_end);
                         } else if has_else {
                             if let Some(else_end) = matching_brace(src, &toks, then_end + 2) {
-                                discarded.push((then_end + 2, else_end));
+                                discarded.insert(then_end + 2, else_end);
                             }
                         }
                     }
