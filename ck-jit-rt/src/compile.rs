@@ -786,10 +786,61 @@ impl Job {
             blob: self.blob.clone(),
             command: self.command_line(),
             status,
-            stderr_tail: tail(&self.log, TAIL_BYTES),
+            stderr_tail: excerpt(&self.log, TAIL_BYTES),
             log: self.log.clone(),
         })
     }
+}
+
+/// What a failed compile's error shows of its log, in at most `max`
+/// bytes: all of it when it fits; else its first lines, where a compiler
+/// reports the root cause (the later errors and `note:` lines often
+/// follow from it), and its last ones, with the number of lines left out
+/// between, as build tools show a long log.
+pub fn excerpt(path: &Path, max: usize) -> String {
+    let Ok(len) = fs::metadata(path).map(|m| m.len()) else {
+        return String::new();
+    };
+    if len <= max as u64 {
+        return tail(path, max);
+    }
+    let head_max = max / 3;
+    let mut head = Vec::with_capacity(head_max);
+    let Ok(f) = File::open(path) else {
+        return String::new();
+    };
+    let mut f = f.take(head_max as u64);
+    let _ = f.read_to_end(&mut head);
+    // Whole lines only, unless the first line alone is longer.
+    if let Some(nl) = head.iter().rposition(|&b| b == b'\n') {
+        head.truncate(nl);
+    }
+    let head = String::from_utf8_lossy(&head).trim_end().to_string();
+    // The marker's own bytes come out of the tail's share.
+    let end = tail(path, max - head_max - 64);
+    let total = count_lines(path);
+    let omitted = total.saturating_sub(head.lines().count() + end.lines().count());
+    format!("{head}\n… {omitted} lines omitted …\n{end}")
+}
+
+/// The lines of a file, counted in chunks.
+fn count_lines(path: &Path) -> usize {
+    let Ok(mut f) = File::open(path) else {
+        return 0;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut lines = 0;
+    let mut last = b'\n';
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                lines += buf[..n].iter().filter(|&&b| b == b'\n').count();
+                last = buf[n - 1];
+            }
+        }
+    }
+    lines + usize::from(last != b'\n')
 }
 
 /// The last `max` bytes of a file (starting at a line), lossily decoded.
@@ -1064,6 +1115,35 @@ pub fn expand(arg: &str, root: &Path, src: &Path, out: &Path, name: &str) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three errors: the first is the cause, the rest and the notes
+    /// follow from it. The error keeps the first lines and the last ones.
+    #[test]
+    fn a_long_log_keeps_its_first_error_and_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("k.log");
+        let mut text = String::from("k.c:2:5: error: use of undeclared identifier 'nope'\n");
+        for i in 0..2000 {
+            text.push_str(&format!("k.c:{i}:1: note: candidate function not viable\n"));
+        }
+        text.push_str("k.c:9:1: error: no matching function\n3 errors generated.\n");
+        fs::write(&log, &text).unwrap();
+        let shown = excerpt(&log, 4096);
+        assert!(shown.len() <= 4096, "{}", shown.len());
+        assert!(shown.starts_with("k.c:2:5: error: use of undeclared identifier"));
+        assert!(shown.ends_with("3 errors generated."), "{shown}");
+        let omitted: usize = shown
+            .split("… ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a count of the lines left out");
+        let kept = shown.lines().count() - 1;
+        assert_eq!(omitted + kept, text.lines().count());
+        // A short log is shown whole.
+        fs::write(&log, "k.c:1: error: x\n").unwrap();
+        assert_eq!(excerpt(&log, 4096), "k.c:1: error: x");
+    }
 
     #[test]
     fn normalise_drops_output_locations_and_visibility() {

@@ -82,7 +82,9 @@ pub enum Error {
         command: String,
         /// How it ended (exit status or signal).
         status: String,
-        /// The last lines of its standard error.
+        /// Its standard error: all of it when short (at most
+        /// `TAIL_BYTES`), else its first lines and its last ones with the
+        /// number of lines left out between.
         stderr_tail: String,
         /// The full log.
         log: PathBuf,
@@ -288,7 +290,7 @@ impl fmt::Display for Error {
                     log.display()
                 )?;
                 if !stderr_tail.is_empty() {
-                    write!(f, "\n  stderr (tail):\n{}", indent(stderr_tail))?;
+                    write!(f, "\n  stderr:\n{}", indent(stderr_tail))?;
                 }
                 Ok(())
             }
