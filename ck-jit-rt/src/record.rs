@@ -18,8 +18,13 @@ use once_cell::sync::Lazy;
 
 static NOTED: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
 
+/// Record files this process could not write, each said once on stderr.
+static UNWRITABLE: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+
 /// Adds `blob` to the record file `path` unless it is there already. A
-/// failure is logged once per blob and never fails the call.
+/// failure never fails the call; it is said once per file on stderr (a
+/// record that silently holds nothing would make the next deployment's
+/// prebuild miss every kernel) and logged once per blob.
 pub(crate) fn note(path: &Path, blob: &str) {
     // Names are checked when a manifest is read; a line break would still
     // make two names of one.
@@ -33,6 +38,16 @@ pub(crate) fn note(path: &Path, blob: &str) {
         }
     }
     if let Err(e) = append_once(path, blob) {
+        let first = UNWRITABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.display().to_string());
+        if first {
+            eprintln!(
+                "ck-jit: cannot record the blobs this process loads in {} (CK_JIT_RECORD): {e}",
+                path.display()
+            );
+        }
         log::warn!(
             "ck-jit: cannot record blob '{blob}' in {} (CK_JIT_RECORD): {e}",
             path.display()

@@ -66,4 +66,12 @@ fn an_unwritable_record_file_does_not_fail_the_call() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("\"value\":8"), "{text}");
+    // Said once, on stderr, naming the file and the variable.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("CK_JIT_RECORD"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("no/such/dir/used.txt"), "{err}");
 }
