@@ -520,6 +520,26 @@ fn unknown_blob_exits_2_naming_it_with_suggestions() {
     );
 }
 
+/// A variable that cannot be read is refused before anything is built,
+/// as the others are: a compiler-check policy that does not exist would
+/// otherwise make every compile fail as if the compiler were missing.
+#[test]
+fn an_unknown_compiler_check_policy_is_refused_naming_it() {
+    let t = Tree::new("badcheck");
+    families(&t);
+    let r = t.ck_with(&["build", "vadd_f32"], |c| {
+        c.env("CK_JIT_COMPILER_CHECK", "bogus");
+    });
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("fix the environment first")
+            && r.stderr
+                .contains("CK_JIT_COMPILER_CHECK='bogus' is not a policy"),
+        "{r:?}"
+    );
+    assert!(!t.cache().join("v1/vadd_f32").exists(), "nothing is built");
+}
+
 #[test]
 fn unreadable_blob_list_exits_2_naming_the_file() {
     let t = Tree::new("badlist");

@@ -131,6 +131,23 @@ impl Reader {
         }
     }
 
+    /// `CK_JIT_COMPILER_CHECK`: a policy; another value is a problem and
+    /// the default applies.
+    fn compiler_check(&mut self) -> crate::compile::CompilerCheck {
+        use crate::compile::CompilerCheck;
+        let v = var("CK_JIT_COMPILER_CHECK").map(|v| v.to_string_lossy().into_owned());
+        match CompilerCheck::parse(v.as_deref()) {
+            CompilerCheck::Invalid(bad) => {
+                self.problems.push(format!(
+                    "CK_JIT_COMPILER_CHECK='{bad}' is not a policy (mtime, content, command or \
+                     string:<text>); using mtime"
+                ));
+                CompilerCheck::Mtime
+            }
+            check => check,
+        }
+    }
+
     /// Seconds, a positive number (fractions allowed).
     fn seconds(&mut self, name: &str, default: &str) -> Option<Duration> {
         let v = var(name)?;
@@ -249,11 +266,7 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
-            compiler_check: crate::compile::CompilerCheck::parse(
-                var("CK_JIT_COMPILER_CHECK")
-                    .map(|v| v.to_string_lossy().into_owned())
-                    .as_deref(),
-            ),
+            compiler_check: r.compiler_check(),
             record: var("CK_JIT_RECORD").map(PathBuf::from),
             arch,
             problems: r.problems,
