@@ -512,6 +512,12 @@ fn unknown_blob_exits_2_naming_it_with_suggestions() {
             .contains("unknown family 'vce'; expected one of: fwd, vec"),
         "{r:?}"
     );
+    let r = t.ck(&["list", "--where", "dtype==f32"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("the value '=f32' starts with '='"),
+        "an operator's typo is not a value: {r:?}"
+    );
     let r = t.ck(&["list", "--where", "dtype=bf16"]);
     assert_eq!(r.code, 2, "{r:?}");
     assert!(

@@ -121,11 +121,32 @@ fn condition(text: &str) -> Result<Term, ParseQueryError> {
             return Ok(Term::Clause(Clause::Cmp(key(k)?, cmp, n)));
         }
     }
+    // A typo of an operator (`dtype==f32`, `unroll=>4`) or a missing
+    // comma (`dtype=bf16 hdim>=128`) is an error, not a value.
+    let value = |op: &str, k: &str, v: &str| -> Result<String, ParseQueryError> {
+        let v = v.trim();
+        if let Some(c) = v.chars().next().filter(|c| "=<>!".contains(*c)) {
+            return Err(err(&format!(
+                "the value '{}' starts with '{c}': write {}{op}VALUE; {FORMS}",
+                escape(v),
+                escape(k.trim())
+            )));
+        }
+        if let Some((_, rest)) = v.split_once(char::is_whitespace) {
+            if rest.contains(['=', '<', '>']) {
+                return Err(err(&format!(
+                    "'{}' reads as two conditions: separate them with a comma",
+                    escape(text)
+                )));
+            }
+        }
+        Ok(v.to_string())
+    };
     if let Some((k, v)) = text.split_once("!=") {
-        return Ok(Term::Clause(Clause::Ne(key(k)?, v.trim().to_string())));
+        return Ok(Term::Clause(Clause::Ne(key(k)?, value("!=", k, v)?)));
     }
     if let Some((k, v)) = text.split_once('=') {
-        return Ok(Term::Clause(Clause::Eq(key(k)?, v.trim().to_string())));
+        return Ok(Term::Clause(Clause::Eq(key(k)?, value("=", k, v)?)));
     }
     if let Some(k) = text.strip_prefix('!') {
         return Ok(Term::Clause(Clause::Lacks(key(k)?)));
@@ -199,5 +220,25 @@ mod tests {
         assert!(e.contains("'two words'") && e.contains("KEY>=N"), "{e}");
         let e = parse("!").unwrap_err();
         assert!(e.contains("the key is empty"), "{e}");
+    }
+
+    /// Typos of an operator and a missing comma were read as values
+    /// (`dtype==f32` as `dtype = "=f32"`).
+    #[test]
+    fn operator_typos_and_a_missing_comma_are_errors_not_values() {
+        let e = parse("dtype==f32").unwrap_err();
+        assert!(
+            e.contains("the value '=f32' starts with '='") && e.contains("write dtype=VALUE"),
+            "{e}"
+        );
+        let e = parse("unroll=>4").unwrap_err();
+        assert!(e.contains("the value '>4' starts with '>'"), "{e}");
+        let e = parse("dtype!==f32").unwrap_err();
+        assert!(e.contains("starts with '='"), "{e}");
+        let e = parse("dtype=bf16 hdim>=128").unwrap_err();
+        assert!(e.contains("separate them with a comma"), "{e}");
+        // Values C++ spells with brackets or colons still read.
+        assert!(parse("mask=ck_tile::SimplifiedGenericAttentionMask<false>").is_ok());
+        assert!(parse("dtype = bf16 , hdim >= 128").is_ok());
     }
 }
