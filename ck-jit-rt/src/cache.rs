@@ -93,6 +93,18 @@ use crate::error::Error;
 pub const CACHE_FORMAT: u32 = 2;
 const ENTRIES: &str = "v1";
 const DEPSETS: &str = "deps";
+/// Every directory of a cache, made by [`Cache::open`] with its modes:
+/// entries, header sets, temps, objects moved aside, compile logs, and
+/// what processes keep for later ones (compiler versions, devices).
+const SUBDIRS: [&str; 7] = [
+    ENTRIES,
+    DEPSETS,
+    "tmp",
+    "bad",
+    "logs",
+    "compilers",
+    "devices",
+];
 
 /// How long a header (or a whole header set) found unchanged is trusted by
 /// later lookups in the same process without being checked again.
@@ -581,15 +593,7 @@ impl Cache {
             Err(e) => return Err(refuse(format!("cannot be inspected: {e}"))),
         }
         let cache = Cache { root: dir, shared };
-        for sub in [
-            ENTRIES,
-            DEPSETS,
-            "tmp",
-            "bad",
-            "logs",
-            "compilers",
-            "devices",
-        ] {
+        for sub in SUBDIRS {
             // One stat for a directory that is there (every open but the
             // first); else create it, refusing whatever else is there.
             let path = cache.root.join(sub);
@@ -1572,15 +1576,7 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("c");
         Cache::open(&root, false).unwrap();
-        for sub in [
-            ENTRIES,
-            DEPSETS,
-            "tmp",
-            "bad",
-            "logs",
-            "compilers",
-            "devices",
-        ] {
+        for sub in SUBDIRS {
             assert!(root.join(sub).is_dir(), "{sub}");
         }
         Cache::open(&root, false).unwrap();
