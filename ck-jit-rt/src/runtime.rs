@@ -820,9 +820,20 @@ impl Runtime {
         let cache = self.cache()?;
         let entry = match plan.prekey() {
             Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
-            // No compiler here: any entry built from the same inputs by
-            // any compiler identity will do (a pre-built deployment).
-            None => self.lookup_any_compiler(cache, plan)?,
+            // The compiler named is missing. Offline (a deployment that
+            // ships the cache), any entry built from the same inputs by any
+            // compiler identity will do, and the log names the compiler
+            // that built it; otherwise another compiler's object is not
+            // served in its place: the compile that follows reports the
+            // missing one.
+            None if self.offline_reason().is_some() => {
+                let found = self.lookup_any_compiler(cache, plan)?;
+                if let Some(e) = &found {
+                    self.say_who_built(plan, e);
+                }
+                found
+            }
+            None => None,
         };
         let Some(entry) = entry else { return Ok(None) };
         match cache.verify_for_load(&entry, self.config.verify_full) {
@@ -837,6 +848,31 @@ impl Runtime {
                 cache.quarantine(&entry);
                 Ok(None)
             }
+        }
+    }
+
+    /// Logs (and, verbose, prints) which compiler built `entry`, served
+    /// offline for `plan` although its own compiler is missing.
+    fn say_who_built(&self, plan: &Plan, entry: &Entry) {
+        let built_by = entry
+            .record
+            .command
+            .first()
+            .map_or("an unrecorded compiler", String::as_str);
+        let missing = plan
+            .compiler
+            .as_ref()
+            .err()
+            .map_or_else(String::new, |e| format!(" ({e})"));
+        let line = format!(
+            "ck-jit: blob '{}': its compiler '{}' is missing{missing}; offline, loading the object {built_by} built from the same inputs ({})",
+            plan.blob,
+            plan.group.compiler,
+            entry.object.display()
+        );
+        log::info!("{line}");
+        if self.config.verbose {
+            eprintln!("{line}");
         }
     }
 

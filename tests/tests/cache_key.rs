@@ -394,8 +394,8 @@ fn header_edited_with_same_size_and_mtime_put_back_is_still_a_miss() {
     assert_eq!(call(rt.resolve("s", None).unwrap(), 2), 8);
 }
 
-/// Without the compiler (a deployment that ships the cache), a blob is
-/// found among the entries of any compiler identity by reading that blob's
+/// Without the compiler (a deployment that ships the cache, offline), a
+/// blob is found among the entries of any compiler identity by reading that blob's
 /// entries only: a record of another blob that would block a reader (a
 /// FIFO planted under a `.json` name) is never opened, and the cost does
 /// not grow with the number of other blobs cached.
@@ -432,10 +432,13 @@ fn a_lookup_without_the_compiler_reads_only_that_blobs_entries() {
     let (dir, m2) = (t.dir.clone(), m.clone());
     let cache = t.cache_dir();
     std::thread::spawn(move || {
+        // Offline: a missing compiler is otherwise an error.
+        let mut offline = test_config();
+        offline.offline = true;
         let rt = Runtime::new(m2, "test")
             .with_root(&dir)
             .with_cache_dir(&cache)
-            .with_config(test_config());
+            .with_config(offline);
         let r = rt.resolve("a", None).map(|p| call(p, 5));
         let _ = tx.send(r.map_err(|e| e.to_string()));
     });
