@@ -532,6 +532,13 @@ impl Cache {
             dir: dir.clone(),
             why,
         };
+        // A directory the system will not let us inspect or make (a HOME
+        // that is unusable, an unreadable parent): say where else to go.
+        let cannot = |what: &str, e: io::Error| {
+            refuse(format!(
+                "{what}: {e}; set CK_JIT_CACHE_DIR to a directory you can write"
+            ))
+        };
         match fs::symlink_metadata(&dir) {
             Ok(md) => {
                 if md.file_type().is_symlink() && !shared {
@@ -544,8 +551,7 @@ impl Cache {
                             .unwrap_or_else(|_| "?".into())
                     )));
                 }
-                let md =
-                    fs::metadata(&dir).map_err(|e| refuse(format!("cannot be inspected: {e}")))?;
+                let md = fs::metadata(&dir).map_err(|e| cannot("cannot be inspected", e))?;
                 if !md.is_dir() {
                     return Err(refuse("exists and is not a directory".into()));
                 }
@@ -577,20 +583,20 @@ impl Cache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if let Some(parent) = dir.parent() {
                     fs::create_dir_all(parent)
-                        .map_err(|e| refuse(format!("cannot create its parent: {e}")))?;
+                        .map_err(|e| cannot("cannot create its parent", e))?;
                 }
                 match fs::DirBuilder::new().mode(0o700).create(&dir) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                         return Cache::open(&dir, shared)
                     }
-                    Err(e) => return Err(refuse(format!("cannot be created: {e}"))),
+                    Err(e) => return Err(cannot("cannot be created", e)),
                 }
                 let mode = if shared { 0o2770 } else { 0o700 };
                 fs::set_permissions(&dir, fs::Permissions::from_mode(mode))
                     .map_err(|e| refuse(format!("cannot set its mode: {e}")))?;
             }
-            Err(e) => return Err(refuse(format!("cannot be inspected: {e}"))),
+            Err(e) => return Err(cannot("cannot be inspected", e)),
         }
         let cache = Cache { root: dir, shared };
         for sub in SUBDIRS {

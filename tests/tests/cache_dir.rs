@@ -34,6 +34,24 @@ fn new_cache_directory_and_its_subdirectories_are_created_0700() {
     }
 }
 
+/// A cache root the system will not let us inspect or create (a `HOME`
+/// that is a file, or one under an unreadable parent) names the directory,
+/// the system's reason, and where else to put the cache.
+#[test]
+fn a_cache_under_an_unusable_home_suggests_ck_jit_cache_dir() {
+    let t = Tree::new("unusable-home");
+    let home = t.write("home-is-a-file", "");
+    for dir in [home.join(".cache/ck_jit_test"), home.join("cache")] {
+        let msg = refused(&dir, false);
+        assert!(
+            msg.contains(&*dir.to_string_lossy())
+                && msg.contains("Not a directory")
+                && msg.contains("set CK_JIT_CACHE_DIR"),
+            "{msg}"
+        );
+    }
+}
+
 #[test]
 fn symlink_root_is_refused_unless_shared() {
     let t = Tree::new("symlink");
