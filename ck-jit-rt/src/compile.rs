@@ -693,19 +693,51 @@ pub struct Job {
     /// `argv` starts with the launcher's words (`CK_JIT_LAUNCHER`), not
     /// with the compiler.
     pub launched: bool,
+    /// The directory the compile writes into, removed once it is over
+    /// (see [`Files::dir`]).
+    pub scratch: Option<PathBuf>,
 }
 
 impl Job {
-    /// The command as a shell-pasteable string (messages only).
+    /// The command as a string a user can paste into a shell (messages
+    /// only): the directory the compile wrote into is gone by the time
+    /// anyone reads it, so its paths are spelt under a fresh one,
+    /// `d=$(mktemp -d) && cd CWD && cc ... -o "$d"/out.so`.
     pub fn command_line(&self) -> String {
+        let scratch = self
+            .scratch
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned())
+            .filter(|d| !d.is_empty() && self.argv.iter().any(|a| a.contains(d.as_str())));
         let mut s = String::new();
+        if scratch.is_some() {
+            s.push_str("d=$(mktemp -d) && ");
+        }
         if self.cwd != Path::new("") {
             s.push_str(&format!(
                 "cd {} && ",
                 shell_quote(&[self.cwd.display().to_string()])
             ));
         }
-        s.push_str(&shell_quote(&self.argv));
+        let words: Vec<String> = self
+            .argv
+            .iter()
+            .map(|a| match &scratch {
+                Some(d) if a.contains(d.as_str()) => a
+                    .split(d.as_str())
+                    .map(|part| {
+                        if part.is_empty() {
+                            String::new()
+                        } else {
+                            shell_quote(&[part.to_string()])
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\"$d\""),
+                _ => shell_quote(std::slice::from_ref(a)),
+            })
+            .collect();
+        s.push_str(&words.join(" "));
         s
     }
 
@@ -898,6 +930,8 @@ pub fn normalise_args(args: &[String]) -> Vec<String> {
 /// private directory.
 #[derive(Debug, Clone)]
 pub struct Files {
+    /// The directory they are in, removed once the compile is over.
+    pub dir: PathBuf,
     /// The shared object the blob's command writes.
     pub out: PathBuf,
     /// The object file between compile and link when split for a launcher.
@@ -910,6 +944,7 @@ impl Files {
     /// The files of a compile in `dir`.
     pub fn in_dir(dir: &Path) -> Files {
         Files {
+            dir: dir.to_path_buf(),
             out: dir.join("out.so"),
             obj: dir.join("out.o"),
             dep: dir.join("out.d"),
@@ -987,6 +1022,7 @@ pub fn jobs(req: &Request, files: &Files) -> Vec<Job> {
                 // The link step adds to the compile's log.
                 append_log: i > 0,
                 launched: compiles && !req.launcher.is_empty(),
+                scratch: Some(files.dir.clone()),
             }
         })
         .collect()
@@ -1237,6 +1273,27 @@ mod tests {
             timeout: Duration::from_secs(1),
         };
         jobs(&req, &Files::in_dir(Path::new("/c/tmp/w")))
+    }
+
+    #[test]
+    fn the_command_shown_writes_into_a_fresh_directory_not_the_removed_one() {
+        let job = &request_jobs(&[], true)[0];
+        assert_eq!(
+            job.command_line(),
+            "d=$(mktemp -d) && cd /r && /usr/bin/c++ -O2 -fPIC -shared /r/k.cpp \
+             -o \"$d\"/out.so -MD -MF \"$d\"/out.d"
+        );
+        // A path inside a word, with characters the shell would take.
+        let mut job = job.clone();
+        job.scratch = Some("/c/tmp/a b".into());
+        job.argv = vec!["cc".into(), "-Wl,-o,/c/tmp/a b/x y.so".into()];
+        assert_eq!(
+            job.command_line(),
+            "d=$(mktemp -d) && cd /r && cc -Wl,-o,\"$d\"'/x y.so'"
+        );
+        // Nothing under it: the command as it ran.
+        job.argv = vec!["cc".into(), "-v".into()];
+        assert_eq!(job.command_line(), "cd /r && cc -v");
     }
 
     #[test]

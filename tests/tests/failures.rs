@@ -18,6 +18,36 @@ fn mocked(t: &Tree, names: &[&str], mode: &str) -> ck_jit_rt::Runtime {
     )
 }
 
+/// The command a failed compile's error shows can be pasted into a shell
+/// after the call returned (its temporary directory long gone): it runs
+/// the compiler again and gets the same error, not one about a missing
+/// output directory.
+#[test]
+fn the_failed_command_shown_reruns_to_the_same_error() {
+    let t = Tree::new("rerun");
+    t.write(
+        "kernels/typo.c",
+        "int typo(int x) { return x * undeclared_name; }\n",
+    );
+    let rt = t.runtime(&c_manifest(&t.dir, &["typo"], "cc", &[]), test_config());
+    let command = match rt.resolve("typo", None) {
+        Err(Error::CompileFailed { command, .. }) => command,
+        Err(other) => panic!("expected CompileFailed, got {other}"),
+        Ok(_) => panic!("a source with an undeclared name compiled"),
+    };
+    assert!(command.contains("-MF"), "{command}");
+    let rerun = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&rerun.stderr);
+    assert!(!rerun.status.success(), "{command}");
+    assert!(
+        stderr.contains("undeclared_name") && !stderr.contains("No such file or directory"),
+        "{command}\n{stderr}"
+    );
+}
+
 #[test]
 fn failing_compile_reports_command_status_stderr_and_log_and_is_remembered() {
     let t = Tree::new("fail");
