@@ -297,7 +297,8 @@ impl fmt::Display for Error {
             ),
             Error::EmptyGroup { group, looked_for } => write!(
                 f,
-                "group '{}' found no files (looked for: {}); fix the pattern or call allow_empty(true)",
+                "group '{}' found no files (looked for: {}); fix the pattern, or allow an empty group: \
+                 `allow_empty(true)` on the BlobGroup, `allow_empty = true` in ck-jit.toml",
                 escape(group),
                 if looked_for.is_empty() {
                     "nothing: give glob() or file()".to_string()

@@ -310,6 +310,13 @@ fn an_empty_group_is_an_error_unless_allowed() {
         "{e:?}"
     );
     assert!(e.to_string().contains("kernels/*.cpp"), "{e}");
+    // How to allow it, in both places a group is declared.
+    assert!(
+        e.to_string().contains("allow_empty(true)")
+            && e.to_string()
+                .contains("`allow_empty = true` in ck-jit.toml"),
+        "{e}"
+    );
 
     // Everything excluded is empty too.
     let e = t

@@ -787,8 +787,16 @@ fn stat_counts_entries_and_says_counters_are_not_recorded() {
     assert_eq!(doc["hits"], Value::Null);
     assert_eq!(doc["compiles"], Value::Null);
     let text = t.ck(&["stat"]).ok().stdout;
-    assert!(text.contains("entries:      3 of 3 blobs"), "{text}");
+    assert!(text.contains("entries:      3 (3 blobs)"), "{text}");
     assert!(text.contains("hits/compiles: not recorded"), "{text}");
+    // Another compiler identity: a second entry for each blob, which the
+    // text does not put as "6 of 3".
+    t.ck_with(&["build", "--family", "vec"], |c| {
+        c.env("CK_JIT_COMPILER_CHECK", "string:another-compiler");
+    })
+    .ok();
+    let text = t.ck(&["stat"]).ok().stdout;
+    assert!(text.contains("entries:      6 (3 blobs)"), "{text}");
 }
 
 #[test]

@@ -224,7 +224,7 @@
 //!     pub type Kernel = ::ck_jit_rt::Kernel<Family>;
 //!     #[doc(hidden)]
 //!     pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> = /* ... */;
-//!     pub fn blobs() -> Result<&'static [::ck_jit_rt::Member<Family>], ::ck_jit_rt::Error>;
+//!     pub fn blobs() -> Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error>;
 //!     pub fn select(query: &::ck_jit_rt::Query) -> Result<Kernel, ::ck_jit_rt::SelectError>;
 //!     pub fn candidates(query: &::ck_jit_rt::Query) -> Result<Vec<Kernel>, ::ck_jit_rt::Error>;
 //!     pub fn by_name(blob: &str) -> Result<Kernel, ::ck_jit_rt::SelectError>;

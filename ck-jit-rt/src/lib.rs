@@ -53,6 +53,11 @@
 //! `CARGO_MAKEFLAGS`), whose slots compiles take as well.
 #![deny(missing_docs)]
 
+// Objects are ELF and loaded with dlopen, the cache is locked with flock,
+// and a shared cache's objects are loaded through /proc/self/fd.
+#[cfg(not(target_os = "linux"))]
+compile_error!("ck-jit-rt supports Linux only (ELF objects, flock, /proc/self/fd)");
+
 pub mod arch;
 mod cache;
 mod compile;

@@ -112,7 +112,7 @@ fn files_in(dir: &Path) -> Files {
 fn text(r: &Report) -> String {
     let mut s = format!("cache:        {}\n", r.cache);
     s.push_str(&format!(
-        "entries:      {} of {} blobs, {}\n",
+        "entries:      {} ({} blobs), {}\n",
         r.entries,
         r.blobs,
         output::size(r.bytes)
