@@ -12,6 +12,7 @@
 //! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root (every load then hashes the whole object) |
 //! | `CK_JIT_VERIFY` | `full`: hash the whole object on every load, also in a private cache (default: hash it only when its size, mtime, ctime or inode differ from those recorded at publish) |
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
+//! | `CK_JIT_EXTRA_FLAGS` | flags added to every compile before the source (`-g -O0`); part of the key |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
 //! | `CK_JIT_CACHE_MAX_SIZE` | size limit kept after every publish (least recently used entries go) and by `ck-jit gc` given no limit, e.g. `2G` |
@@ -63,6 +64,10 @@ pub struct Config {
     pub verify_full: bool,
     /// `CK_JIT_LAUNCHER`, split on whitespace.
     pub launcher: Vec<String>,
+    /// `CK_JIT_EXTRA_FLAGS`, split on whitespace: flags added to every
+    /// blob's compile, before its source (`-g -O0` to debug a kernel);
+    /// part of the cache key.
+    pub extra_flags: Vec<String>,
     /// `CK_JIT_COMPILE_TIMEOUT`.
     pub compile_timeout: Duration,
     /// `CK_JIT_LOCK_TIMEOUT`.
@@ -246,6 +251,14 @@ impl Config {
             shared_cache,
             verify_full,
             launcher: var("CK_JIT_LAUNCHER")
+                .map(|v| {
+                    v.to_string_lossy()
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            extra_flags: var("CK_JIT_EXTRA_FLAGS")
                 .map(|v| {
                     v.to_string_lossy()
                         .split_whitespace()

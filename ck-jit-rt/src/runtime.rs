@@ -760,7 +760,7 @@ impl Runtime {
         let narrowed = crate::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
             crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
         })?;
-        let (group, device) = match narrowed {
+        let (mut group, device) = match narrowed {
             Some(n) => {
                 let mut g = info.group.clone();
                 g.args = n.args;
@@ -768,6 +768,16 @@ impl Runtime {
             }
             None => (std::borrow::Cow::Borrowed(info.group), None),
         };
+        if !self.config.extra_flags.is_empty() {
+            // Before the source, as a user adds flags to a command; in the
+            // group's arguments, so they are in the key as any flag is.
+            let args = &mut group.to_mut().args;
+            let at = args
+                .iter()
+                .position(|a| a.contains("{src}"))
+                .unwrap_or(args.len());
+            args.splice(at..at, self.config.extra_flags.iter().cloned());
+        }
         let g = &*group;
         let source = self.root.join(&*info.source);
         let canon_root = self

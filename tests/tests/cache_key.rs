@@ -171,6 +171,38 @@ fn version_calls(t: &Tree) -> usize {
         .unwrap_or(0)
 }
 
+/// `CK_JIT_EXTRA_FLAGS` reaches the compiler before the source and is part
+/// of the key: the same blob with and without it are two entries, each
+/// found again.
+#[test]
+fn extra_flags_reach_the_compiler_and_are_part_of_the_key() {
+    let t = Tree::new("extra-flags");
+    t.write(
+        "kernels/e.c",
+        "#ifndef MUL\n#define MUL 2\n#endif\nint e(int x) { return x * MUL; }\n",
+    );
+    let m = c_manifest(&t.dir, &["e"], "cc", &[]);
+    let with = |flags: &[&str]| {
+        let mut c = test_config();
+        c.extra_flags = flags.iter().map(|f| f.to_string()).collect();
+        t.runtime(&m, c)
+    };
+    let rt = with(&[]);
+    assert_eq!(outcome(&rt, "e"), Outcome::Compiled);
+    assert_eq!(call(rt.resolve("e", None).unwrap(), 3), 6);
+
+    let rt = with(&["-DMUL=5", "-g"]);
+    let plan = rt.plan("e").unwrap();
+    let args = &plan.group.args;
+    let src = args.iter().position(|a| a.contains("{src}")).unwrap();
+    assert_eq!(args[src - 2..src], ["-DMUL=5", "-g"], "{args:?}");
+    assert_eq!(outcome(&rt, "e"), Outcome::Compiled);
+    assert_eq!(call(rt.resolve("e", None).unwrap(), 3), 15);
+
+    assert_eq!(outcome(&with(&[]), "e"), Outcome::Cached);
+    assert_eq!(outcome(&with(&["-DMUL=5", "-g"]), "e"), Outcome::Cached);
+}
+
 #[test]
 fn compiler_version_output_is_part_of_the_key() {
     // With `command`, every process asks the compiler.
