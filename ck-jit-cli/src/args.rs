@@ -18,7 +18,11 @@ entries ahead of time through the same code path, so a program finds them
 and never runs a compiler, and keeps the cache in shape.
 
 The manifest is --manifest, else $CK_JIT_MANIFEST, else
-$CK_JIT_ROOT/ck_jit_manifest.json. The cache is --cache-dir, else
+$CK_JIT_ROOT/ck_jit_manifest.json, else the one a cargo build of the crate
+here wrote (found through `cargo metadata`, as cargo tools find a crate:
+the package whose directory holds the current one, or --package; the
+newest build, or --profile's; either one asks for that build even where
+the variables are set). The cache is --cache-dir, else
 $CK_JIT_CACHE_DIR, else ~/.cache/<manifest name>.
 
 Exit status: 0 done, 1 some of the work failed, 2 the request was wrong
@@ -26,7 +30,9 @@ Exit status: 0 done, 1 some of the work failed, 2 the request was wrong
 
 const EXAMPLES: &str = "\
 Examples:
-  ck-jit --manifest target/ck_jit_manifest.json list
+  ck-jit list                               # in a crate's directory, after cargo build
+  ck-jit --package my-kernels --profile release list
+  ck-jit --manifest dist/ck_jit_manifest.json list
   ck-jit build --all -j 8
   ck-jit build fmha_fwd_d128_bf16 kernels/vadd_f32.cpp --force
   ck-jit gc --max-size 2G
@@ -108,7 +114,8 @@ pub struct Cli {
 /// Where the manifest and the cache are, and how to report.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Manifest file [default: $CK_JIT_MANIFEST, else $CK_JIT_ROOT/ck_jit_manifest.json]
+    /// Manifest file [default: $CK_JIT_MANIFEST, else $CK_JIT_ROOT/ck_jit_manifest.json,
+    /// else the one the cargo build of the crate here wrote]
     #[arg(
         long,
         global = true,
@@ -116,6 +123,27 @@ pub struct Global {
         help_heading = "Global options"
     )]
     pub manifest: Option<PathBuf>,
+    /// Use the manifest of this cargo package's build [default: the package
+    /// of the current directory, else the workspace's only one built]
+    #[arg(
+        short = 'p',
+        long,
+        global = true,
+        value_name = "NAME",
+        conflicts_with = "manifest",
+        help_heading = "Global options"
+    )]
+    pub package: Option<String>,
+    /// Use the cargo build of this profile (dev, release, or another)
+    /// [default: the newest build]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        conflicts_with = "manifest",
+        help_heading = "Global options"
+    )]
+    pub profile: Option<String>,
     /// Cache root [default: $CK_JIT_CACHE_DIR, else ~/.cache/MANIFEST_NAME]
     #[arg(
         long,

@@ -1,8 +1,9 @@
 //! Finds what a command works on: the manifest (`--manifest`, else
-//! `CK_JIT_MANIFEST`, else `$CK_JIT_ROOT/ck_jit_manifest.json`) and the cache
+//! `CK_JIT_MANIFEST`, else `$CK_JIT_ROOT/ck_jit_manifest.json`, else the
+//! one the build of the cargo package here wrote) and the cache
 //! (`--cache-dir`, else the runtime's own resolution), and opens them the
 //! way the runtime does. The environment is read only through
-//! `ck_jit_rt::config`.
+//! `ck_jit_rt::config`, and cargo's only through `cargo metadata`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,7 @@ use ck_jit_rt::manifest::MANIFEST_FILE;
 use ck_jit_rt::Runtime;
 
 use crate::args::Global;
+use crate::cargo::Workspace;
 use crate::error::CliError;
 use crate::output::Output;
 
@@ -21,6 +23,8 @@ pub struct Context {
     /// How to report.
     pub out: Output,
     manifest: Option<PathBuf>,
+    package: Option<String>,
+    profile: Option<String>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -31,28 +35,62 @@ impl Context {
         Context {
             out,
             manifest: global.manifest.clone(),
+            package: global.package.clone(),
+            profile: global.profile.clone(),
             cache_dir: global.cache_dir.clone(),
         }
     }
 
     /// The manifest path: the flag, else `CK_JIT_MANIFEST`, else the one
-    /// installed at `$CK_JIT_ROOT`.
+    /// installed at `$CK_JIT_ROOT`, else the one the cargo package's build
+    /// wrote. `--package` or `--profile` ask for the cargo build ahead of
+    /// the variables.
     pub fn manifest_path(&self) -> Result<PathBuf, CliError> {
         let cfg = config();
         if let Some(p) = &self.manifest {
             return Ok(p.clone());
         }
-        if let Some(p) = &cfg.manifest {
-            return Ok(p.clone());
+        if self.package.is_none() && self.profile.is_none() {
+            if let Some(p) = &cfg.manifest {
+                return Ok(p.clone());
+            }
+            if let Some(root) = &cfg.root {
+                return Ok(root.join(MANIFEST_FILE));
+            }
         }
-        if let Some(root) = &cfg.root {
-            return Ok(root.join(MANIFEST_FILE));
-        }
-        Err(CliError::Usage(
+        self.cargo_manifest(
             "no manifest: expected --manifest PATH, or CK_JIT_MANIFEST, or CK_JIT_ROOT \
-             (a tree with ck_jit_manifest.json installed beside its blobs)"
-                .into(),
-        ))
+             (a tree with ck_jit_manifest.json installed beside its blobs)",
+        )
+    }
+
+    /// The manifest of the cargo package here (or `--package`), of the
+    /// newest build (or `--profile`'s), saying which one on stderr when
+    /// there was a choice. Outside a cargo project (or without cargo) the
+    /// usage error starts with `expected`, the other ways to name one.
+    fn cargo_manifest(&self, expected: &str) -> Result<PathBuf, CliError> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let workspace = Workspace::load(&cwd).map_err(|why| {
+            CliError::Usage(format!(
+                "{expected}, or a cargo package here whose build wrote one \
+                 (looked for one: {why})"
+            ))
+        })?;
+        let found = workspace.find(&cwd, self.package.as_deref(), self.profile.as_deref())?;
+        if found.among > 1 {
+            let shown = found.path.strip_prefix(&cwd).unwrap_or(&found.path);
+            self.out.warn(&format!(
+                "ck-jit: using {} (newest of {}{})",
+                shown.display(),
+                found.among,
+                if found.several_profiles {
+                    "; --profile to choose"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(found.path)
     }
 
     /// A runtime over the manifest, using `--cache-dir` when given.
@@ -89,15 +127,14 @@ impl Context {
         {
             Some(d) => d,
             None => {
-                let (rt, _) = self.runtime().map_err(|e| {
-                    match e {
+                let (rt, _) = self.runtime().map_err(|e| match e {
                     CliError::Usage(m) if m.starts_with("no manifest") => CliError::Usage(
                         "no cache: expected --cache-dir DIR or CK_JIT_CACHE_DIR, or a manifest \
-                         (--manifest PATH, CK_JIT_MANIFEST or CK_JIT_ROOT) naming the default cache"
+                         (--manifest PATH, CK_JIT_MANIFEST, CK_JIT_ROOT or a cargo package's \
+                         build) naming the default cache"
                             .into(),
                     ),
                     e => e,
-                }
                 })?;
                 rt.cache_dir()?
             }

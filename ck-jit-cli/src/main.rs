@@ -12,6 +12,7 @@
 //! itself, or a pre-built entry could differ from what a lazy call loads.
 
 mod args;
+mod cargo;
 mod commands;
 mod context;
 mod error;

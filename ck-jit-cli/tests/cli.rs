@@ -1,6 +1,7 @@
 //! The `ck-jit` command-line tool, run as a process: every command, every
-//! way of naming blobs, the usage errors, parallel builds that a later lazy
-//! call finds without compiling, and gc racing concurrent builds.
+//! way of naming blobs, finding a cargo build's manifest, the usage errors,
+//! parallel builds that a later lazy call finds without compiling, and gc
+//! racing concurrent builds.
 //!
 //! Every test works in a directory of its own and passes its cache
 //! explicitly; the environment's `CK_JIT_*` variables are removed from
@@ -359,6 +360,337 @@ fn manifest_is_found_through_ck_jit_manifest_and_ck_jit_root() {
             .contains("no cache: expected --cache-dir DIR or CK_JIT_CACHE_DIR"),
         "{no_cache:?}"
     );
+}
+
+// ------------------------------------------------ a cargo build's manifest
+
+/// A cargo package `name` at `dir` in the tree, a workspace of its own.
+fn cargo_package(t: &Tree, dir: &str, name: &str) {
+    t.write(
+        &format!("{dir}/Cargo.toml"),
+        &format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"
+        ),
+    );
+    t.write(&format!("{dir}/src/lib.rs"), "");
+}
+
+/// A workspace at `dir` whose members are packages of the same names.
+fn cargo_workspace(t: &Tree, dir: &str, members: &[&str]) {
+    let list: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
+    t.write(
+        &format!("{dir}/Cargo.toml"),
+        &format!(
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n",
+            list.join(", ")
+        ),
+    );
+    for m in members {
+        t.write(
+            &format!("{dir}/{m}/Cargo.toml"),
+            &format!("[package]\nname = \"{m}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        );
+        t.write(&format!("{dir}/{m}/src/lib.rs"), "");
+    }
+}
+
+/// What a build script leaves behind: a manifest listing `blobs` at
+/// `<target>/<profile>/build/<package>-<hash>/out/`, last written
+/// `secs_ago` seconds ago.
+fn cargo_build(t: &Tree, target: &str, package: &str, hash: &str, blobs: &[&str], secs_ago: u64) {
+    let specs: Vec<BlobSpec> = blobs.iter().map(|n| (*n, "c", &[][..])).collect();
+    let m = manifest(&t.dir, "cc", "-O0", &specs);
+    let p = t.write(
+        &format!("{target}/build/{package}-{hash}/out/ck_jit_manifest.json"),
+        &m.to_json(),
+    );
+    let f = fs::File::options().write(true).open(&p).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+        .unwrap();
+}
+
+/// `ck-jit` run in `dir` of the tree, naming no manifest, with cargo's own
+/// choice of target directory (not the one this test was built in).
+fn cargo_command(t: &Tree, dir: &str) -> Command {
+    let mut c = t.command();
+    for var in [
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_BUILD_DIR",
+    ] {
+        c.env_remove(var);
+    }
+    c.current_dir(t.path(dir));
+    c
+}
+
+/// `ck-jit ARGS` run as [`cargo_command`] does.
+fn ck_in(t: &Tree, dir: &str, args: &[&str]) -> Run {
+    let mut c = cargo_command(t, dir);
+    c.args(args);
+    run(c)
+}
+
+fn listed(r: Run) -> Vec<String> {
+    names(&r.ok().json())
+}
+
+#[test]
+fn a_cargo_packages_manifest_is_found_from_its_directory_and_below() {
+    let t = Tree::new("cargo-find");
+    cargo_package(&t, "pkg", "my-kernels");
+    cargo_build(
+        &t,
+        "pkg/target/debug",
+        "my-kernels",
+        "0123456789abcdef",
+        &["vadd"],
+        60,
+    );
+    // Another package's build, whose name starts the same, is not ours.
+    cargo_build(
+        &t,
+        "pkg/target/debug",
+        "my-kernels-extra",
+        "0123456789abcdef",
+        &["other"],
+        0,
+    );
+
+    let r = ck_in(&t, "pkg", &["list", "--json"]);
+    assert!(!r.stderr.contains("using"), "one build, no note: {r:?}");
+    assert_eq!(listed(r), ["vadd"]);
+    assert_eq!(listed(ck_in(&t, "pkg/src", &["list", "--json"])), ["vadd"]);
+    let text = ck_in(&t, "pkg/src", &["list"]).ok().stdout;
+    assert!(text.contains("vadd"), "{text}");
+
+    // A target directory moved by CARGO_TARGET_DIR is where cargo puts
+    // builds, so it is where they are looked for.
+    cargo_build(
+        &t,
+        "elsewhere/debug",
+        "my-kernels",
+        "fedcba9876543210",
+        &["moved"],
+        0,
+    );
+    let r = run({
+        let mut c = t.command();
+        c.env("CARGO_TARGET_DIR", t.path("elsewhere"))
+            .current_dir(t.path("pkg"))
+            .args(["list", "--json"]);
+        c
+    });
+    assert_eq!(listed(r), ["moved"]);
+}
+
+#[test]
+fn of_two_profiles_the_newest_build_is_used_unless_profile_names_one() {
+    let t = Tree::new("cargo-profiles");
+    cargo_package(&t, "pkg", "my-kernels");
+    cargo_build(
+        &t,
+        "pkg/target/debug",
+        "my-kernels",
+        "1111111111111111",
+        &["dbg"],
+        600,
+    );
+    cargo_build(
+        &t,
+        "pkg/target/release",
+        "my-kernels",
+        "2222222222222222",
+        &["rel"],
+        60,
+    );
+
+    let r = ck_in(&t, "pkg", &["list", "--json"]);
+    assert!(
+        r.stderr.contains(
+            "ck-jit: using target/release/build/my-kernels-2222222222222222/out/\
+             ck_jit_manifest.json (newest of 2; --profile to choose)"
+        ),
+        "{r:?}"
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{r:?}");
+    assert_eq!(listed(r), ["rel"]);
+
+    let r = ck_in(&t, "pkg", &["list", "--json", "--profile", "dev"]);
+    assert!(r.stderr.is_empty(), "{r:?}");
+    assert_eq!(listed(r), ["dbg"]);
+    assert_eq!(
+        listed(ck_in(
+            &t,
+            "pkg",
+            &["--profile", "release", "list", "--json"]
+        )),
+        ["rel"]
+    );
+
+    // A newer debug build wins next.
+    cargo_build(
+        &t,
+        "pkg/target/debug",
+        "my-kernels",
+        "1111111111111111",
+        &["dbg2"],
+        0,
+    );
+    assert_eq!(listed(ck_in(&t, "pkg", &["list", "--json"])), ["dbg2"]);
+
+    // Builds for another target are looked for under its triple.
+    cargo_build(
+        &t,
+        "pkg/target/aarch64-unknown-linux-gnu/release",
+        "my-kernels",
+        "3333333333333333",
+        &["cross"],
+        0,
+    );
+    let r = ck_in(&t, "pkg", &["list", "--json", "--profile", "release"]);
+    assert!(r.stderr.contains("(newest of 2)"), "{r:?}");
+    assert_eq!(listed(r), ["cross"]);
+
+    let r = ck_in(&t, "pkg", &["list", "--profile", "profiling"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("no build of profile profiling (profiling/) of package my-kernels")
+            && r.stderr.contains("cargo build --profile profiling"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn package_chooses_among_a_workspaces_packages() {
+    let t = Tree::new("cargo-workspace");
+    cargo_workspace(&t, "ws", &["kern-a", "kern-b"]);
+    cargo_build(
+        &t,
+        "ws/target/debug",
+        "kern-a",
+        "aaaaaaaaaaaaaaaa",
+        &["a1"],
+        0,
+    );
+    cargo_build(
+        &t,
+        "ws/target/debug",
+        "kern-b",
+        "bbbbbbbbbbbbbbbb",
+        &["b1"],
+        0,
+    );
+
+    let r = ck_in(&t, "ws", &["list"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("2 packages of the cargo workspace at")
+            && r.stderr.contains("have a built manifest: kern-a, kern-b")
+            && r.stderr.contains("pass --package NAME"),
+        "{r:?}"
+    );
+
+    assert_eq!(
+        listed(ck_in(&t, "ws", &["list", "--json", "--package", "kern-b"])),
+        ["b1"]
+    );
+    assert_eq!(
+        listed(ck_in(&t, "ws", &["-p", "kern-a", "list", "--json"])),
+        ["a1"]
+    );
+    // The package the current directory is in, else --package.
+    assert_eq!(
+        listed(ck_in(&t, "ws/kern-b/src", &["list", "--json"])),
+        ["b1"]
+    );
+    assert_eq!(
+        listed(ck_in(
+            &t,
+            "ws/kern-a",
+            &["list", "--json", "--package", "kern-b"]
+        )),
+        ["b1"]
+    );
+    // --package asks for the cargo build even where a variable names a
+    // manifest.
+    let r = run({
+        let mut c = cargo_command(&t, "ws");
+        c.env("CK_JIT_MANIFEST", t.path("nowhere.json")).args([
+            "list",
+            "--json",
+            "--package",
+            "kern-a",
+        ]);
+        c
+    });
+    assert_eq!(listed(r), ["a1"]);
+
+    let r = ck_in(&t, "ws", &["list", "--package", "kern-c"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("--package kern-c: no such package")
+            && r.stderr.contains("its packages: kern-a, kern-b"),
+        "{r:?}"
+    );
+
+    // With one package built, that one.
+    fs::remove_dir_all(t.path("ws/target/debug/build/kern-b-bbbbbbbbbbbbbbbb")).unwrap();
+    assert_eq!(listed(ck_in(&t, "ws", &["list", "--json"])), ["a1"]);
+}
+
+#[test]
+fn outside_a_cargo_project_no_manifest_is_a_usage_error() {
+    let t = Tree::new("cargo-none");
+    let r = ck_in(&t, ".", &["list"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("no manifest: expected --manifest PATH")
+            && r.stderr
+                .contains("or a cargo package here whose build wrote one")
+            && r.stderr.contains("`cargo metadata` failed"),
+        "{r:?}"
+    );
+
+    // Without cargo, the same.
+    cargo_package(&t, "pkg", "my-kernels");
+    cargo_build(
+        &t,
+        "pkg/target/debug",
+        "my-kernels",
+        "0123456789abcdef",
+        &["vadd"],
+        0,
+    );
+    let r = run({
+        let mut c = cargo_command(&t, "pkg");
+        c.env("CARGO", t.path("no-such-cargo")).args(["list"]);
+        c
+    });
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("no manifest: expected --manifest PATH")
+            && r.stderr.contains("cannot run"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_package_without_a_build_is_named_with_the_build_to_run() {
+    let t = Tree::new("cargo-unbuilt");
+    cargo_package(&t, "pkg", "unbuilt-kernels");
+    let r = ck_in(&t, "pkg/src", &["list"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("no build of package unbuilt-kernels holds a ck_jit_manifest.json")
+            && r.stderr.contains("run `cargo build` for it first"),
+        "{r:?}"
+    );
+    let r = ck_in(&t, "pkg", &["list", "--profile", "release"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("cargo build --release"), "{r:?}");
 }
 
 // ----------------------------------------------------------- selection
