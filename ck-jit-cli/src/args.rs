@@ -89,6 +89,7 @@ Examples:
 
 const EXPORT_EXAMPLES: &str = "\
 Examples:
+  ck-jit export-manifest --profile release --to dist/
   ck-jit export-manifest --out-dir target/release/build/mycrate-1a2b3c/out --to dist/
   ck-jit export-manifest --from ck_jit_manifest.json --to /opt/app/kernels/ --root /opt/app/kernels";
 
@@ -265,11 +266,13 @@ pub struct StatArgs {}
 #[derive(Debug, Args)]
 pub struct VerifyArgs {}
 
-/// `ck-jit export-manifest`.
+/// `ck-jit export-manifest`: from --out-dir, --from, --manifest, else the
+/// cargo build of the crate here.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["out_dir", "from"])))]
+#[command(group(ArgGroup::new("input").args(["out_dir", "from"])))]
 pub struct ExportArgs {
-    /// The build's OUT_DIR, holding ck_jit_manifest.json
+    /// The build's OUT_DIR, holding ck_jit_manifest.json [default: --manifest,
+    /// else the cargo build of the crate here (see --package, --profile)]
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// The manifest file itself

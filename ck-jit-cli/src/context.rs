@@ -64,6 +64,16 @@ impl Context {
         )
     }
 
+    /// The manifest named by `--manifest`, else the one the cargo package's
+    /// build wrote: a build's manifest, never a deployed one the variables
+    /// name. `expected` starts the usage error when there is neither.
+    pub fn build_manifest_path(&self, expected: &str) -> Result<PathBuf, CliError> {
+        match &self.manifest {
+            Some(p) => Ok(p.clone()),
+            None => self.cargo_manifest(expected),
+        }
+    }
+
     /// The manifest of the cargo package here (or `--package`), of the
     /// newest build (or `--profile`'s), saying which one on stderr when
     /// there was a choice. Outside a cargo project (or without cargo) the

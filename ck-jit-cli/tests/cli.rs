@@ -464,6 +464,10 @@ fn a_cargo_packages_manifest_is_found_from_its_directory_and_below() {
     let text = ck_in(&t, "pkg/src", &["list"]).ok().stdout;
     assert!(text.contains("vadd"), "{text}");
 
+    // The build's manifest exports with no --out-dir.
+    ck_in(&t, "pkg", &["export-manifest", "--to", "deploy.json"]).ok();
+    assert!(t.path("pkg/deploy.json").is_file());
+
     // A target directory moved by CARGO_TARGET_DIR is where cargo puts
     // builds, so it is where they are looked for.
     cargo_build(
@@ -963,7 +967,12 @@ fn conflicting_and_missing_flags_are_usage_errors() {
     let r = t.ck(&["build", "-j", "0", "--all"]);
     assert_eq!(r.code, 2, "{r:?}");
 
-    let r = t.ck(&["export-manifest", "--to", "x.json"]);
+    // Neither --out-dir, --from nor --manifest, and no cargo package here.
+    let r = run({
+        let mut c = t.command();
+        c.args(["export-manifest", "--to", "x.json"]);
+        c
+    });
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("--out-dir"), "{r:?}");
 }

@@ -1,7 +1,8 @@
 //! `ck-jit export-manifest`: copies the manifest a crate's build wrote into
-//! its `OUT_DIR` to where a deployment will read it (beside the installed
-//! blobs, for `CK_JIT_ROOT`, or anywhere for `CK_JIT_MANIFEST`), refusing a
-//! manifest the runtime would refuse. The copy is written to a temp file
+//! its `OUT_DIR` (named, or found as every command finds a cargo build's)
+//! to where a deployment will read it (beside the installed blobs, for
+//! `CK_JIT_ROOT`, or anywhere for `CK_JIT_MANIFEST`), refusing a manifest
+//! the runtime would refuse. The copy is written to a temp file
 //! and renamed, so a reader never sees half of it.
 
 use std::fs::{self, OpenOptions};
@@ -32,12 +33,9 @@ pub fn run(ctx: &Context, args: &ExportArgs) -> Result<(), CliError> {
     let from = match (&args.out_dir, &args.from) {
         (Some(dir), _) => dir.join(MANIFEST_FILE),
         (None, Some(f)) => f.clone(),
-        // clap requires one of the two.
-        (None, None) => {
-            return Err(CliError::Usage(
-                "export-manifest: expected --out-dir DIR or --from FILE".into(),
-            ))
-        }
+        (None, None) => ctx.build_manifest_path(
+            "export-manifest: expected --out-dir DIR, --from FILE or --manifest PATH",
+        )?,
     };
     let text = fs::read_to_string(&from).map_err(|e| {
         CliError::Usage(format!(
