@@ -131,7 +131,6 @@ pub struct Global {
         long,
         global = true,
         value_name = "NAME",
-        conflicts_with = "manifest",
         help_heading = "Global options"
     )]
     pub package: Option<String>,
@@ -141,7 +140,6 @@ pub struct Global {
         long,
         global = true,
         value_name = "NAME",
-        conflicts_with = "manifest",
         help_heading = "Global options"
     )]
     pub profile: Option<String>,

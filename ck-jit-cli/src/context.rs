@@ -47,8 +47,8 @@ impl Context {
     /// the variables.
     pub fn manifest_path(&self) -> Result<PathBuf, CliError> {
         let cfg = config();
-        if let Some(p) = &self.manifest {
-            return Ok(p.clone());
+        if let Some(p) = self.named_manifest()? {
+            return Ok(p);
         }
         if self.package.is_none() && self.profile.is_none() {
             if let Some(p) = &cfg.manifest {
@@ -68,10 +68,30 @@ impl Context {
     /// build wrote: a build's manifest, never a deployed one the variables
     /// name. `expected` starts the usage error when there is neither.
     pub fn build_manifest_path(&self, expected: &str) -> Result<PathBuf, CliError> {
-        match &self.manifest {
-            Some(p) => Ok(p.clone()),
+        match self.named_manifest()? {
+            Some(p) => Ok(p),
             None => self.cargo_manifest(expected),
         }
+    }
+
+    /// `--manifest`, refused beside `--package` or `--profile` (which choose
+    /// a cargo build's manifest instead), wherever on the line they are.
+    fn named_manifest(&self) -> Result<Option<PathBuf>, CliError> {
+        let Some(p) = &self.manifest else {
+            return Ok(None);
+        };
+        for (given, flag) in [
+            (self.package.is_some(), "--package"),
+            (self.profile.is_some(), "--profile"),
+        ] {
+            if given {
+                return Err(CliError::Usage(format!(
+                    "--manifest and {flag} both say which manifest to use; give one \
+                     ({flag} chooses a cargo build's)"
+                )));
+            }
+        }
+        Ok(Some(p.clone()))
     }
 
     /// The manifest of the cargo package here (or `--package`), of the

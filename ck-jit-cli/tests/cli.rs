@@ -631,6 +631,20 @@ fn package_chooses_among_a_workspaces_packages() {
     });
     assert_eq!(listed(r), ["a1"]);
 
+    // --manifest names one itself, wherever either flag is.
+    for args in [
+        &["--manifest", "m.json", "list", "-p", "kern-a"][..],
+        &["list", "--manifest", "m.json", "-p", "kern-a"],
+        &["--profile", "dev", "list", "--manifest", "m.json"],
+    ] {
+        let r = ck_in(&t, "ws", args);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert!(
+            r.stderr.contains("both say which manifest"),
+            "{args:?}: {r:?}"
+        );
+    }
+
     let r = ck_in(&t, "ws", &["list", "--package", "kern-c"]);
     assert_eq!(r.code, 2, "{r:?}");
     assert!(
