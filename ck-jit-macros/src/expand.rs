@@ -212,6 +212,10 @@ fn kernel(k: &Checked) -> TokenStream {
             #[doc(hidden)]
             pub static __SLOT: ::ck_jit_rt::__private::Slot = #slot;
 
+            // Listed for the program at start-up, so that warming the blob
+            // up by name resolves this kernel's symbol and fills its slot.
+            ::ck_jit_rt::__declare!(&__SLOT);
+
             #tracking
 
             /// Compiles (unless a cached build is found) and loads the
@@ -296,6 +300,10 @@ fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
             #[doc(hidden)]
             pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> =
                 ::ck_jit_rt::__private::FamilySlots::new(&#manifest, FAMILY, #symbol);
+
+            // Listed for the program at start-up, so that warming a member
+            // up by name resolves the family's symbol and fills its slot.
+            ::ck_jit_rt::__declare!(&__FAMILY);
 
             /// Every blob of the family with its metadata (what its kernel
             /// supports), in name order; a blob's position is its index.
@@ -693,6 +701,10 @@ mod tests {
         assert!(body.contains(
             "pub static __SLOT : :: ck_jit_rt :: __private :: Slot = :: ck_jit_rt :: __private :: Slot :: new (& crate :: __CK_JIT_MANIFEST , BLOB , :: ck_jit_rt :: __private :: SymbolOverride :: Manifest)"
         ), "{body}");
+        assert!(
+            body.contains(":: ck_jit_rt :: __declare ! (& __SLOT)"),
+            "listed for warm-up by name: {body}"
+        );
         assert!(body.contains("pub fn try_get ()"));
         assert!(body.contains("pub fn prepare ()"));
     }
@@ -808,6 +820,7 @@ mod tests {
             "pub static __FAMILY : :: ck_jit_rt :: __private :: FamilySlots < Family > = \
              :: ck_jit_rt :: __private :: FamilySlots :: new (& crate :: __CK_JIT_MANIFEST , \
              FAMILY , :: ck_jit_rt :: __private :: SymbolOverride :: Prefix (\"_Z9fmha_fwd\"))",
+            ":: ck_jit_rt :: __declare ! (& __FAMILY)",
             "pub fn blobs ()",
             "pub fn select (query : & :: ck_jit_rt :: Query)",
             "pub fn candidates (query : & :: ck_jit_rt :: Query)",

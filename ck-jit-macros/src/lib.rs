@@ -94,6 +94,9 @@
 //!         BLOB,
 //!         ::ck_jit_rt::__private::SymbolOverride::Manifest,
 //!     );
+//!     // Listed for the program at start-up: warming the blob up by name
+//!     // (`Runtime::warmup`) resolves this kernel's symbol and fills the slot.
+//!     ::ck_jit_rt::__declare!(&__SLOT);
 //!     /// Compiles and loads, returning the entry point or the error.
 //!     pub fn try_get() -> Result<Fn, ::ck_jit_rt::Error> { /* ... */ }
 //!     /// Compiles and loads ahead of the first call.
@@ -124,6 +127,11 @@
 //! `symbol_prefix`, `manifest` and `manifest_file` apply to every fn; a
 //! `#[lazy_kernel(...)]` on one fn inside the block sets that fn's own
 //! `blob` and overrides the others for it.
+//!
+//! Every declaration is listed for the program when it starts, so a blob
+//! warmed up by name (`Runtime::warmup(&["dot_f32_v2"])`)
+//! has the symbols its declarations name resolved, not the manifest's, and
+//! their slots filled: the kernels' first calls then compile nothing.
 //!
 //! # Blobs of the fallback manifest
 //!
@@ -224,6 +232,7 @@
 //!     pub type Kernel = ::ck_jit_rt::Kernel<Family>;
 //!     #[doc(hidden)]
 //!     pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> = /* ... */;
+//!     ::ck_jit_rt::__declare!(&__FAMILY); // warm-up by name resolves the family's symbol
 //!     pub fn blobs() -> Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error>;
 //!     pub fn select(query: &::ck_jit_rt::Query) -> Result<Kernel, ::ck_jit_rt::SelectError>;
 //!     pub fn candidates(query: &::ck_jit_rt::Query) -> Result<Vec<Kernel>, ::ck_jit_rt::Error>;

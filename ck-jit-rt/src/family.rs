@@ -1357,6 +1357,28 @@ impl<F> FamilySlots<F> {
             suggestions,
         })
     }
+
+    /// Loads member `blob` and fills its slot, resolving the family's
+    /// symbol, when this family resolves it through `rt` (what warming the
+    /// blob up by name does for the family's declaration); `None` when
+    /// `blob` is no member of it there.
+    pub(crate) fn warm(&'static self, rt: &Runtime, blob: &str) -> Option<Result<(), Error>> {
+        // Another manifest's family is not opened for it.
+        if !std::ptr::eq(self.source.runtime().ok()?, rt) {
+            return None;
+        }
+        // A family the manifest cannot give (a name no group has) is its
+        // own calls' error, not that of the blobs warmed up beside it.
+        let data = self.data().ok()?;
+        let m = match data.member_named(blob) {
+            Ok(m) => m?,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(
+            self.member(m)
+                .and_then(|member| member.slot.try_get().map(|_| ())),
+        )
+    }
 }
 
 /// The members of a family ([`FamilySlots::members`]), in family-local

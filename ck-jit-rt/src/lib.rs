@@ -34,6 +34,8 @@
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
+//! - `declared` — the kernels the program declares, listed when it
+//!   starts: warming a blob up by name resolves the symbols they name;
 //! - `manifest_file` — kernels declared from a manifest file, found through
 //!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
@@ -62,6 +64,7 @@ pub mod arch;
 mod cache;
 mod compile;
 pub mod config;
+mod declared;
 mod depfile;
 mod device;
 mod embed;
@@ -110,6 +113,7 @@ pub mod __internals {
 /// generate; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::declared::{Declaration, Declared};
     pub use crate::embed::Embedded;
     pub use crate::error::Error;
     pub use crate::family::FamilySlots;

@@ -373,7 +373,7 @@ impl Runtime {
     }
 
     /// The runtime that knows `blob`: this one, else the fallback manifest.
-    fn owner(&self, blob: &str) -> Result<&Runtime, Error> {
+    pub(crate) fn owner(&self, blob: &str) -> Result<&Runtime, Error> {
         if self.find(blob)?.is_some() {
             return Ok(self);
         }
@@ -610,8 +610,31 @@ impl Runtime {
     /// compiles at once, and under `make -jN` or in a cargo build script no
     /// more than the jobserver's free slots), returning each blob's result
     /// in input order.
+    ///
+    /// A blob is ready when its entry points are found: those that the
+    /// program's `#[lazy_kernel]` declarations of it name (its own
+    /// `symbol`/`symbol_prefix`, its family's), whose slots are then filled
+    /// so that their first call costs one load, or the manifest's symbol
+    /// when no declaration of it resolves through this runtime. A blob
+    /// declared by two kernels with two symbols has both resolved.
     pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
-        self.in_parallel(blobs, |b| self.resolve(b, None).map(|_| ()))
+        self.in_parallel(blobs, |b| self.warm(b))
+    }
+
+    /// Compiles and loads `blob` and resolves its entry points, as
+    /// [`Runtime::warmup`] describes.
+    fn warm(&self, blob: &str) -> Result<(), Error> {
+        let mut declared = false;
+        for d in crate::declared::all() {
+            if let Some(filled) = d.warm(self, blob) {
+                declared = true;
+                filled?;
+            }
+        }
+        if declared {
+            return Ok(());
+        }
+        self.resolve(blob, None).map(|_| ())
     }
 
     /// Runs `f` on each of `blobs` on as many threads as compiles may run

@@ -170,6 +170,18 @@ impl Slot {
         Ok(p)
     }
 
+    /// Whether filling the slot loads its blob through `rt`: `rt` is the
+    /// slot's runtime, or the one that runtime hands the blob to (the
+    /// fallback manifest, for a blob only it records).
+    pub(crate) fn resolves_through(&self, rt: &Runtime) -> bool {
+        let own = match self.source {
+            SlotSource::Source(source) => source.runtime(),
+            SlotSource::ManifestFile(path) => manifest_file::runtime_for(path, self.blob),
+        };
+        let Ok(own) = own else { return false };
+        std::ptr::eq(own, rt) || own.owner(self.blob).is_ok_and(|o| std::ptr::eq(o, rt))
+    }
+
     /// Whether the slot is filled (the kernel is loaded).
     pub fn is_ready(&self) -> bool {
         !self.ptr.load(Ordering::Acquire).is_null()
