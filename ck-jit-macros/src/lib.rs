@@ -129,7 +129,7 @@
 //! `blob` and overrides the others for it.
 //!
 //! Every declaration is listed for the program when it starts, so a blob
-//! warmed up by name (`Runtime::warmup(&["dot_f32_v2"])`)
+//! warmed up by name (`ck_jit_rt::runtime()?.warmup(&["dot_f32_v2"])`)
 //! has the symbols its declarations name resolved, not the manifest's, and
 //! their slots filled: the kernels' first calls then compile nothing.
 //!

@@ -145,3 +145,20 @@ fn child_prepares_a_declared_blob() {
     assert_eq!(unsafe { (dot(7), first(7), second(7)) }, (21, 8, 9));
     assert_eq!(compiles(), 2, "the calls compiled nothing");
 }
+
+#[test]
+fn the_public_runtime_is_the_one_the_dispatchers_use() {
+    in_child("child_warms_up_through_the_public_runtime");
+}
+
+#[test]
+#[ignore = "run in a process of its own by the test above"]
+fn child_warms_up_through_the_public_runtime() {
+    let rt = ck_jit_rt::runtime().unwrap();
+    assert!(std::ptr::eq(rt, runtime()), "the kernels' own runtime");
+    warm(rt, &["dot_v2"]);
+    assert!(dot::__SLOT.is_ready());
+    // SAFETY: the blob defines `int dot(int)`.
+    assert_eq!(unsafe { dot(7) }, 21);
+    assert_eq!(compiles(), 1, "the call found the blob loaded");
+}

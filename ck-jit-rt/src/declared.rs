@@ -1,9 +1,11 @@
 //! The kernels this program declares, listed before `main` runs, so that
 //! what is asked for by blob name ([`Runtime::warmup`]) resolves the entry
 //! points the declarations name (`#[lazy_kernel(symbol = "...")]`), not
-//! only the manifest's.
+//! only the manifest's, and so that [`runtime`](crate::runtime) finds the
+//! manifest the program's kernels use.
 //!
-//! Each `#[lazy_kernel]` places, through [`declare!`](crate::__declare), a static
+//! Each `#[lazy_kernel]` and [`embed_manifest!`](crate::embed_manifest)
+//! places, through [`declare!`](crate::__declare), a static
 //! [`Declaration`] and a constructor (an entry of the object's
 //! initialiser array) that pushes it onto a lock-free list: no allocation,
 //! no lock, nothing that needs the standard library to be set up. A shared
@@ -14,28 +16,53 @@
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
+use crate::embed::Embedded;
 use crate::error::Error;
 use crate::family::FamilySlots;
 use crate::runtime::Runtime;
 use crate::slot::Slot;
 
-/// Something a program declares: a kernel's slot or a family's table.
+/// Something a program declares: a kernel's slot, a family's table or an
+/// embedded manifest.
 pub trait Declared: Sync {
     /// Fills this declaration's entry points of `blob` (resolving the
     /// symbols it names) when it resolves `blob` through `rt`; `None` when
     /// it declares no kernel of `blob` there.
     fn warm(&'static self, rt: &Runtime, blob: &str) -> Option<Result<(), Error>>;
+
+    /// The runtime of the manifest this declaration's kernels use, when it
+    /// is one embedded manifest (not for a kernel declared from a manifest
+    /// file, which resolves through the fallback manifest or that file).
+    fn runtime(&'static self) -> Option<Result<&'static Runtime, Error>>;
 }
 
 impl Declared for Slot {
     fn warm(&'static self, rt: &Runtime, blob: &str) -> Option<Result<(), Error>> {
         (self.blob() == blob && self.resolves_through(rt)).then(|| self.try_get().map(|_| ()))
     }
+
+    fn runtime(&'static self) -> Option<Result<&'static Runtime, Error>> {
+        self.source().map(|s| s.runtime())
+    }
 }
 
 impl<F: 'static> Declared for FamilySlots<F> {
     fn warm(&'static self, rt: &Runtime, blob: &str) -> Option<Result<(), Error>> {
         FamilySlots::warm(self, rt, blob)
+    }
+
+    fn runtime(&'static self) -> Option<Result<&'static Runtime, Error>> {
+        Some(FamilySlots::runtime(self))
+    }
+}
+
+impl Declared for Embedded {
+    fn warm(&'static self, _: &Runtime, _: &str) -> Option<Result<(), Error>> {
+        None
+    }
+
+    fn runtime(&'static self) -> Option<Result<&'static Runtime, Error>> {
+        Some(Embedded::runtime(self))
     }
 }
 
@@ -98,10 +125,10 @@ pub(crate) fn all() -> impl Iterator<Item = &'static dyn Declared> {
     })
 }
 
-/// Lists a [`Declaration`] of `$declared` (a `&'static` slot or family
-/// table) in the program's list when the program (or the shared object
-/// holding it) starts. Used by the code `#[lazy_kernel]` generates; not a
-/// stable API.
+/// Lists a [`Declaration`] of `$declared` (a `&'static` slot, family table
+/// or embedded manifest) in the program's list when the program (or the
+/// shared object holding it) starts. Used by the code `#[lazy_kernel]` and
+/// [`embed_manifest!`](crate::embed_manifest) generate; not a stable API.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __declare {
@@ -135,4 +162,72 @@ macro_rules! __declare {
             static LIST: extern "C" fn() = list;
         };
     };
+}
+
+/// The runtime of the manifest this program's kernels use: the one
+/// [`embed_manifest!`](crate::embed_manifest) embeds, which its
+/// `#[lazy_kernel]` declarations resolve through. Warming blobs up on it
+/// ([`Runtime::warmup`], [`Runtime::prepare_together`]) loads them where
+/// the kernels' first calls find them, and a blob a declaration gives its
+/// own symbol (`#[lazy_kernel(blob = "dot_f32_v2", symbol = "dot_f32")]`)
+/// resolves that symbol. Inside the crate that embeds the manifest,
+/// `ck_jit_runtime()` (defined by `embed_manifest!`) returns the same.
+///
+/// ```no_run
+/// fn main() -> Result<(), ck_jit_rt::Error> {
+///     let rt = ck_jit_rt::runtime()?;
+///     // Compile and load before serving; every result names its blob.
+///     for (blob, result) in rt.warmup(&["vadd_f32", "dot_f32_v2"]) {
+///         if let Err(e) = result {
+///             eprintln!("ck-jit: {blob} is not ready: {e}");
+///         }
+///     }
+///     ck_jit_rt::freeze(); // from now on a miss is an error, not a compile
+///     Ok(())
+/// }
+/// ```
+///
+/// # Errors
+///
+/// [`Error::ProgramManifest`] when the program embeds no manifest, or
+/// several (two crates, each with its `embed_manifest!()`: each crate's
+/// `ck_jit_runtime()` gives its own); the error of a manifest that cannot
+/// be opened.
+pub fn runtime() -> Result<&'static Runtime, Error> {
+    let mut found: Vec<&'static Runtime> = Vec::new();
+    for d in all() {
+        let Some(rt) = d.runtime() else { continue };
+        let rt = rt?;
+        if !found.iter().any(|f| ptr::eq(*f, rt)) {
+            found.push(rt);
+        }
+    }
+    match found.as_slice() {
+        [rt] => Ok(rt),
+        several => Err(Error::ProgramManifest {
+            manifests: several
+                .iter()
+                // Listed most recent first: name them in the order listed
+                // at start-up.
+                .rev()
+                .map(|rt| rt.store().name().to_string())
+                .collect(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_that_embeds_no_manifest_has_no_runtime() {
+        // This test binary declares nothing.
+        let e = runtime().unwrap_err();
+        assert!(
+            matches!(&e, Error::ProgramManifest { manifests } if manifests.is_empty()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("embed_manifest!()"), "{e}");
+    }
 }

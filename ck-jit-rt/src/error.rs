@@ -174,6 +174,13 @@ pub enum Error {
         /// The value as set.
         value: String,
     },
+    /// [`runtime`](crate::runtime) found no manifest embedded in the
+    /// program, or several, so no one runtime is the program's.
+    ProgramManifest {
+        /// The names of the manifests the program embeds (none, or
+        /// several).
+        manifests: Vec<String>,
+    },
     /// A file operation in the cache failed.
     Io {
         /// What was being done.
@@ -212,7 +219,10 @@ impl Error {
             | Error::Offline { blob, .. }
             | Error::ForeignDevice { blob, .. }
             | Error::ArchVariable { blob, .. } => Some(blob),
-            Error::Manifest { .. } | Error::Cache { .. } | Error::Io { .. } => None,
+            Error::Manifest { .. }
+            | Error::Cache { .. }
+            | Error::ProgramManifest { .. }
+            | Error::Io { .. } => None,
         }
     }
 
@@ -375,6 +385,18 @@ impl fmt::Display for Error {
                 "blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
                  forms: {}",
                 crate::arch::ARCH_FORMS
+            ),
+            Error::ProgramManifest { manifests } if manifests.is_empty() => write!(
+                f,
+                "this program embeds no manifest: ck_jit_rt::embed_manifest!() at the root of \
+                 the crate that declares the kernels embeds one"
+            ),
+            Error::ProgramManifest { manifests } => write!(
+                f,
+                "this program embeds {} manifests ({}), so none is the program's; \
+                 ck_jit_runtime() of the crate that embeds one gives its runtime",
+                manifests.len(),
+                manifests.join(", ")
             ),
             Error::Io { op, path, error } => {
                 write!(f, "{op} {}: {error}", path.display())
@@ -545,6 +567,10 @@ mod tests {
             Error::ArchVariable {
                 blob: "k".into(),
                 value: "x".into(),
+            },
+            Error::ProgramManifest { manifests: vec![] },
+            Error::ProgramManifest {
+                manifests: vec!["a".into(), "b".into()],
             },
             Error::io("publishing", "/c/k.so", io::Error::other("disk full")),
         ];

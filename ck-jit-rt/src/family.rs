@@ -1379,6 +1379,11 @@ impl<F> FamilySlots<F> {
                 .and_then(|member| member.slot.try_get().map(|_| ())),
         )
     }
+
+    /// The runtime this family's members resolve through.
+    pub(crate) fn runtime(&self) -> Result<&'static Runtime, Error> {
+        self.source.runtime()
+    }
 }
 
 /// The members of a family ([`FamilySlots::members`]), in family-local

@@ -18,6 +18,8 @@
 //! unsafe { vadd_f32(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), n) };
 //! // Fallible form, and ahead-of-time preparation:
 //! vadd_f32::prepare()?;
+//! // Or many blobs at once, by name, on the runtime the kernels use:
+//! ck_jit_rt::runtime()?.warmup(&["vadd_f32"]);
 //! ```
 //!
 //! # Modules, in the order a cold call uses them
@@ -35,7 +37,8 @@
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
 //! - `declared` — the kernels the program declares, listed when it
-//!   starts: warming a blob up by name resolves the symbols they name;
+//!   starts: warming a blob up by name resolves the symbols they name, and
+//!   [`runtime()`] finds the manifest they use;
 //! - `manifest_file` — kernels declared from a manifest file, found through
 //!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
@@ -84,6 +87,7 @@ mod symbol;
 pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
 pub use compile::CompilerCheck;
+pub use declared::runtime;
 pub use error::{shell_quote, Error};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
 pub use load::Loaded;
@@ -123,7 +127,8 @@ pub mod __private {
 /// Embeds the manifest that `ck-jit-build` wrote into `OUT_DIR`, as the
 /// static `__CK_JIT_MANIFEST` that `#[lazy_kernel]` uses, and defines
 /// `ck_jit_runtime()` returning the runtime over it (for `warmup`, `plan`,
-/// ...). Call it once at the crate root.
+/// ...). Call it once at the crate root. Outside the crate, [`runtime()`]
+/// returns the same runtime when the program embeds this one manifest.
 #[macro_export]
 macro_rules! embed_manifest {
     () => {
@@ -133,6 +138,8 @@ macro_rules! embed_manifest {
                 ::core::env!("OUT_DIR"),
                 "/ck_jit_manifest.ckm"
             )));
+
+        $crate::__declare!(&__CK_JIT_MANIFEST);
 
         /// The ck-jit runtime over this crate's embedded manifest.
         #[allow(dead_code)]

@@ -170,6 +170,15 @@ impl Slot {
         Ok(p)
     }
 
+    /// Where the slot finds its runtime, unless that depends on the blob
+    /// (a kernel declared from a manifest file).
+    pub(crate) fn source(&self) -> Option<Source> {
+        match self.source {
+            SlotSource::Source(source) => Some(source),
+            SlotSource::ManifestFile(_) => None,
+        }
+    }
+
     /// Whether filling the slot loads its blob through `rt`: `rt` is the
     /// slot's runtime, or the one that runtime hands the blob to (the
     /// fallback manifest, for a blob only it records).
