@@ -701,6 +701,18 @@ fn blob(
             None => {}
         }
     }
+    if let Some(f_meta) = &group.meta_with {
+        let file = crate::group::BlobFile {
+            name: stem,
+            path: &f.rel,
+        };
+        let entries = (f_meta.0)(&file).map_err(|why| Error::File {
+            group: group.name.clone(),
+            path: f.abs.clone(),
+            why: format!("was refused by meta_with: {why}"),
+        })?;
+        meta.extend(entries);
+    }
     Ok(Blob {
         name: stem.to_string(),
         source: f.rel.clone(),

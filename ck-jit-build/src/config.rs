@@ -67,6 +67,9 @@ struct GroupTable {
     require_meta_match: Option<bool>,
     #[serde(default)]
     meta: BTreeMap<String, String>,
+    family: Option<String>,
+    #[serde(default)]
+    neutral: BTreeMap<String, String>,
 }
 
 /// `symbol = { exact = "..." }` or `symbol = { prefix = "..." }`.
@@ -265,6 +268,12 @@ impl GroupTable {
         }
         for (k, v) in &self.meta {
             g.meta(k, v);
+        }
+        if let Some(family) = &self.family {
+            g.family(family);
+        }
+        for (k, v) in &self.neutral {
+            g.neutral(k, v);
         }
         g
     }

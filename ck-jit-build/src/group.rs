@@ -6,7 +6,9 @@
 //! than a panic in the middle of a setter chain.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use glob::{MatchOptions, Pattern};
 use regex_lite::Regex;
@@ -72,7 +74,43 @@ pub struct BlobGroup {
     pub(crate) meta_pattern: Option<String>,
     pub(crate) require_meta_match: bool,
     pub(crate) meta: BTreeMap<String, String>,
+    pub(crate) meta_with: Option<MetaFn>,
+    family: Option<String>,
+    neutral: BTreeMap<String, String>,
 }
+
+/// A blob file as [`BlobGroup::meta_with`] sees it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct BlobFile<'a> {
+    /// The blob's name (its file stem).
+    pub name: &'a str,
+    /// Its path relative to the root, with `/` separators.
+    pub path: &'a str,
+}
+
+/// What [`BlobGroup::meta_with`] was given.
+type MetaFunction =
+    dyn Fn(&BlobFile<'_>) -> Result<Vec<(String, String)>, String> + Send + Sync + 'static;
+
+/// A metadata function, compared by identity (two groups are equal when
+/// they hold the same one).
+#[derive(Clone)]
+pub(crate) struct MetaFn(pub(crate) Arc<MetaFunction>);
+
+impl fmt::Debug for MetaFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MetaFn(..)")
+    }
+}
+
+impl PartialEq for MetaFn {
+    fn eq(&self, other: &MetaFn) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for MetaFn {}
 
 impl BlobGroup {
     /// A group named `name` (e.g. `fwd`, `vec`), with no files yet.
@@ -105,6 +143,9 @@ impl BlobGroup {
             meta_pattern: None,
             require_meta_match: false,
             meta: BTreeMap::new(),
+            meta_with: None,
+            family: None,
+            neutral: BTreeMap::new(),
         }
     }
 
@@ -407,6 +448,61 @@ impl BlobGroup {
         self
     }
 
+    /// Computes metadata of each blob from its name and path, for what a
+    /// [`meta_pattern`](BlobGroup::meta_pattern) cannot say (a count, a
+    /// place in a chain, a lookup in a table). Its entries win over the
+    /// pattern's captures and [`meta`](BlobGroup::meta). An `Err` stops the
+    /// build with an error naming the file and the message.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// ck_jit_build::BlobGroup::new("fused")
+    ///     .glob("kernels/*.cpp")
+    ///     // `gemm_bias_relu_f32`: three operations.
+    ///     .meta_with(|blob| {
+    ///         let ops = blob.name.split('_').count() - 1;
+    ///         Ok(vec![("ops".to_string(), ops.to_string())])
+    ///     });
+    /// ```
+    pub fn meta_with<F>(&mut self, f: F) -> &mut BlobGroup
+    where
+        F: Fn(&BlobFile<'_>) -> Result<Vec<(String, String)>, String> + Send + Sync + 'static,
+    {
+        self.meta_with = Some(MetaFn(Arc::new(f)));
+        self
+    }
+
+    /// Puts the group's blobs in the kernel family `name` (default: the
+    /// group's own name), so that several groups, each with its own
+    /// compile command, make one family that `#[lazy_kernel(family =
+    /// "...")]` selects among.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// ck_jit_build::BlobGroup::new("conv_f32").family("conv");
+    /// ck_jit_build::BlobGroup::new("conv_f16").family("conv").flag("-mf16c");
+    /// ```
+    pub fn family(&mut self, name: &str) -> &mut BlobGroup {
+        self.family = Some(name.to_string());
+        self
+    }
+
+    /// The value a family query that does not mention `key` holds it to
+    /// (the neutral variant of a trait the blobs vary in: `bias = "none"`
+    /// unless a caller asks for a bias).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// ck_jit_build::BlobGroup::new("attn").neutral("bias", "none");
+    /// ```
+    pub fn neutral(&mut self, key: &str, value: &str) -> &mut BlobGroup {
+        self.neutral.insert(key.to_string(), value.to_string());
+        self
+    }
+
     /// Compiles the meta pattern, if any.
     pub(crate) fn compiled_meta_pattern(&self) -> Result<Option<Regex>, Error> {
         let Some(pattern) = &self.meta_pattern else {
@@ -518,6 +614,14 @@ impl BlobGroup {
                 "empty symbol, or a symbol with NUL or a line break".into()
             ));
         }
+        if let Some(family) = &self.family {
+            if let Err(e) = manifest::check_name(family) {
+                return Err(bad(format!("bad family name: {e}")));
+            }
+        }
+        if let Some(key) = self.neutral.keys().find(|k| k.is_empty()) {
+            return Err(bad(format!("neutral value with an empty key ('{key}')")));
+        }
         Ok(manifest::Group {
             name: self.name.clone(),
             compiler: self.compiler.clone(),
@@ -525,8 +629,8 @@ impl BlobGroup {
             cwd,
             symbol: self.symbol.clone(),
             depfile: self.depfile,
-            family: None,
-            neutral: Default::default(),
+            family: self.family.clone(),
+            neutral: self.neutral.clone(),
         })
     }
 }

@@ -55,7 +55,9 @@
 //! define = { USE_FAST = "1", DEBUG = true }   # -DUSE_FAST=1, -DDEBUG (in name order)
 //! symbol = { exact = "{name}" }               # or { prefix = "fmha_fwd_" }
 //! meta_pattern = '(?P<op>[a-z]+)_(?P<dtype>f32|f64)'
-//! meta = { family = "vec" }
+//! meta = { op_kind = "vector" }
+//! family = "vec"               # optional: the family (default: the group's name)
+//! neutral = { bias = "none" }  # optional: what a query not naming a key holds it to
 //! shared = true                # add -fPIC -shared
 //! depfile = true               # the compiler takes -MD -MF
 //! # also: allow_empty, require_meta_match, cwd, args_template
@@ -151,6 +153,6 @@ pub use ck_jit_manifest as manifest;
 pub use build::{from_config, Build, Watch};
 pub use cargo::CargoOutput;
 pub use error::Error;
-pub use group::BlobGroup;
+pub use group::{BlobFile, BlobGroup};
 pub use manifest::Manifest;
 pub use record::write_manifest;

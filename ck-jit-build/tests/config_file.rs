@@ -22,6 +22,8 @@ define = { USE_FAST = "1", DEBUG = true, UNSET = false }
 symbol = { exact = "{name}" }
 meta_pattern = '(?P<op>[a-z]+)_(?P<dtype>f32|f64)'
 meta = { family = "vec" }
+family = "kernels"
+neutral = { op = "add" }
 shared = true
 depfile = true
 
@@ -33,6 +35,7 @@ symbol = { prefix = "fmha_fwd_" }
 require_meta_match = true
 meta_pattern = '^(?P<kind>[a-z]+)_'
 cwd = "fwd"
+family = "kernels"
 "#;
 
 fn tree() -> Tree {
@@ -67,6 +70,8 @@ fn same_in_rust(t: &Tree) -> Build {
                 .symbol_exact("{name}")
                 .meta_pattern("(?P<op>[a-z]+)_(?P<dtype>f32|f64)")
                 .meta("family", "vec")
+                .family("kernels")
+                .neutral("op", "add")
                 .shared(true)
                 .depfile(true),
         )
@@ -77,7 +82,8 @@ fn same_in_rust(t: &Tree) -> Build {
                 .symbol_prefix("fmha_fwd_")
                 .require_meta_match(true)
                 .meta_pattern("^(?P<kind>[a-z]+)_")
-                .cwd("fwd"),
+                .cwd("fwd")
+                .family("kernels"),
         );
     b
 }
@@ -95,6 +101,11 @@ fn config_file_gives_the_same_manifest_as_the_builder() {
     assert_eq!(a.blobs.len(), 4);
     assert!(a.groups[0].args.contains(&"-DUSE_FAST=1".to_string()));
     assert!(!a.groups[0].args.iter().any(|x| x.contains("UNSET")));
+    // Two groups, two compile commands, one family; a neutral value.
+    assert_eq!(a.groups[0].family(), "kernels");
+    assert_eq!(a.groups[1].family(), "kernels");
+    assert_eq!(a.groups[0].neutral["op"], "add");
+    assert!(a.groups[1].neutral.is_empty());
 
     // And byte-identical files on disk.
     let written_a = read(&from_file.try_write().unwrap());

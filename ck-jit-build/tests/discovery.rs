@@ -298,6 +298,45 @@ fn a_broken_symlink_matched_by_a_glob_is_an_error_naming_it() {
     assert!(e.to_string().contains("dangling.cpp"), "{e}");
 }
 
+/// `meta_with` computes a blob's metadata from its name and path; its
+/// entries win over the pattern's and the group's, and a refusal stops the
+/// build naming the file.
+#[test]
+fn meta_with_sets_what_a_pattern_cannot_and_its_refusal_names_the_file() {
+    let t = Tree::new("meta-with");
+    t.files(&["k/gemm_relu_f32.cpp", "k/gemm_bias_relu_f64.cpp"]);
+    let mut g = BlobGroup::new("fused");
+    g.glob("k/*.cpp")
+        .meta("ops", "0")
+        .meta_pattern(r"_(?P<dtype>f32|f64)$")
+        .meta_with(|blob| {
+            let ops = blob.name.split('_').count() - 1;
+            Ok(vec![
+                ("ops".to_string(), ops.to_string()),
+                (
+                    "dir".to_string(),
+                    blob.path.rsplit_once('/').unwrap().0.into(),
+                ),
+            ])
+        });
+    let m = t.manifest(&g).unwrap();
+    let meta = |name: &str| &m.blobs.iter().find(|b| b.name == name).unwrap().meta;
+    assert_eq!(meta("gemm_bias_relu_f64")["ops"], "3");
+    assert_eq!(meta("gemm_relu_f32")["ops"], "2");
+    assert_eq!(meta("gemm_relu_f32")["dtype"], "f32");
+    assert_eq!(meta("gemm_relu_f32")["dir"], "k");
+
+    g.meta_with(|blob| match blob.name.contains("bias") {
+        true => Err("bias is not an operation here".into()),
+        false => Ok(Vec::new()),
+    });
+    let e = t.manifest(&g).unwrap_err().to_string();
+    assert!(
+        e.contains("gemm_bias_relu_f64.cpp") && e.contains("bias is not an operation here"),
+        "{e}"
+    );
+}
+
 #[test]
 fn an_empty_group_is_an_error_unless_allowed() {
     let t = Tree::new("empty");

@@ -7,41 +7,40 @@
 //! whose value is its place in the chain (`gemm=1, bias_add=2, relu=3`),
 //! `ops` counts them and `dtype` is the last part.
 
-use ck_jit_build::{BlobGroup, Build};
+use ck_jit_build::{BlobFile, BlobGroup, Build};
 
 /// The operation kinds, as they appear in kernel names.
 const KINDS: [(&str, &str); 3] = [("gemm", "gemm"), ("bias", "bias_add"), ("relu", "relu")];
 
 fn main() {
-    let mut build = Build::new();
-    build.name("ck_jit_fusion").group(
-        BlobGroup::new("fused")
-            .glob("kernels/*.cpp")
-            .compiler("c++")
-            .flags(["-O2", "-std=c++17"])
-            .include("kernels/include")
-            .meta_pattern(r"_(?P<dtype>f32|f64)$")
-            .require_meta_match(true),
-    );
-    // The manifest, with the rerun lines cargo needs.
-    build.write();
-    let mut manifest = build
-        .try_manifest()
-        .unwrap_or_else(|e| panic!("ck-jit: {e}"));
-    for blob in &mut manifest.blobs {
-        let chain: Vec<&str> = blob.name.split('_').collect();
-        let ops = &chain[..chain.len() - 1];
-        for (place, part) in ops.iter().enumerate() {
-            let Some((_, kind)) = KINDS.iter().find(|(name, _)| name == part) else {
-                panic!(
-                    "ck-jit: kernel '{}': '{part}' is not an operation (expected one of gemm, bias, relu)",
-                    blob.name
-                );
-            };
-            blob.meta.insert(kind.to_string(), (place + 1).to_string());
-        }
-        blob.meta.insert("ops".into(), ops.len().to_string());
+    Build::new()
+        .name("ck_jit_fusion")
+        .group(
+            BlobGroup::new("fused")
+                .glob("kernels/*.cpp")
+                .compiler("c++")
+                .flags(["-O2", "-std=c++17"])
+                .include("kernels/include")
+                .meta_pattern(r"_(?P<dtype>f32|f64)$")
+                .require_meta_match(true)
+                .meta_with(chain_meta),
+        )
+        .write();
+}
+
+/// `gemm=1, bias_add=2, relu=3, ops=3` for `gemm_bias_relu_f32`.
+fn chain_meta(blob: &BlobFile<'_>) -> Result<Vec<(String, String)>, String> {
+    let chain: Vec<&str> = blob.name.split('_').collect();
+    let ops = &chain[..chain.len() - 1];
+    let mut meta = Vec::new();
+    for (place, part) in ops.iter().enumerate() {
+        let Some((_, kind)) = KINDS.iter().find(|(name, _)| name == part) else {
+            return Err(format!(
+                "'{part}' is not an operation (expected one of gemm, bias, relu)"
+            ));
+        };
+        meta.push((kind.to_string(), (place + 1).to_string()));
     }
-    let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
-    ck_jit_build::write_manifest(&manifest, out).unwrap_or_else(|e| panic!("ck-jit: {e}"));
+    meta.push(("ops".into(), ops.len().to_string()));
+    Ok(meta)
 }
