@@ -1129,9 +1129,11 @@ fn clean_removes_the_selected_blobs_entries_and_all_removes_everything() {
 }
 
 #[test]
-fn stat_counts_entries_and_says_counters_are_not_recorded() {
+fn stat_counts_entries_and_the_requests_of_every_process() {
     let t = Tree::new("stat");
     families(&t);
+    let text = t.ck(&["stat"]).ok().stdout;
+    assert!(text.contains("requests:     none counted yet"), "{text}");
     t.ck(&["build", "--family", "vec"]).ok();
     let doc = t.ck(&["stat", "--json"]).ok().json();
     assert_eq!(doc["entries"], 3, "{doc}");
@@ -1139,11 +1141,24 @@ fn stat_counts_entries_and_says_counters_are_not_recorded() {
     assert!(doc["bytes"].as_u64().unwrap() > 1000);
     assert_eq!(doc["per_blob"]["vmul_f32"], 1);
     assert!(doc["oldest"]["utc"].as_str().unwrap().ends_with("UTC"));
-    assert_eq!(doc["hits"], Value::Null);
-    assert_eq!(doc["compiles"], Value::Null);
+    // The build's process: three misses, each compiled.
+    assert_eq!(doc["hits"], 0, "{doc}");
+    assert_eq!(doc["misses"], 3);
+    assert_eq!(doc["compiles"], 3);
+    assert_eq!(doc["failures"], 0);
+    // A second process finds them cached.
+    t.ck(&["build", "--family", "vec"]).ok();
+    let doc = t.ck(&["stat", "--json"]).ok().json();
+    assert_eq!(
+        (doc["hits"].as_u64(), doc["compiles"].as_u64()),
+        (Some(3), Some(3))
+    );
     let text = t.ck(&["stat"]).ok().stdout;
     assert!(text.contains("entries:      3 (3 blobs)"), "{text}");
-    assert!(text.contains("hits/compiles: not recorded"), "{text}");
+    assert!(
+        text.contains("requests:     3 hits, 3 misses (50.0% hits); 3 compiles, 0 failures"),
+        "{text}"
+    );
     // Another compiler identity: a second entry for each blob, which the
     // text does not put as "6 of 3".
     t.ck_with(&["build", "--family", "vec"], |c| {

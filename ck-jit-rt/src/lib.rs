@@ -83,6 +83,7 @@ mod slot;
 mod stats;
 mod store;
 mod symbol;
+mod tally;
 
 pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;

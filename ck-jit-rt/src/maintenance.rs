@@ -12,3 +12,6 @@ pub use crate::cache::{
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
 pub use crate::evict::{entry_bytes, parse_size, Eviction, Limits, Removal};
+pub use crate::tally::{
+    flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,
+};

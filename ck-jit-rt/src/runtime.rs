@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::load::Loaded;
 use crate::stats::{self, Stats};
 use crate::store::{BlobInfo, Store};
+use crate::tally;
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
 static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs()));
@@ -404,6 +405,14 @@ impl Runtime {
         &self.store
     }
 
+    /// Counts `event` for this runtime's cache across processes
+    /// (`ck-jit stat`).
+    fn tally(&self, event: tally::Event) {
+        if let Ok(cache) = self.cache() {
+            tally::note(cache.root(), cache.is_shared(), event);
+        }
+    }
+
     /// Why a miss may not compile, if it may not: [`freeze`], or offline
     /// mode, named with the value `CK_JIT_OFFLINE` has.
     fn offline_reason(&self) -> Option<String> {
@@ -487,6 +496,9 @@ impl Runtime {
             Err(Failure { error, prekey }) => {
                 let error = *error;
                 stats::FAILURES.add(1);
+                if let Some(cache) = self.cache.get() {
+                    tally::note(cache.root(), cache.is_shared(), tally::Event::Failure);
+                }
                 log::warn!("{error}");
                 if self.config.verbose {
                     eprintln!("{error}");
@@ -1006,6 +1018,7 @@ impl Runtime {
             if !force {
                 if let Some((e, bytes)) = self.cached_entry(&plan)? {
                     stats::HITS.add(1);
+                    self.tally(tally::Event::Hit);
                     return Ok((e, bytes, Outcome::Cached));
                 }
             }
@@ -1020,6 +1033,7 @@ impl Runtime {
             let (_, prekey) = plan.compilable()?;
             let cache = self.cache()?;
             stats::LOCK_WAITS.add(1);
+            self.tally(tally::Event::Miss);
             let _lock = cache.lock(blob, prekey.as_str(), self.config.lock_timeout)?;
             if force {
                 if let Some(e) = cache.lookup(blob, prekey.as_str(), &self.root)? {
@@ -1028,7 +1042,8 @@ impl Runtime {
                     let _ = fs::remove_file(&e.object);
                 }
             } else if let Some((e, bytes)) = self.cached_entry(&plan)? {
-                // Another thread or process compiled it while we waited.
+                // Another thread or process compiled it while we waited
+                // (counted for the cache as the miss it was).
                 stats::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
@@ -1077,6 +1092,7 @@ impl Runtime {
         let dt = t0.elapsed();
         stats::COMPILES.add(1);
         stats::COMPILE_NS.add(dt.as_nanos() as u64);
+        self.tally(tally::Event::Compile);
         ran?;
         if self.config.verbose {
             eprintln!(

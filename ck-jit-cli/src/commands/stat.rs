@@ -1,6 +1,7 @@
 //! `ck-jit stat`: what the cache holds: entries, bytes, the oldest and
 //! newest, least and most recently used, entries per blob, and what sits
-//! in `bad/`, `logs/` and `tmp/`. Reads only.
+//! in `bad/`, `logs/` and `tmp/`; and the hits, misses, compiles and
+//! failures its processes counted (`counters.json`). Reads only.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,9 +14,6 @@ use crate::commands::removal::entry_bytes;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output;
-
-const COUNTERS: &str = "not recorded: the runtime counts hits and compiles per process \
-                        (ck_jit_rt::stats()), not in the cache";
 
 #[derive(Debug, Serialize)]
 struct When {
@@ -47,9 +45,13 @@ struct Report {
     quarantined: Files,
     logs: Files,
     temp: Files,
+    /// What the cache's processes counted (`counters.json`), if any wrote.
     hits: Option<u64>,
+    misses: Option<u64>,
     compiles: Option<u64>,
-    counters: &'static str,
+    failures: Option<u64>,
+    /// When counting started.
+    counted_since: Option<String>,
 }
 
 /// Runs `ck-jit stat`.
@@ -64,6 +66,7 @@ pub fn run(ctx: &Context) -> Result<(), CliError> {
     };
     let created = |e: &&Entry| e.record.created;
     let used = |e: &&Entry| cache.last_used(e).map(output::epoch).unwrap_or(0);
+    let counters = ck_jit_rt::maintenance::read_counters(cache.root());
     let mut per_blob = BTreeMap::new();
     for e in &entries {
         *per_blob.entry(e.record.blob.clone()).or_default() += 1;
@@ -87,9 +90,11 @@ pub fn run(ctx: &Context) -> Result<(), CliError> {
         quarantined: files_in(&cache.root().join("bad")),
         logs: files_in(&cache.root().join("logs")),
         temp: files_in(&cache.root().join("tmp")),
-        hits: None,
-        compiles: None,
-        counters: COUNTERS,
+        hits: counters.map(|c| c.hits),
+        misses: counters.map(|c| c.misses),
+        compiles: counters.map(|c| c.compiles),
+        failures: counters.map(|c| c.failures),
+        counted_since: counters.map(|c| output::time(c.since)),
     };
     ctx.out.result(&report, || text(&report));
     Ok(())
@@ -142,7 +147,19 @@ fn text(r: &Report) -> String {
             output::size(r.temp.bytes)
         ));
     }
-    s.push_str(&format!("hits/compiles: {COUNTERS}\n"));
+    match (r.hits, r.misses, r.compiles, r.failures, &r.counted_since) {
+        (Some(h), Some(m), Some(c), Some(f), Some(since)) => {
+            let rate = if h + m > 0 {
+                format!(" ({:.1}% hits)", 100.0 * h as f64 / (h + m) as f64)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "requests:     {h} hits, {m} misses{rate}; {c} compiles, {f} failures (since {since})\n"
+            ));
+        }
+        _ => s.push_str("requests:     none counted yet\n"),
+    }
     if !r.per_blob.is_empty() {
         let mut counts: Vec<(&String, &usize)> = r.per_blob.iter().collect();
         counts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

@@ -1,0 +1,209 @@
+//! Hits, misses, compiles and failures kept per cache across processes
+//! (`<cache>/counters.json`), as ccache keeps its statistics: what
+//! `ck-jit stat` shows. A process adds to its counts in memory and writes
+//! them into the file (under a lock, added to what other processes wrote)
+//! after a compile, at most every [`FLUSH_EVERY`] otherwise, and when it
+//! exits normally; a process killed before that loses what it had not
+//! written. A hit costs no system call.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// The file, in the cache root.
+pub const COUNTERS_FILE: &str = "counters.json";
+
+/// How long counts may wait in memory while nothing is compiled.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(30);
+
+/// What a cache's processes counted, since `since`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CacheCounters {
+    /// Requests a verified cache entry served.
+    pub hits: u64,
+    /// Requests no entry served: each compiled, or waited for another
+    /// process's compile.
+    pub misses: u64,
+    /// Compiler runs.
+    pub compiles: u64,
+    /// Failed requests.
+    pub failures: u64,
+    /// Seconds since the epoch when counting started (the file was made).
+    pub since: u64,
+}
+
+impl CacheCounters {
+    fn add(&mut self, o: &CacheCounters) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.compiles += o.compiles;
+        self.failures += o.failures;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.hits + self.misses + self.compiles + self.failures == 0
+    }
+}
+
+/// One event counted for a cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event {
+    Hit,
+    Miss,
+    Compile,
+    Failure,
+}
+
+struct Pending {
+    counts: CacheCounters,
+    shared: bool,
+    flushed: Instant,
+}
+
+static PENDING: Mutex<BTreeMap<PathBuf, Pending>> = Mutex::new(BTreeMap::new());
+static AT_EXIT: Once = Once::new();
+
+/// Counts `event` for the cache at `root` (`shared`: its files are made
+/// group-readable and writable).
+pub(crate) fn note(root: &Path, shared: bool, event: Event) {
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function with no arguments that never unwinds
+        // (see `flush_at_exit`).
+        unsafe {
+            libc::atexit(flush_at_exit);
+        }
+    });
+    let due = {
+        let Ok(mut pending) = PENDING.lock() else {
+            return;
+        };
+        let p = pending
+            .entry(root.to_path_buf())
+            .or_insert_with(|| Pending {
+                counts: CacheCounters::default(),
+                shared,
+                flushed: Instant::now(),
+            });
+        match event {
+            Event::Hit => p.counts.hits += 1,
+            Event::Miss => p.counts.misses += 1,
+            Event::Compile => p.counts.compiles += 1,
+            Event::Failure => p.counts.failures += 1,
+        }
+        matches!(event, Event::Compile) || p.flushed.elapsed() >= FLUSH_EVERY
+    };
+    if due {
+        flush();
+    }
+}
+
+/// Writes every cache's pending counts into its file.
+pub fn flush() {
+    let taken: Vec<(PathBuf, CacheCounters, bool)> = match PENDING.try_lock() {
+        Ok(mut pending) => pending
+            .iter_mut()
+            .filter(|(_, p)| !p.counts.is_empty())
+            .map(|(root, p)| {
+                p.flushed = Instant::now();
+                (root.clone(), std::mem::take(&mut p.counts), p.shared)
+            })
+            .collect(),
+        // Another thread is counting or flushing: its counts go later.
+        Err(_) => return,
+    };
+    for (root, counts, shared) in taken {
+        if add_to_file(&root, &counts, shared).is_err() {
+            // Not written (a read-only or removed cache): kept for the next
+            // flush rather than lost silently twice.
+            if let Ok(mut pending) = PENDING.lock() {
+                if let Some(p) = pending.get_mut(&root) {
+                    p.counts.add(&counts);
+                }
+            }
+        }
+    }
+}
+
+extern "C" fn flush_at_exit() {
+    let _ = std::panic::catch_unwind(flush);
+}
+
+fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Result<()> {
+    let path = root.join(COUNTERS_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(if shared { 0o660 } else { 0o600 })
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)?;
+    if shared {
+        // Made by this user under a umask that took the group's write bit:
+        // the other users of the team cache add to it too.
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if file
+            .metadata()
+            .is_ok_and(|m| m.uid() == me && m.mode() & 0o060 != 0o060)
+        {
+            let _ = file.set_permissions(fs::Permissions::from_mode(0o660));
+        }
+    }
+    file.lock()?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    // A file cut short by a crash starts the count again.
+    let mut total: CacheCounters = serde_json::from_str(&text).unwrap_or_default();
+    if total.since == 0 {
+        total.since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+    }
+    total.add(counts);
+    let bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.set_len(0)?;
+    file.write_all(&bytes)?;
+    file.write_all(b"\n")
+}
+
+/// What the processes of the cache at `root` counted, if any wrote.
+pub fn read(root: &Path) -> Option<CacheCounters> {
+    let text = fs::read_to_string(root.join(COUNTERS_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_across_writers_and_a_torn_file_starts_again() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-tally-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let one = CacheCounters {
+            hits: 2,
+            misses: 1,
+            compiles: 1,
+            failures: 0,
+            since: 0,
+        };
+        add_to_file(&dir, &one, false).unwrap();
+        add_to_file(&dir, &one, false).unwrap();
+        let got = read(&dir).unwrap();
+        assert_eq!((got.hits, got.misses, got.compiles), (4, 2, 2));
+        assert!(got.since > 0);
+        fs::write(dir.join(COUNTERS_FILE), "{\"hits\": 9").unwrap();
+        add_to_file(&dir, &one, false).unwrap();
+        assert_eq!(read(&dir).unwrap().hits, 2);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
