@@ -30,6 +30,7 @@
 #define CK_JIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +120,19 @@ int ck_jit_warmup(const char* const* blobs, size_t n);
  */
 int ck_jit_may_defer(const char* manifest, const char* blob);
 int ck_jit_prepare_after(const char* manifest, const char* earlier, const char* blob);
+
+/*
+ * For lazy stubs whose blob cannot be had (the resolve returned NULL):
+ * ck_jit_stub_failed counts a failure for this thread, says the reason
+ * (ck_jit_last_error, kept) on stderr once per blob and process, and
+ * returns 1 when the process is to abort (CK_JIT_ON_FAILURE=abort), else
+ * 0: the stub then returns CK's "no kernel" value (a negative time from a
+ * float entry). ck_jit_thread_failures is the count of such failures on
+ * this thread since it started: compare it before and after a dispatcher
+ * call to learn that a void launch inside it had no kernel.
+ */
+int ck_jit_stub_failed(const char* blob);
+uint64_t ck_jit_thread_failures(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

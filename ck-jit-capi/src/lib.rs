@@ -27,6 +27,8 @@
 //! int         ck_jit_set_cache_dir(const char* dir);
 //! const char* ck_jit_last_error(void);
 //! int         ck_jit_warmup(const char* const* blobs, size_t n);
+//! int         ck_jit_stub_failed(const char* blob);
+//! uint64_t    ck_jit_thread_failures(void);
 //! ```
 //!
 //! Every function catches panics and turns NULL pointers, non-UTF-8 names
@@ -456,6 +458,69 @@ pub extern "C" fn ck_jit_last_error() -> *const c_char {
     LAST_ERROR
         .try_with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |m| m.as_ptr()))
         .unwrap_or(std::ptr::null())
+}
+
+thread_local! {
+    static STUB_FAILURES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Blobs whose failure a stub has said on stderr, once each.
+static SAID: Lazy<Mutex<std::collections::HashSet<String>>> = Lazy::new(Default::default);
+
+/// What a lazy stub calls when its blob cannot be had (the resolve that
+/// failed left the reason in [`ck_jit_last_error`], which this keeps):
+/// counts a failure for this thread ([`ck_jit_thread_failures`]), says the
+/// reason on stderr once per blob and process, and returns 1 when the
+/// process is to abort (`CK_JIT_ON_FAILURE=abort`), else 0, the stub then
+/// returning CK's "no kernel" value (a negative time).
+///
+/// # Safety
+///
+/// `blob` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_stub_failed(blob: *const c_char) -> c_int {
+    let _ = STUB_FAILURES.try_with(|n| n.set(n.get() + 1));
+    let abort = config().abort_on_failure;
+    let name = if blob.is_null() {
+        String::from("?")
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { CStr::from_ptr(blob) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let first = SAID
+        .lock()
+        .map(|mut s| s.insert(name.clone()))
+        .unwrap_or(true);
+    if first || abort {
+        let why = LAST_ERROR
+            .try_with(|e| {
+                e.borrow()
+                    .as_ref()
+                    .map(|m| m.to_string_lossy().into_owned())
+            })
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| for_c(format!("blob '{}' cannot be loaded", escape(&name))));
+        let then = if abort {
+            "aborting (CK_JIT_ON_FAILURE=abort)"
+        } else {
+            "its calls return CK's \"no kernel\" value (-1) until it can be had \
+             (said once; CK_JIT_ON_FAILURE=abort to abort)"
+        };
+        eprintln!("{why}\nck-jit: {then}");
+    }
+    c_int::from(abort)
+}
+
+/// How many times a lazy stub of this thread found its blob could not be
+/// had ([`ck_jit_stub_failed`]), since the thread started: a caller
+/// compares it before and after a dispatcher call, whose `void` launches
+/// return nothing that could say so.
+#[no_mangle]
+pub extern "C" fn ck_jit_thread_failures() -> u64 {
+    STUB_FAILURES.try_with(|n| n.get()).unwrap_or(0)
 }
 
 /// Compiles and loads `n` blobs in parallel (at most `CK_JIT_JOBS`

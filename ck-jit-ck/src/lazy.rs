@@ -265,6 +265,7 @@ fn stubs_of(blobs: &[StubPart<'_>], order: &CallOrder) -> (String, usize) {
          ck_jit_fn ck_jit_resolve_prefix(const char* blob, const char* symbol_prefix);\n\
          ck_jit_fn ck_jit_resolve_with(const char* manifest, const char* blob, const char* symbol_prefix);\n\
          const char* ck_jit_last_error(void);\n\
+         int ck_jit_stub_failed(const char* blob);\n\
          int ck_jit_may_defer(const char* manifest, const char* blob);\n\
          int ck_jit_prepare_after(const char* manifest, const char* earlier, const char* blob);\n\
          }\n",
@@ -275,17 +276,22 @@ fn stubs_of(blobs: &[StubPart<'_>], order: &CallOrder) -> (String, usize) {
     }
     out.push_str(
         "\n#if !defined(__HIP_DEVICE_COMPILE__)\n\nnamespace {\n\n\
-         [[noreturn]] void ck_jit_stub_fail(const char* blob)\n{\n    \
-         const char* why = ck_jit_last_error();\n    \
-         std::fprintf(stderr, \"ck-jit: blob %s: %s\\n\", blob, why != nullptr ? why : \"cannot be loaded\");\n    \
-         std::abort();\n}\n\n\
+         // What a call whose blob cannot be had returns: CK's \"no kernel\"\n\
+         // (a negative time), -1 for other numbers, an empty value else.\n\
+         template <class R>\nR ck_jit_stub_no_kernel()\n{\n    \
+         if constexpr(std::is_void_v<R>)\n        return;\n    \
+         else if constexpr(std::is_arithmetic_v<R> && !std::is_same_v<R, bool>)\n        return R(-1);\n    \
+         else\n        return R{};\n}\n\n\
+         // The entry point of blob, or nullptr when it cannot be had: the\n\
+         // reason is then said once and kept for the thread\n\
+         // (ck_jit_last_error), or the process aborts (CK_JIT_ON_FAILURE=abort).\n\
          template <class F>\nF ck_jit_stub_resolve(const char* blob, const char* prefix)\n{\n    \
          #ifdef CK_JIT_STUB_MANIFEST\n    \
          ck_jit_fn fn = ck_jit_resolve_with(CK_JIT_STUB_MANIFEST, blob, prefix);\n\
          #else\n    \
          ck_jit_fn fn = ck_jit_resolve_prefix(blob, prefix);\n\
          #endif\n    \
-         if(fn == nullptr)\n        ck_jit_stub_fail(blob);\n    \
+         if(fn == nullptr && ck_jit_stub_failed(blob) != 0)\n        std::abort();\n    \
          return reinterpret_cast<F>(fn);\n}\n\n} // namespace\n\n",
     );
     // Only a file with a stub of a sequence needs (and links against) the
@@ -372,7 +378,8 @@ F ck_jit_stub_load(std::atomic<F>& slot, const char* blob, const char* prefix)
     if(fn == nullptr)
     {
         fn = ck_jit_stub_resolve<F>(blob, prefix);
-        slot.store(fn, std::memory_order_release);
+        if(fn != nullptr)
+            slot.store(fn, std::memory_order_release);
     }
     return fn;
 }
@@ -399,7 +406,8 @@ ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, con
         {
             ck_jit_stub_v1::held_call& h = ck_jit_stub_v1::held;
             h.run = [&slot, blob, prefix, args = std::make_tuple(a...)]() mutable {
-                std::apply(ck_jit_stub_load(slot, blob, prefix), args);
+                if(F f = ck_jit_stub_load(slot, blob, prefix))
+                    std::apply(f, args);
             };
             h.blob = blob;
             ck_jit_stub_v1::holding.fetch_add(1, std::memory_order_relaxed);
@@ -423,11 +431,9 @@ ck_jit_stub_call(std::atomic<F>& slot, const char* blob, const char* prefix, A&&
                         0))
     {
         fn = ck_jit_stub_slow<Leading, F, std::decay_t<A>...>(slot, blob, prefix, a...);
-        if constexpr(Leading)
-        {
-            if(fn == nullptr)
-                return;
-        }
+        // Held (a leading call), or the blob cannot be had (said once).
+        if(fn == nullptr)
+            return ck_jit_stub_no_kernel<std::invoke_result_t<F, A&&...>>();
     }
     return fn(std::forward<A>(a)...);
 }
@@ -464,7 +470,12 @@ fn write_stub(out: &mut String, blob: &str, s: &Specialisation, part: Part) {
         Part::Alone => write!(
             out,
             "// {blob}\ntemplate <>\n{returns} {target}({params})\n{{\n    \
-             static const auto fn = ck_jit_stub_resolve<decltype(&{target})>(\"{blob}\", \"{prefix}\");\n    \
+             static std::atomic<decltype(&{target})> slot{{nullptr}};\n    \
+             auto fn = slot.load(std::memory_order_acquire);\n    \
+             if(__builtin_expect(fn == nullptr, 0))\n    {{\n        \
+             fn = ck_jit_stub_resolve<decltype(&{target})>(\"{blob}\", \"{prefix}\");\n        \
+             if(fn == nullptr)\n            return ck_jit_stub_no_kernel<{returns}>();\n        \
+             slot.store(fn, std::memory_order_release);\n    }}\n    \
              return fn({names});\n}}\n\n",
         ),
         Part::Member | Part::Leading => {
@@ -527,7 +538,7 @@ mod tests {
             text.contains("return ck_jit_stub_call<false>(fn, \"b\", \"_Z7dot_id_I\");"),
             "{text}"
         );
-        assert!(text.contains("static const auto fn = ck_jit_stub_resolve<decltype(&other_<d0>)>(\"b\", \"_Z6other_I\");"), "{text}");
+        assert!(text.contains("fn = ck_jit_stub_resolve<decltype(&other_<d0>)>(\"b\", \"_Z6other_I\");"), "{text}");
         // Without an order, no held calls at all; nor in a file none of
         // whose stubs is in a sequence (it needs no more of ck_jit.h).
         let (plain, _) = stub_source(&[("b".into(), blob.into())]).unwrap();
@@ -552,11 +563,11 @@ mod tests {
             "template <>\nfloat fmha_fwd_<fmha_fwd_traits_<128,FmhaFwdBf16,ck_tile::SimplifiedGenericAttentionMask<true>>, ck_tile::gfx9_t>(const ck_tile :: stream_config & s, fmha_fwd_args a)\n"
         ), "{text}");
         assert!(
-            text.contains("(\"b1\", \"_Z9fmha_fwd_I\");\n    return fn(s, a);"),
+            text.contains("(\"b1\", \"_Z9fmha_fwd_I\");\n        if(fn == nullptr)\n            return ck_jit_stub_no_kernel<float>();"),
             "{text}"
         );
         assert!(
-            text.contains("(\"b1\", \"_Z18fmha_fwd_get_name_I\");\n    return fn();"),
+            text.contains("(\"b1\", \"_Z18fmha_fwd_get_name_I\");\n        if(fn == nullptr)\n            return ck_jit_stub_no_kernel<std :: string>();"),
             "{text}"
         );
         // Unnamed parameters are named so they can be forwarded.

@@ -12,6 +12,7 @@
 //! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root (every load then hashes the whole object) |
 //! | `CK_JIT_VERIFY` | `full`: hash the whole object on every load, also in a private cache (default: hash it only when its size, mtime, ctime or inode differ from those recorded at publish) |
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
+//! | `CK_JIT_ON_FAILURE` | `return` (default): a lazy stub whose blob cannot be had returns CK's "no kernel" value; `abort` |
 //! | `CK_JIT_EXTRA_FLAGS` | flags added to every compile before the source (`-g -O0`); part of the key |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
@@ -82,6 +83,10 @@ pub struct Config {
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
     /// [`KEY_ENV`].
     pub key_env: Vec<String>,
+    /// `CK_JIT_ON_FAILURE=abort`: a lazy stub whose blob cannot be had
+    /// aborts the process (as it once did) instead of returning CK's "no
+    /// kernel" value.
+    pub abort_on_failure: bool,
     /// `CK_JIT_RECORD`: the file every loaded blob's name is added to.
     pub record: Option<PathBuf>,
     /// `CK_JIT_ARCH`: which GPU architecture compiles of blobs recorded
@@ -150,6 +155,24 @@ impl Reader {
                 CompilerCheck::Mtime
             }
             check => check,
+        }
+    }
+
+    /// `CK_JIT_ON_FAILURE`: `return` (the default) or `abort`; another
+    /// value is a problem and the default applies.
+    fn abort_on_failure(&mut self) -> bool {
+        let Some(v) = var("CK_JIT_ON_FAILURE") else {
+            return false;
+        };
+        match v.to_string_lossy().trim() {
+            "abort" => true,
+            "return" => false,
+            other => {
+                self.problems.push(format!(
+                    "CK_JIT_ON_FAILURE='{other}' is not a choice (return or abort); using return"
+                ));
+                false
+            }
         }
     }
 
@@ -280,6 +303,7 @@ impl Config {
                 })
                 .unwrap_or_default(),
             compiler_check: r.compiler_check(),
+            abort_on_failure: r.abort_on_failure(),
             record: var("CK_JIT_RECORD").map(PathBuf::from),
             arch,
             problems: r.problems,
