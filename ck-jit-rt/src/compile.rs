@@ -187,6 +187,39 @@ pub fn identify(
     r.map_err(|detail| not_found(program, blob, detail))
 }
 
+/// Whether `id`, identified under `check`, no longer describes the
+/// compiler's files: one was replaced or changed in place since (an
+/// upgrade a long-running process would otherwise not see until its
+/// restart). Then it is forgotten, and the next [`identify`] looks again.
+/// Checked before a compile: a stat of each file (`mtime`), a hash of each
+/// (`content`), nothing for `command` and `string:`.
+pub fn identity_changed(id: &CompilerId, check: &CompilerCheck) -> bool {
+    if !matches!(check, CompilerCheck::Mtime | CompilerCheck::Content) {
+        return false;
+    }
+    let mut files = String::new();
+    for file in std::iter::once(id.real.clone()).chain(wrapped_files(&id.real)) {
+        match file_identity(&file, check) {
+            Ok((key, _)) => {
+                files.push_str(&key);
+                files.push('\0');
+            }
+            // Gone: changed, and what is there now is for `identify` to say.
+            Err(_) => {
+                files.clear();
+                break;
+            }
+        }
+    }
+    if files == id.files {
+        return false;
+    }
+    if let Ok(mut m) = IDS.lock() {
+        m.retain(|_, kept| !std::ptr::eq(&**kept, id));
+    }
+    true
+}
+
 /// Forgets compiler identities (after `PATH` or a compiler changed).
 pub fn forget_identities() {
     if let Ok(mut m) = IDS.lock() {

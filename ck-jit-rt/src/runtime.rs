@@ -1030,7 +1030,16 @@ impl Runtime {
                 }
                 .into());
             }
-            let (_, prekey) = plan.compilable()?;
+            let (id, prekey) = plan.compilable()?;
+            // A compiler upgraded in place since this process identified
+            // it: planned again under what is there now (perhaps a hit).
+            if compile::identity_changed(id, &self.config.compiler_check) {
+                log::info!(
+                    "ck-jit: the compiler {} changed since it was identified; identifying it again",
+                    id.path.display()
+                );
+                continue;
+            }
             let cache = self.cache()?;
             stats::LOCK_WAITS.add(1);
             self.tally(tally::Event::Miss);

@@ -171,6 +171,37 @@ fn version_calls(t: &Tree) -> usize {
         .unwrap_or(0)
 }
 
+/// A compiler upgraded in place while a process runs is seen before that
+/// process's next compile (a stat of its files), not at its restart: the
+/// next blob compiles under the new identity, and another runtime of the
+/// same process keys the first blob anew.
+#[test]
+fn a_compiler_upgraded_in_place_is_seen_before_the_next_compile() {
+    let t = Tree::new("upgrade-in-process");
+    t.c_blob("v", 1, 1);
+    t.c_blob("w", 2, 1);
+    let script = versioned_compiler(&t);
+    let m = c_manifest(&t.dir, &["v", "w"], script.to_str().unwrap(), &[]);
+    ck_jit_rt::__internals::forget_identities();
+    let rt = t.runtime(&m, test_config());
+    assert_eq!(outcome(&rt, "v"), Outcome::Compiled);
+    let before = rt.plan("v").unwrap();
+    assert_eq!(version_calls(&t), 1);
+
+    t.write("version.txt", "cc 2.0\n");
+    replace_in_place(&t, &script, "# 2.0\n");
+    assert_eq!(outcome(&rt, "w"), Outcome::Compiled);
+    assert_eq!(version_calls(&t), 2, "the upgraded compiler was not asked");
+    let after = rt.plan("v").unwrap();
+    assert_ne!(before.prekey(), after.prekey());
+    // Another runtime of this process: v is a miss under the new compiler.
+    assert_eq!(
+        outcome(&t.runtime(&m, test_config()), "v"),
+        Outcome::Compiled
+    );
+    assert_eq!(version_calls(&t), 2);
+}
+
 /// `CK_JIT_EXTRA_FLAGS` reaches the compiler before the source and is part
 /// of the key: the same blob with and without it are two entries, each
 /// found again.
