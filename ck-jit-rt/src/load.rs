@@ -24,6 +24,9 @@ pub struct Loaded {
     path: PathBuf,
     lib: ManuallyDrop<Library>,
     symbols: Vec<DynSym>,
+    /// The key of the inputs the object was built from, when the runtime
+    /// loaded it from its cache.
+    prekey: Option<String>,
 }
 
 impl Loaded {
@@ -88,7 +91,19 @@ impl Loaded {
             path: path.to_path_buf(),
             lib: ManuallyDrop::new(lib),
             symbols,
+            prekey: None,
         })
+    }
+
+    /// This object, known to be built from the inputs of `prekey`.
+    pub(crate) fn built_from(mut self, prekey: &str) -> Loaded {
+        self.prekey = Some(prekey.to_string());
+        self
+    }
+
+    /// The key of the inputs the object was built from, if known.
+    pub(crate) fn prekey(&self) -> Option<&str> {
+        self.prekey.as_deref()
     }
 
     /// The object's path.

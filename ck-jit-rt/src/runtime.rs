@@ -164,6 +164,10 @@ impl Plan {
 struct BlobState {
     init: Mutex<()>,
     loaded: OnceCell<Arc<Loaded>>,
+    /// An object of the blob loaded after `loaded`, built from inputs
+    /// changed since (a source fixed to export a symbol it lacked); the
+    /// first stays loaded, as pointers into it may be in use.
+    newer: Mutex<Option<Arc<Loaded>>>,
     failure: Mutex<Option<Remembered>>,
 }
 
@@ -442,7 +446,33 @@ impl Runtime {
             Some(s) => s.for_blob(blob),
             None => owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?.symbol,
         };
-        loaded.resolve(&spec)
+        match loaded.resolve(&spec) {
+            // The object lacks the symbol: if the blob's inputs changed
+            // since it was built (the source fixed), the object they make
+            // now is compiled or found, loaded, and asked.
+            Err(e @ Error::SymbolNotFound { .. }) => match owner.reload_if_stale(blob, &loaded)? {
+                Some(newer) => newer.resolve(&spec),
+                None => Err(e),
+            },
+            r => r,
+        }
+    }
+
+    /// Loads `blob` again when `loaded` was built from inputs other than
+    /// its current ones; `None` when they are the same.
+    fn reload_if_stale(&self, blob: &str, loaded: &Loaded) -> Result<Option<Arc<Loaded>>, Error> {
+        let Some(built) = loaded.prekey() else {
+            return Ok(None);
+        };
+        let plan = self.plan(blob)?;
+        if plan.prekey().is_none_or(|p| p.as_str() == built) {
+            return Ok(None);
+        }
+        let state = self.state(blob);
+        let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
+        let newer = Arc::new(self.load_uncached(blob).map_err(|f| *f.error)?);
+        *state.newer.lock().unwrap_or_else(|e| e.into_inner()) = Some(newer.clone());
+        Ok(Some(newer))
     }
 
     /// Compiles (if needed) and loads a blob. A loaded blob stays loaded
@@ -460,6 +490,9 @@ impl Runtime {
         }
         let state = self.state(blob);
         if let Some(l) = state.loaded.get() {
+            if let Some(newer) = &*state.newer.lock().unwrap_or_else(|e| e.into_inner()) {
+                return Ok(newer.clone());
+            }
             return Ok(l.clone());
         }
         let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
@@ -960,6 +993,7 @@ impl Runtime {
                 Err(error) => return Err(Failure::at(error, entry.record.prekey.clone())),
             }
         };
+        let loaded = loaded.built_from(&entry.record.prekey);
         let dt = t0.elapsed();
         stats::LOADS.add(1);
         stats::LOAD_NS.add(dt.as_nanos() as u64);

@@ -316,6 +316,34 @@ fn missing_symbol_lists_what_the_object_exports() {
     assert!(text.contains("exported functions: k"), "{text}");
 }
 
+/// A symbol the object lacks is looked for again once the source is
+/// fixed, within the process: the object the fixed source makes is loaded
+/// (the first stays loaded for pointers into it), as the README says a
+/// failure lasts until the source changes.
+#[test]
+fn a_missing_symbol_is_found_once_the_source_is_fixed_in_the_same_process() {
+    let t = Tree::new("nosym-fixed");
+    t.c_blob("k", 1, 1);
+    let rt = mocked(&t, &["k"], "");
+    let spec = ck_jit_rt::manifest::SymbolSpec::Exact("k_v2".into());
+    let k = rt.resolve("k", None).unwrap();
+    assert_eq!(call(k, 4), 5);
+    for _ in 0..2 {
+        let err = rt.resolve("k", Some(&spec)).unwrap_err();
+        assert!(matches!(err, Error::SymbolNotFound { .. }), "{err}");
+    }
+    assert_eq!(t.compiles(), 1, "the same inputs were compiled again");
+    t.write(
+        "kernels/k.c",
+        "int k(int x) { return x + 1; }\nint k_v2(int x) { return x * 10; }\n",
+    );
+    let v2 = rt.resolve("k", Some(&spec)).unwrap();
+    assert_eq!(call(v2, 4), 40);
+    assert_eq!(t.compiles(), 2);
+    // The first object's entry point still works.
+    assert_eq!(call(k, 4), 5);
+}
+
 #[test]
 fn blob_deleted_after_build_is_a_clear_error() {
     let t = Tree::new("deleted");
