@@ -77,7 +77,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ck_jit_manifest::Group;
 use once_cell::sync::Lazy;
@@ -322,6 +322,69 @@ impl fmt::Debug for ObjectBytes {
 pub struct LockGuard {
     _file: Option<File>,
 }
+
+/// Who holds (or last held) a compile lock, as its holder wrote it into
+/// the lock file: `pid=P since_ms=T`, and `timeout_s=N` once its compile
+/// was killed at the compile timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Holder {
+    pub(crate) pid: u32,
+    /// Milliseconds since the epoch when it took the lock.
+    pub(crate) since_ms: u64,
+    /// The limit its compile was killed at, if it was.
+    pub(crate) timed_out: Option<u64>,
+}
+
+impl Holder {
+    fn parse(text: &str) -> Option<Holder> {
+        let mut h = Holder {
+            pid: 0,
+            since_ms: 0,
+            timed_out: None,
+        };
+        for word in text.split_whitespace() {
+            match word.split_once('=')? {
+                ("pid", v) => h.pid = v.parse().ok()?,
+                ("since_ms", v) => h.since_ms = v.parse().ok()?,
+                ("timeout_s", v) => h.timed_out = Some(v.parse().ok()?),
+                _ => {}
+            }
+        }
+        (h.pid != 0).then_some(h)
+    }
+
+    /// How long ago it took the lock.
+    fn age(&self) -> Duration {
+        Duration::from_millis(now_ms().saturating_sub(self.since_ms))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl LockGuard {
+    /// Writes this process into the lock file, for a process that waits
+    /// to say who it waits for; with `timed_out`, that its compile was
+    /// killed at that limit (its waiters are then released).
+    pub(crate) fn say_holder(&self, timed_out: Option<u64>) {
+        use std::os::unix::fs::FileExt;
+        let Some(file) = &self._file else { return };
+        let mut text = format!("pid={} since_ms={}", std::process::id(), now_ms());
+        if let Some(s) = timed_out {
+            text.push_str(&format!(" timeout_s={s}"));
+        }
+        text.push('\n');
+        let _ = file.set_len(0);
+        let _ = file.write_all_at(text.as_bytes(), 0);
+    }
+}
+
+/// How much longer than the compile timeout a waiter gives a holder's
+/// compile (killing it and releasing the lock take a moment).
+const HOLDER_GRACE: Duration = Duration::from_secs(10);
 
 /// A file found under an object's final name at publish time.
 enum Existing {
@@ -753,11 +816,20 @@ impl Cache {
     /// compile never blocks the next one. On a shared cache a file system
     /// without working locks is tolerated (duplicate compiles are then
     /// possible, torn entries still are not).
+    ///
+    /// A wait says once (in the log; on stderr with `verbose`) which
+    /// process holds the lock and since when. It ends with an error after
+    /// `timeout`, or once the holder's compile has run past
+    /// `compile_timeout` (the holder is stuck); and a waiter whose holder's
+    /// compile was killed at the compile timeout gets
+    /// [`Error::WaitedForTimeout`] instead of compiling again itself.
     pub(crate) fn lock(
         &self,
         blob: &str,
         prekey: &str,
         timeout: Duration,
+        compile_timeout: Duration,
+        verbose: bool,
     ) -> Result<LockGuard, Error> {
         self.mkdir(&self.blob_dir(blob))?;
         let path = self.lock_path(blob, prekey);
@@ -771,10 +843,63 @@ impl Cache {
             .map_err(|e| Error::io("opening the lock", &path, e))?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(200);
+        let mut waited: Option<Option<Holder>> = None;
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(LockGuard { _file: Some(file) }),
-                Err(fs::TryLockError::WouldBlock) => {}
+                Ok(()) => {
+                    let guard = LockGuard { _file: Some(file) };
+                    let last = fs::read_to_string(&path)
+                        .ok()
+                        .and_then(|t| Holder::parse(&t));
+                    if let (Some(_), Some(h)) = (&waited, last) {
+                        if let (Some(seconds), true) = (h.timed_out, h.pid != std::process::id()) {
+                            return Err(Error::WaitedForTimeout {
+                                blob: blob.to_string(),
+                                pid: h.pid,
+                                seconds,
+                                log: self.log_path(blob, prekey),
+                            });
+                        }
+                    }
+                    guard.say_holder(None);
+                    return Ok(guard);
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    if waited.is_none() {
+                        let h = fs::read_to_string(&path)
+                            .ok()
+                            .and_then(|t| Holder::parse(&t));
+                        let who = match h {
+                            Some(h) => format!(
+                                "process {} (for {:.1} s so far)",
+                                h.pid,
+                                h.age().as_secs_f64()
+                            ),
+                            None => "another process".to_string(),
+                        };
+                        let line = format!(
+                            "ck-jit: blob '{blob}' is being compiled by {who}; waiting for it \
+                             (at most CK_JIT_LOCK_TIMEOUT={} s)",
+                            timeout.as_secs()
+                        );
+                        log::info!("{line}");
+                        if verbose {
+                            eprintln!("{line}");
+                        }
+                        waited = Some(h);
+                    }
+                    // A holder whose compile should have been killed by now
+                    // is stuck: its waiters do not wait for it.
+                    if let Some(Some(h)) = waited {
+                        if h.age() > compile_timeout + HOLDER_GRACE {
+                            return Err(Error::LockTimeout {
+                                blob: blob.to_string(),
+                                lock: path,
+                                seconds: start.elapsed().as_secs(),
+                            });
+                        }
+                    }
+                }
                 Err(fs::TryLockError::Error(e)) => {
                     if self.shared {
                         log::warn!(

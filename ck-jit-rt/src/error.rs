@@ -145,6 +145,19 @@ pub enum Error {
         /// Seconds waited.
         seconds: u64,
     },
+    /// The compile of another process that this call waited for was
+    /// killed at `CK_JIT_COMPILE_TIMEOUT`: the waiters are released with
+    /// this error rather than each compiling again until its own timeout.
+    WaitedForTimeout {
+        /// The blob.
+        blob: String,
+        /// The process whose compile it was.
+        pid: u32,
+        /// Its limit, in seconds.
+        seconds: u64,
+        /// The compile's log.
+        log: PathBuf,
+    },
     /// A compile was needed but compiling is switched off.
     Offline {
         /// The blob.
@@ -216,6 +229,7 @@ impl Error {
             | Error::DlOpen { blob, .. }
             | Error::SymbolNotFound { blob, .. }
             | Error::LockTimeout { blob, .. }
+            | Error::WaitedForTimeout { blob, .. }
             | Error::Offline { blob, .. }
             | Error::ForeignDevice { blob, .. }
             | Error::ArchVariable { blob, .. } => Some(blob),
@@ -349,6 +363,19 @@ impl fmt::Display for Error {
                 "blob '{blob}': waited {seconds} s for another process compiling it (lock {}); \
                  raise CK_JIT_LOCK_TIMEOUT or check that process",
                 lock.display()
+            ),
+            Error::WaitedForTimeout {
+                blob,
+                pid,
+                seconds,
+                log,
+            } => write!(
+                f,
+                "blob '{blob}': the compile this call waited for (process {pid}) was killed after \
+                 {seconds} s (CK_JIT_COMPILE_TIMEOUT); not compiled again by each waiter, the next \
+                 call tries again (raise CK_JIT_COMPILE_TIMEOUT, or warm the blob up ahead); full \
+                 log: {}",
+                log.display()
             ),
             Error::Offline {
                 blob,
@@ -552,6 +579,12 @@ mod tests {
                 blob: "k".into(),
                 lock: "/c/k.lock".into(),
                 seconds: 30,
+            },
+            Error::WaitedForTimeout {
+                blob: "k".into(),
+                pid: 42,
+                seconds: 600,
+                log: "/c/logs/k.log".into(),
             },
             Error::Offline {
                 blob: "k".into(),

@@ -1077,7 +1077,13 @@ impl Runtime {
             let cache = self.cache()?;
             stats::LOCK_WAITS.add(1);
             self.tally(tally::Event::Miss);
-            let _lock = cache.lock(blob, prekey.as_str(), self.config.lock_timeout)?;
+            let lock = cache.lock(
+                blob,
+                prekey.as_str(),
+                self.config.lock_timeout,
+                self.config.compile_timeout,
+                self.config.verbose,
+            )?;
             if force {
                 if let Some(e) = cache.lookup(blob, prekey.as_str(), &self.root)? {
                     // Unlinking is safe for processes that have it mapped.
@@ -1093,7 +1099,13 @@ impl Runtime {
             match self.compile_with_companions(cache, &plan) {
                 Ok(Some((e, bytes))) => return Ok((e, bytes, Outcome::Compiled)),
                 Ok(None) => {}
-                Err(error) => return Err(Failure::at(error, prekey.to_string())),
+                Err(error) => {
+                    if let Error::CompileTimeout { seconds, .. } = &error {
+                        // Those waiting for this compile are released.
+                        lock.say_holder(Some(*seconds));
+                    }
+                    return Err(Failure::at(error, prekey.to_string()));
+                }
             }
         }
         Err(Error::SourceChanged {

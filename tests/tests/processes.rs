@@ -97,3 +97,119 @@ fn loaded_kernel_keeps_working_while_entries_are_republished_and_evicted() {
     assert!(out.status.success(), "holder died: {text}");
     assert!(text.contains("\"value\":12"), "{text}");
 }
+
+/// Runs `cmd` with the compile timeout and verbosity the wait tests use.
+fn waiting(mut cmd: Command, compile_timeout: &str) -> Command {
+    cmd.env("CK_JIT_COMPILE_TIMEOUT", compile_timeout)
+        .env("CK_JIT_VERBOSE", "1")
+        .env_remove("CK_JIT_LOCK_TIMEOUT")
+        .env_remove("CK_JIT_MANIFEST");
+    cmd
+}
+
+/// Eight ranks asking for one cold blob: the ones that wait say, once,
+/// which process compiles it and for how long so far; when that compile
+/// is killed at `CK_JIT_COMPILE_TIMEOUT`, the waiters are released with an
+/// error naming the blob rather than each compiling again until its own
+/// timeout.
+#[test]
+fn a_waiter_says_whom_it_waits_for_and_is_released_by_the_holders_timeout() {
+    let t = Tree::new("wait-timeout");
+    t.c_blob("k", 4, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log, "--mock-mode=sleep=6000"]);
+    let manifest = t.write_manifest(&m);
+    let cache = t.cache_dir();
+    let holder = waiting(probe(&manifest, &cache, "k"), "1.5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let holder_pid = holder.id();
+    // The holder has the lock once its compiler runs.
+    let started = std::time::Instant::now();
+    while t.compiles() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no compile started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = std::time::Instant::now();
+    let out = waiting(probe(&manifest, &cache, "k"), "1.5")
+        .output()
+        .unwrap();
+    let waited = t0.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("is being compiled by"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains(&format!(
+            "blob 'k' is being compiled by process {holder_pid}"
+        )),
+        "{stderr}"
+    );
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("blob 'k'")
+            && stdout.contains(&format!("process {holder_pid}"))
+            && stdout.contains("CK_JIT_COMPILE_TIMEOUT"),
+        "{stdout}"
+    );
+    // Released when the holder's compile was killed, not after a compile
+    // of its own (the mocked compiler takes 6 s).
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    let held = holder.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&held.stdout).contains("killed after"),
+        "{}",
+        String::from_utf8_lossy(&held.stdout)
+    );
+    assert_eq!(t.compiles(), 1, "a waiter compiled again");
+}
+
+/// A holder killed (SIGKILL) frees the lock at once, and the process that
+/// waited for it compiles the blob itself.
+#[test]
+fn a_holder_killed_frees_the_lock_and_the_waiter_compiles() {
+    let t = Tree::new("wait-killed");
+    t.c_blob("k", 4, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log, "--mock-mode=sleep=1500"]);
+    let manifest = t.write_manifest(&m);
+    let cache = t.cache_dir();
+    let mut holder = waiting(probe(&manifest, &cache, "k"), "60")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while t.compiles() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no compile started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let waiter = waiting(probe(&manifest, &cache, "k"), "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    holder.kill().unwrap();
+    let _ = holder.wait();
+    let out = waiter.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("\"value\":12"), "{stdout}");
+    assert!(
+        stdout.contains("\"compiles\":1"),
+        "the waiter did not compile: {stdout}"
+    );
+    assert!(stderr.contains("is being compiled by process"), "{stderr}");
+}
