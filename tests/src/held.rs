@@ -287,6 +287,38 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     }
 }
 
+/// The same program with the blobs compiled into it and called directly
+/// (no stubs, no runtime): what the stubs' warm path is measured against.
+/// Same compiler and flags as [`build`]'s program and blobs (`-O1`, one
+/// object per source). Panics on any failure.
+pub fn build_direct(t: &Tree, main: &str) -> PathBuf {
+    t.write("ops.hpp", HEADER);
+    let api = t.write("api.cpp", API);
+    let main = t.write("main.cpp", main);
+    let mut sources = vec![api, main];
+    for (name, template, traits, id) in BLOBS {
+        sources.push(t.write(
+            &format!("kernels/{name}.cpp"),
+            &blob_source(template, traits, id),
+        ));
+    }
+    let path = t.path("bwd-direct");
+    let out = Command::new("c++")
+        .args(["-std=c++17", "-O1", "-I"])
+        .arg(&t.dir)
+        .args(&sources)
+        .args(["-lpthread", "-o"])
+        .arg(&path)
+        .output()
+        .expect("c++ runs");
+    assert!(
+        out.status.success(),
+        "linking the direct program failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
 /// The command running the program with the cache `cache` and
 /// `CK_JIT_JOBS=jobs`, none of the caller's other `CK_JIT_` choices.
 pub fn command(p: &Program, cache: &Path, jobs: usize) -> Command {

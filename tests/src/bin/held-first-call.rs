@@ -25,7 +25,9 @@
 //! (it links `target/release/deps/libck_jit_capi.a`). Prints medians and
 //! ratios; asserts only that every run called the kernels in order. Each
 //! process then makes a million warm calls (three stub calls each) and
-//! prints the time of one: the stubs' cost once everything is loaded.
+//! prints the time of one: the stubs' cost once everything is loaded,
+//! against the same program with the kernels linked in and called
+//! directly (`held::build_direct`), run in the same rounds.
 
 use std::path::Path;
 use std::time::Instant;
@@ -141,6 +143,11 @@ fn main() {
             &["bwd_dot_d0", "bwd_convert_c0"][..],
         ),
     ];
+    // The same kernels linked in and called directly: the warm call's
+    // baseline, measured in the same rounds.
+    let direct_tree = Tree::new("bench-direct");
+    let direct = held::build_direct(&direct_tree, FIRST_CALL);
+    let mut direct_hot: Vec<f64> = Vec::new();
     let mut whole: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     let mut call: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     let mut hot: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
@@ -151,6 +158,18 @@ fn main() {
             call[i].push(c);
             hot[i].push(h);
         }
+        let out = std::process::Command::new(&direct)
+            .output()
+            .expect("the direct program runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert_eq!(line(&stdout, "ran"), "1 2 3", "kernels out of order");
+        direct_hot.push(
+            line(&stdout, "warm call")
+                .trim_end_matches(" ns")
+                .parse()
+                .expect("a time"),
+        );
     }
     println!(
         "delays dot/dq/convert: {} / {} / {} ms, CK_JIT_JOBS={jobs}, {rounds} rounds; \
@@ -170,8 +189,15 @@ fn main() {
             h[i]
         );
     }
+    let d = median(&mut direct_hot);
+    println!("  direct calls           warm call {d:.2} ns (the kernels linked in, no stubs)");
     println!(
         "  warm call with held-call stubs x{:.3} of stubs without (3 stub calls and 3 kernels per call)",
         h[2] / h[1]
+    );
+    println!(
+        "  warm call with held-call stubs x{:.3} of direct calls; stubs without held calls x{:.3}",
+        h[2] / d,
+        h[1] / d
     );
 }
