@@ -8,20 +8,23 @@
 //! (`fmha_bwd_<dot_do_o, dq_dk_dv, convert_dq, Arch>`) from the generated
 //! `fmha_bwd_api.cpp` into `fmha_bwd.hpp`. Here a copy of CK 2025-11 is
 //! changed the same way (the template cut out of the generator's
-//! dispatcher text and appended to the header, nothing else). A narrow
-//! generator run per direction compiles and checks clean; then one blob of
-//! each of the six kinds is deleted from the generated output and one
-//! compile of the dispatchers is an error naming, for each deleted blob,
-//! exactly the specialisations of it that its dispatcher's object leaves
-//! undefined.
+//! dispatcher text and appended to the header, nothing else), and CK
+//! 2024-10-23, whose generator differs in names, filters and what it
+//! writes, is taken as it is (its dispatcher launches the kernels itself).
+//! For each, a narrow generator run per direction compiles and checks
+//! clean; then one blob of each of the six kinds is deleted from the
+//! generated output and one compile of the dispatchers is an error naming,
+//! for each deleted blob, exactly the specialisations of it that its
+//! dispatcher's object leaves undefined.
 //!
 //! Why the sets are shaped as they are:
 //!
 //! - one generator run per direction: the preset passes one `--filter` to
 //!   every direction, and no single pattern narrows fwd (matched whole),
-//!   split-KV (`combine@splitkv`) and bwd (`dot_do_o@convert_dq@dq_dk_dv`)
-//!   at once. The runs share one output directory, and the build that is
-//!   compiled takes it with `generated_dir`;
+//!   split-KV (2025-11: `combine@splitkv`) and bwd (2025-11:
+//!   `dot_do_o@convert_dq@dq_dk_dv`) at once. The runs share one output
+//!   directory, and the build that is compiled takes it with
+//!   `generated_dir`;
 //! - exactly one blob of each kind: the reading of the dispatchers' source
 //!   knows a blob template by the recorded blobs that specialise it, so
 //!   while another blob of a kind is left, a call of a deleted one is
@@ -37,9 +40,11 @@
 //!
 //! The four dispatchers go into one library, fwd's and bwd's together
 //! (their C glue is one source per header: CK's `fmha_fwd.hpp` and
-//! `fmha_bwd.hpp` cannot be included together). Two compiles in all (CI
-//! has two cores, and each compile of CK's dispatchers costs tens of
-//! seconds): every blob there, and six gone.
+//! `fmha_bwd.hpp` cannot be included together). Two compiles per version
+//! (CI has two cores, and each compile of CK's dispatchers costs tens of
+//! seconds): every blob there, and six gone. The first is what shows that
+//! the stubs of a blob there define what its dispatcher needs, and what
+//! the second's report is compared with.
 //!
 //! Needs the HIP compiler of `.ci/hip-toolchain.sh` (`CK_JIT_REAL_HIP_ENV`,
 //! else `target/hip-toolchain/env.sh`); skipped without it unless
@@ -55,31 +60,93 @@ use std::path::{Path, PathBuf};
 use ck_jit_ck::{ffi, mangled_template_prefix, CkFmha, CkFmhaFiles, Error, Role, GENERATED_SUBDIR};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
-use real_ck::{ck_copy, Scratch, CK_2025};
+use real_ck::{ck_copy, Scratch, CK_2024, CK_2025};
 
-/// Each direction and its filter: one blob of each kind, every one of
-/// them called by its direction's dispatcher.
-const RUNS: [(&str, &str); 4] = [
-    (
-        "fwd",
-        "*d64_fp16_batch_*_qr_vr_psskddv_nlogits_nbias_nmask_nlse_ndropout_nskip_nsquant_ntrload",
-    ),
-    (
-        "fwd_splitkv",
-        "*d64_fp8_batch_b32_unused_npad_nlse_squant\
-         @*d64_fp8_batch_*_qr_vr_npad_nlogits_nbias_nmask_lse_squant_npagedkv",
-    ),
-    ("fwd_appendkv", "*d64_fp16_b64x64x64x64_vr_psk"),
-    (
-        "bwd",
-        "*d64_fp16_b64_batch_o2_npad\
-         @*d64_fp16_b64x*_batch_o2_npad_ndeterministic\
-         @*d64_fp16_batch_*_npad_nbias_ndbias_nmask_ndropout_ndeterministic_ntrload",
-    ),
-];
+/// One CK version's check: its tree, the generator runs, the blobs its
+/// generator writes whatever the filter, the kinds deleted and where its
+/// bwd launch template is.
+struct Case {
+    ck: &'static str,
+    /// Each direction and its filter: one blob of each kind, every one of
+    /// them called by its direction's dispatcher.
+    runs: &'static [(&'static str, &'static str)],
+    /// Blobs a generator writes whatever the filter: the direction, the
+    /// prefix of their names, and the one of them kept (the one the
+    /// filtered dispatcher calls); the others are removed once generated.
+    unfiltered: &'static [(&'static str, &'static str, &'static str)],
+    /// The kinds whose blob is deleted, each with the template its
+    /// dispatcher calls.
+    deleted: &'static [(&'static str, &'static str)],
+    /// Whether the bwd launch template is moved into `fmha_bwd.hpp`.
+    launcher_in_header: bool,
+}
+
+/// CK 2025-11, its bwd launcher moved into the header.
+const CK_2025_CASE: Case = Case {
+    ck: CK_2025,
+    runs: &[
+        (
+            "fwd",
+            "*d64_fp16_batch_*_qr_vr_psskddv_nlogits_nbias_nmask_nlse_ndropout_nskip_nsquant_ntrload",
+        ),
+        (
+            "fwd_splitkv",
+            "*d64_fp8_batch_b32_unused_npad_nlse_squant\
+             @*d64_fp8_batch_*_qr_vr_npad_nlogits_nbias_nmask_lse_squant_npagedkv",
+        ),
+        ("fwd_appendkv", "*d64_fp16_b64x64x64x64_vr_psk"),
+        (
+            "bwd",
+            "*d64_fp16_b64_batch_o2_npad\
+             @*d64_fp16_b64x*_batch_o2_npad_ndeterministic\
+             @*d64_fp16_batch_*_npad_nbias_ndbias_nmask_ndropout_ndeterministic_ntrload",
+        ),
+    ],
+    unfiltered: &[],
+    deleted: &DELETED,
+    launcher_in_header: true,
+};
+
+/// CK 2024-10-23, as it is (its bwd dispatcher launches the kernels
+/// itself). Its generator has the same six kinds and its dispatchers call
+/// the same templates (no `Arch` argument), but:
+///
+/// - one `--filter` per direction, no `@`: split-KV's one pattern picks
+///   the combine kernel (`..._unused_squant`) and the split-KV kernel
+///   without bias or mask (`..._qr_vc_squant`), the only fp8 d64 batch
+///   ones whose names end in `d_squant` or `c_squant`;
+/// - bwd's filter reaches `dq_dk_dv` only: every `dot_do_o` and
+///   `convert_dq` blob is written whatever it says. All but the one the
+///   dispatcher calls are removed after the run;
+/// - a bwd case whose `dq_dk_dv` kernel pads the sequence (`_ps`) calls
+///   one `dot_do_o` and one `convert_dq` kernel (one unpadded calls two,
+///   padded and not).
+const CK_2024_CASE: Case = Case {
+    ck: CK_2024,
+    runs: &[
+        ("fwd", "*d64_fp16_batch_*_qr_async_vr_psddv"),
+        ("fwd_splitkv", "*d64_fp8_batch_*[dc]_squant"),
+        ("fwd_appendkv", "*d64_fp16_b64x64x64x64_vr_psk"),
+        ("bwd", "*d64_fp16_batch_*_kr_ktr_vr_iglp_ps"),
+    ],
+    unfiltered: &[
+        (
+            "bwd",
+            "fmha_bwd_dot_do_o_",
+            "fmha_bwd_dot_do_o_d64_fp16_batch_o2_ps",
+        ),
+        (
+            "bwd",
+            "fmha_bwd_convert_dq_",
+            "fmha_bwd_convert_dq_d64_fp16_b64x128_batch_o2_ps",
+        ),
+    ],
+    deleted: &DELETED,
+    launcher_in_header: false,
+};
 
 /// The kinds whose blob is deleted, each with the template its dispatcher
-/// calls (as the 2025-11 blobs name it).
+/// calls (both versions name them so).
 const DELETED: [(&str, &str); 6] = [
     ("fwd", "fmha_fwd_"),
     ("fwd_splitkv", "fmha_fwd_splitkv_oneshot_"),
@@ -136,8 +203,12 @@ fn move_launcher_into_the_header(ck: &Path) {
 }
 
 /// One generator run per direction into `out`, each with its filter.
-fn generate(ck: &Path, out: &Path) -> Vec<(&'static str, Result<CkFmhaFiles, Error>)> {
-    RUNS.iter()
+fn generate(
+    ck: &Path,
+    runs: &[(&'static str, &str)],
+    out: &Path,
+) -> Vec<(&'static str, Result<CkFmhaFiles, Error>)> {
+    runs.iter()
         .map(|(direction, filter)| {
             let files = CkFmha::new()
                 .source(ck)
@@ -244,12 +315,53 @@ struct Victim {
 
 #[test]
 fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it() {
+    check(&CK_2025_CASE);
+}
+
+#[test]
+fn on_ck_2024_too_a_deleted_blob_of_each_kind_is_named_by_the_dispatcher_that_calls_it() {
+    check(&CK_2024_CASE);
+}
+
+/// The blobs of `unfiltered` in the generated output `out` but the one
+/// kept of each, removed; their paths.
+fn remove_unfiltered(case: &Case, out: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for (direction, prefix, keep) in case.unfiltered {
+        let dir = out.join(GENERATED_SUBDIR).join(direction);
+        let mut kept = 0;
+        for e in fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap();
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            if name.strip_suffix(".cpp") == Some(keep) {
+                kept += 1;
+            } else {
+                fs::remove_file(&path).unwrap();
+                removed.push(path);
+            }
+        }
+        assert_eq!(
+            kept,
+            1,
+            "{keep}.cpp among the {prefix}* blobs of {}",
+            dir.display()
+        );
+    }
+    removed
+}
+
+fn check(case: &Case) {
     let Some(hipcc) = hipcc() else { return };
     let tmp = Scratch::new("dispatch-objects");
-    let Some(ck) = ck_copy(CK_2025, &tmp.path().join("ck")) else {
+    let Some(ck) = ck_copy(case.ck, &tmp.path().join("ck")) else {
         return;
     };
-    move_launcher_into_the_header(&ck);
+    if case.launcher_in_header {
+        move_launcher_into_the_header(&ck);
+    }
     // The cc crate reads what cargo gives a build script.
     for (k, v) in [
         ("TARGET", "x86_64-unknown-linux-gnu"),
@@ -260,23 +372,25 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
         std::env::set_var(k, v);
     }
     let out = tmp.path().join("out");
-    for (direction, run) in generate(&ck, &out) {
+    for (direction, run) in generate(&ck, case.runs, &out) {
         run.unwrap_or_else(|e| panic!("{direction}: {e}"));
     }
+    let pruned = remove_unfiltered(case, &out);
     let files = gather(&ck, &out, &tmp.path().join("build-all"));
 
-    // The bwd dispatcher no longer launches the kernels itself; the
-    // reading of the source follows the launch template into the header:
-    // the three kernels are one run (held calls), and the rules of
+    // Where the bwd dispatcher launches the kernels (itself, or through
+    // the template in the header: the reading of the source follows it
+    // there), the three kernels are one run (held calls), and the rules of
     // fmha_bwd reach blobs of each kind.
     let bwd_api = files
         .dispatchers()
         .find(|p| p.ends_with("fmha_bwd_api.cpp"))
         .expect("fmha_bwd_api.cpp is a dispatcher");
     let api = fs::read_to_string(bwd_api).unwrap();
-    assert!(
-        !api.contains("fmha_bwd_dot_do_o_oneshot_"),
-        "the dispatcher still launches the kernels itself"
+    assert_eq!(
+        api.contains("fmha_bwd_dot_do_o_oneshot_"),
+        !case.launcher_in_header,
+        "where the dispatcher launches the kernels"
     );
     let check = files.check_dispatchers().unwrap_or_else(|e| panic!("{e}"));
     assert!(check.unresolved.is_empty(), "{:?}", check.unresolved);
@@ -325,7 +439,7 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
             "no dispatcher calls {name}: {:?}",
             check.groups
         );
-        if DELETED.iter().any(|(k, _)| *k == d.kind) {
+        if case.deleted.iter().any(|(k, _)| *k == d.kind) {
             victims.push((
                 path.to_path_buf(),
                 Victim {
@@ -340,7 +454,7 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
         }
     }
     let kinds: Vec<&str> = victims.iter().map(|(_, v)| v.kind.as_str()).collect();
-    for (kind, _) in DELETED {
+    for &(kind, _) in case.deleted {
         assert_eq!(
             kinds.iter().filter(|k| **k == kind).count(),
             1,
@@ -371,7 +485,7 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
     for (path, _) in &victims {
         fs::remove_file(path).unwrap();
     }
-    for (direction, run) in generate(&ck, &out) {
+    for (direction, run) in generate(&ck, case.runs, &out) {
         match run {
             Ok(run) => {
                 assert_eq!(direction, "fwd_appendkv");
@@ -381,7 +495,7 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
             Err(e) => panic!("{direction}: {e}"),
         }
     }
-    for (path, _) in &victims {
+    for path in victims.iter().map(|(p, _)| p).chain(&pruned) {
         assert!(!path.exists(), "{} was generated again", path.display());
     }
     let files = gather(&ck, &out, &tmp.path().join("build-missing"));
@@ -472,7 +586,7 @@ fn a_deleted_blob_of_each_kind_is_named_by_the_compiled_dispatcher_that_calls_it
         }
         reported.values_mut().for_each(|by| by.sort());
         assert_eq!(reported, needed, "{} ({}): {text}", v.name, v.kind);
-        let called = DELETED.iter().find(|(k, _)| *k == v.kind).unwrap().1;
+        let called = case.deleted.iter().find(|(k, _)| k == &v.kind).unwrap().1;
         assert!(
             mine.iter().any(|m| m.template == called),
             "no {called}<...> of the deleted {} reported: {text}",
