@@ -22,7 +22,8 @@ use super::calls::{self, CallCheck};
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
 use super::preset::{describe_source, name_disagreement, GeneratedFile, Role};
-use super::vocab::{calls_template, Vocabulary};
+use super::guard::Guard;
+use super::vocab::{calls_template, BlobDecl, Vocabulary};
 
 /// The file in `OUT_DIR` the index is kept in.
 pub(crate) const INDEX_FILE: &str = "ck_jit_ck_index.json";
@@ -124,12 +125,13 @@ impl BlobIndex {
         if &kept.token != token {
             return Err(stale(path));
         }
+        let calls = kept.calls.into_check().ok_or_else(|| stale(path))?;
         Ok(self.detail.get_or_init(|| {
             Arc::new(Detail {
                 blobs: kept.blobs,
                 launchers: kept.launchers,
                 header_templates: kept.header_templates,
-                calls: kept.calls,
+                calls,
             })
         }))
     }
@@ -143,18 +145,128 @@ impl BlobIndex {
 /// The file in `OUT_DIR` the detail of the index is kept in.
 pub(crate) const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
 
+/// The form of the kept index and detail: an index of another form is
+/// not this build's (its key differs), and the files are read again.
+const KEPT_FORMAT: u32 = 3;
+
 /// What an index is kept with: its key, the files' roles before the
 /// targets decided which blobs are recorded, the sets called together, and
 /// the token of the detail kept beside it.
+/// Every text of the roles and sets (kinds, traits, metadata keys and
+/// values, blob names) is written once, in `words`, and named by its
+/// number: twelve thousand blobs repeat a few hundred of them.
 #[derive(Serialize, Deserialize)]
-struct Kept {
-    key: String,
-    token: String,
+struct Kept<W = String, G = Guard> {
+    key: W,
+    token: W,
     /// The size of the detail file written with it: a detail gone or
     /// changed is no index.
     detail_len: u64,
-    roles: Vec<Role>,
-    together: Vec<Vec<String>>,
+    words: Vec<W>,
+    roles: Vec<KeptRole<G>>,
+    together: Vec<Vec<u32>>,
+}
+
+/// A [`Role`] as kept, its texts by number (see [`Kept`]).
+#[derive(Serialize, Deserialize)]
+enum KeptRole<G> {
+    Blob(KeptDecl<G>),
+    OtherArch(KeptDecl<G>),
+    Dispatcher,
+    Host,
+}
+
+/// A [`BlobDecl`] as kept.
+#[derive(Serialize, Deserialize)]
+struct KeptDecl<G> {
+    entry: u32,
+    templates: Vec<u32>,
+    kind: u32,
+    arch: Option<u32>,
+    traits: Option<u32>,
+    meta: Vec<(u32, u32)>,
+    guard: Option<G>,
+}
+
+/// Numbers texts in the order first seen.
+#[derive(Default)]
+struct Words<'a> {
+    numbers: HashMap<&'a str, u32>,
+    words: Vec<&'a str>,
+}
+
+impl<'a> Words<'a> {
+    fn number(&mut self, w: &'a str) -> u32 {
+        *self.numbers.entry(w).or_insert_with(|| {
+            self.words.push(w);
+            (self.words.len() - 1) as u32
+        })
+    }
+
+    fn decl(&mut self, d: &'a BlobDecl) -> KeptDecl<&'a Guard> {
+        KeptDecl {
+            entry: self.number(&d.entry),
+            templates: d.templates.iter().map(|t| self.number(t)).collect(),
+            kind: self.number(&d.kind),
+            arch: d.arch.as_deref().map(|a| self.number(a)),
+            traits: d.traits.as_deref().map(|t| self.number(t)),
+            meta: d
+                .meta
+                .iter()
+                .map(|(k, v)| (self.number(k), self.number(v)))
+                .collect(),
+            guard: d.guard.as_ref(),
+        }
+    }
+}
+
+impl KeptDecl<Guard> {
+    /// The declaration, or `None` when a number names no word.
+    fn spelt(self, words: &[String]) -> Option<BlobDecl> {
+        let w = |n: u32| words.get(n as usize).cloned();
+        Some(BlobDecl {
+            entry: w(self.entry)?,
+            templates: self.templates.into_iter().map(w).collect::<Option<_>>()?,
+            kind: w(self.kind)?,
+            arch: self.arch.map(w).map_or(Some(None), |a| a.map(Some))?,
+            traits: self.traits.map(w).map_or(Some(None), |t| t.map(Some))?,
+            meta: self
+                .meta
+                .into_iter()
+                .map(|(k, v)| Some((w(k)?, w(v)?)))
+                .collect::<Option<_>>()?,
+            guard: self.guard,
+        })
+    }
+}
+
+impl Kept {
+    /// The roles and sets, or `None` when a number names no word.
+    fn spelt(self) -> Option<(Vec<Role>, Vec<Vec<String>>)> {
+        let words = self.words;
+        let roles = self
+            .roles
+            .into_iter()
+            .map(|r| {
+                Some(match r {
+                    KeptRole::Blob(d) => Role::Blob(Box::new(d.spelt(&words)?)),
+                    KeptRole::OtherArch(d) => Role::OtherArch(Box::new(d.spelt(&words)?)),
+                    KeptRole::Dispatcher => Role::Dispatcher,
+                    KeptRole::Host => Role::Host,
+                })
+            })
+            .collect::<Option<Vec<Role>>>()?;
+        let together = self
+            .together
+            .into_iter()
+            .map(|set| {
+                set.into_iter()
+                    .map(|n| words.get(n as usize).cloned())
+                    .collect::<Option<Vec<String>>>()
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((roles, together))
+    }
 }
 
 /// The detail as kept: written by [`keep`] field by field (the blobs may
@@ -165,7 +277,69 @@ struct KeptDetail {
     blobs: Vec<IndexedBlob>,
     launchers: String,
     header_templates: Vec<String>,
-    calls: CallCheck,
+    calls: KeptCalls,
+}
+
+/// [`CallCheck`] as kept: each specialisation written once, the groups
+/// and runs as its numbers (CK's runs repeat each of a few thousand
+/// specialisations many times: tens of MB of text otherwise, which a
+/// build script in a debug build spends seconds writing).
+#[derive(Serialize, Deserialize)]
+struct KeptCalls<K = String> {
+    calls: usize,
+    unresolved: Vec<(PathBuf, usize, String)>,
+    keys: Vec<K>,
+    groups: Vec<Vec<u32>>,
+    sequences: Vec<Vec<u32>>,
+}
+
+impl<'a> KeptCalls<&'a str> {
+    fn of(c: &'a CallCheck) -> KeptCalls<&'a str> {
+        let mut numbers: HashMap<&'a str, u32> = HashMap::new();
+        let mut keys: Vec<&'a str> = Vec::new();
+        let mut number = |k: &'a String| -> u32 {
+            *numbers.entry(k.as_str()).or_insert_with(|| {
+                keys.push(k.as_str());
+                (keys.len() - 1) as u32
+            })
+        };
+        let mut numbered = |sets: &'a [Vec<String>]| -> Vec<Vec<u32>> {
+            sets.iter()
+                .map(|set| set.iter().map(&mut number).collect())
+                .collect()
+        };
+        let groups = numbered(&c.groups);
+        let sequences = numbered(&c.sequences);
+        KeptCalls {
+            calls: c.calls,
+            unresolved: c.unresolved.clone(),
+            keys,
+            groups,
+            sequences,
+        }
+    }
+}
+
+impl KeptCalls {
+    /// The calls, or `None` when a number names no key (a damaged file).
+    fn into_check(self) -> Option<CallCheck> {
+        let keys = self.keys;
+        let spelt = |sets: Vec<Vec<u32>>| -> Option<Vec<Vec<String>>> {
+            sets.into_iter()
+                .map(|set| {
+                    set.into_iter()
+                        .map(|n| keys.get(n as usize).cloned())
+                        .collect()
+                })
+                .collect()
+        };
+        Some(CallCheck {
+            calls: self.calls,
+            unresolved: self.unresolved,
+            groups: spelt(self.groups)?,
+            sequences: spelt(self.sequences)?,
+        })
+    }
 }
 
 /// [`Detail::blobs`] serialised (on another thread while the dispatchers
@@ -185,7 +359,7 @@ pub(crate) fn key(
     files: &[GeneratedFile],
 ) -> Result<String, Error> {
     let mut k = format!(
-        "ck-jit-ck {}\ntargets {}\nbase {}\n",
+        "ck-jit-ck {} (kept index format {KEPT_FORMAT})\ntargets {}\nbase {}\n",
         env!("CARGO_PKG_VERSION"),
         targets.join(","),
         base.to_string_lossy()
@@ -239,12 +413,14 @@ pub(crate) fn load(
     if fs::metadata(&detail).ok()?.len() != kept.detail_len {
         return None;
     }
+    let token = kept.token.clone();
+    let (roles, together) = kept.spelt()?;
     let index = BlobIndex {
-        together: kept.together,
+        together,
         detail: OnceLock::new(),
-        kept: Some((dir.join(DETAIL_FILE), kept.token)),
+        kept: Some((dir.join(DETAIL_FILE), token)),
     };
-    Some((kept.roles, index))
+    Some((roles, index))
 }
 
 /// Keeps `index` in `dir` under `key`, with `roles` (before targets);
@@ -279,20 +455,36 @@ pub(crate) fn keep(
     bytes.extend_from_slice(b",\"header_templates\":");
     bytes.extend(json(&detail.header_templates));
     bytes.extend_from_slice(b",\"calls\":");
-    bytes.extend(json(&detail.calls));
+    bytes.extend(json(&KeptCalls::of(&detail.calls)));
     bytes.push(b'}');
     let detail_len = bytes.len() as u64;
     ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).ok()?;
+    let mut words = Words::default();
+    let kept_roles: Vec<KeptRole<&Guard>> = roles
+        .iter()
+        .map(|r| match r {
+            Role::Blob(d) => KeptRole::Blob(words.decl(d)),
+            Role::OtherArch(d) => KeptRole::OtherArch(words.decl(d)),
+            Role::Dispatcher => KeptRole::Dispatcher,
+            Role::Host => KeptRole::Host,
+        })
+        .collect();
+    let together = index
+        .together
+        .iter()
+        .map(|set| set.iter().map(|b| words.number(b)).collect())
+        .collect();
     let kept = Kept {
-        key,
-        token,
+        key: key.as_str(),
+        token: token.as_str(),
         detail_len,
-        roles,
-        together: index.together.clone(),
+        words: words.words,
+        roles: kept_roles,
+        together,
     };
     let bytes = serde_json::to_vec(&kept).ok()?;
     ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).ok()?;
-    Some((dir.join(DETAIL_FILE), kept.token))
+    Some((dir.join(DETAIL_FILE), token))
 }
 
 /// Files read ahead (while the generator wrote the next direction), by
@@ -491,4 +683,29 @@ pub(crate) fn check_calls(
     groups.dedup();
     check.groups = groups;
     Ok(check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_calls_write_each_specialisation_once_and_read_back_the_same() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let check = CallCheck {
+            calls: 7,
+            unresolved: vec![("api.cpp".into(), 3, "f_<z>".into())],
+            groups: vec![s(&["f_<a>", "g_<b>"]), s(&["f_<a>"])],
+            sequences: vec![s(&["f_<a>", "g_<b>", "f_<a>"]), s(&["g_<b>"])],
+        };
+        let text = serde_json::to_string(&KeptCalls::of(&check)).unwrap();
+        assert_eq!(text.matches("f_<a>").count(), 1, "{text}");
+        let kept: KeptCalls = serde_json::from_str(&text).unwrap();
+        assert_eq!(kept.into_check(), Some(check));
+        // A number that names no specialisation is a damaged file.
+        let damaged = text.replace("[0,1,0]", "[0,1,9]");
+        assert_ne!(damaged, text);
+        let kept: KeptCalls = serde_json::from_str(&damaged).unwrap();
+        assert_eq!(kept.into_check(), None);
+    }
 }
