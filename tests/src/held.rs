@@ -228,31 +228,8 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     let stubs = t.write("stubs.cpp", &stubs);
 
     let (cxx, spans) = slow_cxx(t, o.delays_ms, o.overlap);
-    let mut m = Manifest::new("held_calls", t.dir.to_string_lossy());
-    m.groups.push(Group {
-        name: "bwd".into(),
-        compiler: cxx.to_string_lossy().into_owned(),
-        args: [
-            "-O1", "-fPIC", "-shared", "-I{root}", "{src}", "-o", "{out}",
-        ]
-        .map(String::from)
-        .to_vec(),
-        cwd: None,
-        symbol: SymbolSpec::Exact("{name}".into()),
-        depfile: false,
-        family: None,
-        neutral: Default::default(),
-    });
-    for (name, ..) in BLOBS {
-        m.blobs.push(Blob {
-            name: name.into(),
-            source: format!("kernels/{name}.cpp"),
-            group: 0,
-            symbol: None,
-            meta: Default::default(),
-        });
-    }
-    m.finish().expect("manifest");
+    let names: Vec<&str> = BLOBS.iter().map(|(name, ..)| *name).collect();
+    let mut m = cxx_manifest(t, "held_calls", &cxx.to_string_lossy(), &names, false);
     if o.sets {
         let named: Vec<Vec<String>> = check
             .groups
@@ -264,27 +241,70 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     let manifest = t.write_manifest(&m);
 
     let path = t.path("bwd-program");
-    let out = Command::new("c++")
-        .args(["-std=c++17", "-O1", "-I"])
-        .arg(&t.dir)
-        .arg(format!("-DCK_JIT_STUB_MANIFEST=\"{}\"", manifest.display()))
-        .args([&api, &stubs, &main])
-        .arg(capi)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&path)
-        .output()
-        .expect("c++ runs");
-    assert!(
-        out.status.success(),
-        "linking the program failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    link_with_stubs(t, capi, &manifest, &[&api, &stubs, &main], &path);
     Program {
         path,
         manifest,
         order,
         spans,
     }
+}
+
+/// A manifest of one group, `compiler -O1 -fPIC -shared -I{root}`, whose
+/// blobs are `kernels/NAME.cpp` for each of `names`, finished.
+pub fn cxx_manifest(
+    t: &Tree,
+    cache: &str,
+    compiler: &str,
+    names: &[&str],
+    depfile: bool,
+) -> Manifest {
+    let mut m = Manifest::new(cache, t.dir.to_string_lossy());
+    m.groups.push(Group {
+        name: "k".into(),
+        compiler: compiler.into(),
+        args: [
+            "-O1", "-fPIC", "-shared", "-I{root}", "{src}", "-o", "{out}",
+        ]
+        .map(String::from)
+        .to_vec(),
+        cwd: None,
+        symbol: SymbolSpec::Exact("{name}".into()),
+        depfile,
+        family: None,
+        neutral: Default::default(),
+    });
+    for name in names {
+        m.blobs.push(Blob {
+            name: name.to_string(),
+            source: format!("kernels/{name}.cpp"),
+            group: 0,
+            symbol: None,
+            meta: Default::default(),
+        });
+    }
+    m.finish().expect("manifest");
+    m
+}
+
+/// Links `sources` (C++, with stubs naming `manifest`) against `capi`
+/// (`libck_jit_capi.a`) into `out`. Panics on failure.
+pub fn link_with_stubs(t: &Tree, capi: &Path, manifest: &Path, sources: &[&Path], out: &Path) {
+    let done = Command::new("c++")
+        .args(["-std=c++17", "-O1", "-I"])
+        .arg(&t.dir)
+        .arg(format!("-DCK_JIT_STUB_MANIFEST=\"{}\"", manifest.display()))
+        .args(sources)
+        .arg(capi)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(out)
+        .output()
+        .expect("c++ runs");
+    assert!(
+        done.status.success(),
+        "linking the program failed:\n{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
 }
 
 /// The same program with the blobs compiled into it and called directly

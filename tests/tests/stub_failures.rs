@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
 use ck_jit_ck::stub_source;
+use ck_jit_tests::held::{cxx_manifest, link_with_stubs};
 use ck_jit_tests::{capi_staticlib, Tree};
 
 const HEADER: &str = "#pragma once\n\
@@ -85,49 +85,11 @@ fn build(t: &Tree) -> Program {
     let (stubs, n) = stub_source(&blobs).expect("stubs");
     assert_eq!(n, 4);
     let stubs = t.write("stubs.cpp", &stubs);
-    let mut m = Manifest::new("stub_failures", t.dir.to_string_lossy());
-    m.groups.push(Group {
-        name: "k".into(),
-        compiler: "c++".into(),
-        args: [
-            "-O1", "-fPIC", "-shared", "-I{root}", "{src}", "-o", "{out}",
-        ]
-        .map(String::from)
-        .to_vec(),
-        cwd: None,
-        symbol: SymbolSpec::Exact("{name}".into()),
-        depfile: true,
-        family: None,
-        neutral: Default::default(),
-    });
-    for name in ["k_bad", "k_good"] {
-        m.blobs.push(Blob {
-            name: name.into(),
-            source: format!("kernels/{name}.cpp"),
-            group: 0,
-            symbol: None,
-            meta: Default::default(),
-        });
-    }
-    m.finish().expect("manifest");
+    let m = cxx_manifest(t, "stub_failures", "c++", &["k_bad", "k_good"], true);
     let manifest = t.write_manifest(&m);
     let capi = capi_staticlib().expect("libck_jit_capi.a beside the test binary (a dependency)");
     let path = t.path("program");
-    let out = Command::new("c++")
-        .args(["-std=c++17", "-O1", "-I"])
-        .arg(&t.dir)
-        .arg(format!("-DCK_JIT_STUB_MANIFEST=\"{}\"", manifest.display()))
-        .args([&stubs, &main])
-        .arg(capi)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&path)
-        .output()
-        .expect("c++ runs");
-    assert!(
-        out.status.success(),
-        "linking the program failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    link_with_stubs(t, &capi, &manifest, &[&stubs, &main], &path);
     Program { path, bad_source }
 }
 
