@@ -13,6 +13,7 @@
 //! | `CK_JIT_VERIFY` | `full`: hash the whole object on every load, also in a private cache (default: hash it only when its size, mtime, ctime or inode differ from those recorded at publish) |
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
 //! | `CK_JIT_ON_FAILURE` | `return` (default): a lazy stub whose blob cannot be had returns CK's "no kernel" value; `abort` |
+//! | `CK_JIT_DROP_FLAGS` | flag sequences taken out of every compile, `;`-separated (`-mllvm -amdgpu-function-calls=false`); part of the key |
 //! | `CK_JIT_EXTRA_FLAGS` | flags added to every compile before the source (`-g -O0`); part of the key |
 //! | `CK_JIT_COMPILE_TIMEOUT` | seconds before a compile is killed (default 3600) |
 //! | `CK_JIT_LOCK_TIMEOUT` | seconds to wait for another process's compile (default: compile timeout + 60) |
@@ -69,6 +70,11 @@ pub struct Config {
     /// blob's compile, before its source (`-g -O0` to debug a kernel);
     /// part of the cache key.
     pub extra_flags: Vec<String>,
+    /// `CK_JIT_DROP_FLAGS`: flags taken out of every blob's compile, each
+    /// a sequence of words (`-mllvm -amdgpu-function-calls=false`),
+    /// sequences separated by `;`: for a compiler other than the one a
+    /// recorded command was written for. Part of the cache key.
+    pub drop_flags: Vec<Vec<String>>,
     /// `CK_JIT_COMPILE_TIMEOUT`.
     pub compile_timeout: Duration,
     /// `CK_JIT_LOCK_TIMEOUT`.
@@ -286,6 +292,15 @@ impl Config {
                     v.to_string_lossy()
                         .split_whitespace()
                         .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            drop_flags: var("CK_JIT_DROP_FLAGS")
+                .map(|v| {
+                    v.to_string_lossy()
+                        .split(';')
+                        .map(|seq| seq.split_whitespace().map(str::to_string).collect())
+                        .filter(|seq: &Vec<String>| !seq.is_empty())
                         .collect()
                 })
                 .unwrap_or_default(),

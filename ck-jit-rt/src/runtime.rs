@@ -171,6 +171,26 @@ struct BlobState {
     failure: Mutex<Option<Remembered>>,
 }
 
+/// Whether `seq` occurs in `args` as consecutive words.
+fn contains_sequence(args: &[String], seq: &[String]) -> bool {
+    !seq.is_empty() && args.windows(seq.len()).any(|w| w == seq)
+}
+
+/// Takes every occurrence of `seq` (consecutive words) out of `args`.
+fn drop_sequence(args: &mut Vec<String>, seq: &[String]) {
+    if seq.is_empty() {
+        return;
+    }
+    let mut i = 0;
+    while i + seq.len() <= args.len() {
+        if args[i..i + seq.len()] == *seq {
+            args.drain(i..i + seq.len());
+        } else {
+            i += 1;
+        }
+    }
+}
+
 /// A failure that retrying cannot fix, with the key of the inputs it
 /// happened on: a call made after the source, the flags or the compiler
 /// changed (a new prekey) tries again.
@@ -836,6 +856,19 @@ impl Runtime {
             }
             None => (std::borrow::Cow::Borrowed(info.group), None),
         };
+        if self
+            .config
+            .drop_flags
+            .iter()
+            .any(|seq| contains_sequence(&group.args, seq))
+        {
+            // A recorded command adapted to the compiler at hand: in the
+            // group's arguments, so the key is that of what runs.
+            let args = &mut group.to_mut().args;
+            for seq in &self.config.drop_flags {
+                drop_sequence(args, seq);
+            }
+        }
         if !self.config.extra_flags.is_empty() {
             // Before the source, as a user adds flags to a command; in the
             // group's arguments, so they are in the key as any flag is.

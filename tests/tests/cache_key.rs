@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use ck_jit_rt::{Outcome, Runtime};
+use ck_jit_rt::{Error, Outcome, Runtime};
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
 
 const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
@@ -200,6 +200,55 @@ fn a_compiler_upgraded_in_place_is_seen_before_the_next_compile() {
         Outcome::Compiled
     );
     assert_eq!(version_calls(&t), 2);
+}
+
+/// `CK_JIT_DROP_FLAGS` adapts a recorded command to the compiler at hand:
+/// a flag sequence this compiler refuses (`-mllvm -amdgpu-...`, which a
+/// foreign build recorded for another clang) is taken out wherever it
+/// occurs, and the key is that of the command that runs.
+#[test]
+fn drop_flags_take_a_refused_flag_sequence_out_and_are_part_of_the_key() {
+    let t = Tree::new("drop-flags");
+    t.c_blob("d", 3, 0);
+    let refused = ["-mllvm", "-amdgpu-function-calls=false"];
+    let m = c_manifest(&t.dir, &["d"], "cc", &refused);
+    let with = |drop: &[&[&str]]| {
+        let mut c = test_config();
+        c.drop_flags = drop
+            .iter()
+            .map(|seq| seq.iter().map(|w| w.to_string()).collect())
+            .collect();
+        t.runtime(&m, c)
+    };
+    // As recorded: this compiler refuses the flags.
+    match with(&[]).resolve("d", None) {
+        Err(Error::CompileFailed { .. }) => {}
+        Err(e) => panic!("expected a failed compile, got {e}"),
+        Ok(_) => panic!("cc took -mllvm"),
+    }
+    let rt = with(&[&refused, &["-not-there"]]);
+    let plan = rt.plan("d").unwrap();
+    assert!(
+        !plan
+            .group
+            .args
+            .iter()
+            .any(|a| a.starts_with("-mllvm") || a.contains("amdgpu")),
+        "{:?}",
+        plan.group.args
+    );
+    assert_eq!(outcome(&rt, "d"), Outcome::Compiled);
+    assert_eq!(call(rt.resolve("d", None).unwrap(), 2), 6);
+    assert_eq!(outcome(&with(&[&refused]), "d"), Outcome::Cached);
+    // A sequence goes only where all its words stand together: `-mllvm`
+    // asked for alone goes alone, a value that is not there changes nothing.
+    let rt = with(&[&["-mllvm"], &["-amdgpu-function-calls=true"]]);
+    let args = rt.plan("d").unwrap().group.args;
+    assert!(!args.iter().any(|a| a == "-mllvm"), "{args:?}");
+    assert!(
+        args.iter().any(|a| a == "-amdgpu-function-calls=false"),
+        "{args:?}"
+    );
 }
 
 /// `CK_JIT_EXTRA_FLAGS` reaches the compiler before the source and is part
