@@ -356,7 +356,9 @@ fn runtime_of(path: &std::path::Path) -> Result<&'static Runtime, String> {
     if let Some(rt) = map.get(path) {
         return Ok(rt);
     }
-    let mut rt = Runtime::from_file(path).map_err(|e| e.to_string())?;
+    // Kept for the process: the compact form beside the JSON is read in
+    // place rather than 6,000 blobs of JSON parsed at the first call.
+    let mut rt = Runtime::from_file_for_process(path).map_err(|e| e.to_string())?;
     if let Some(dir) = &setup().cache_dir {
         rt = rt.with_cache_dir(dir);
     }

@@ -272,6 +272,77 @@ fn a_blob_resolves_through_the_manifest_a_library_names() {
     assert!(resolve(c"times_three").is_none());
 }
 
+/// A library's manifest is read from the compact form the build writes
+/// beside the JSON (`ck_jit_manifest.ckm`) when it is at least as new, as
+/// a program reads its embedded one, so a first call parses no JSON; a
+/// JSON file edited after it is read instead.
+#[test]
+fn a_library_manifest_is_read_from_its_compact_form_when_it_is_current() {
+    let dir = tree();
+    let own = dir.join("own-compact");
+    std::fs::create_dir_all(own.join("kernels")).unwrap();
+    std::fs::write(
+        own.join("kernels/times_four.c"),
+        "int times_four(int x) { return 4 * x; }\nint times_five(int x) { return 5 * x; }\n",
+    )
+    .unwrap();
+    let mut m = Manifest::new("ck_jit_capi_compact", own.to_string_lossy());
+    m.groups.push(group("c", "cc", &[]));
+    m.blobs.push(blob("times_four", "kernels/times_four.c", 0));
+    m.finish().unwrap();
+    let json = own.join(ck_jit_rt::manifest::MANIFEST_FILE);
+    let compact = own.join(ck_jit_rt::manifest::compact::COMPACT_FILE);
+    std::fs::write(&compact, m.to_compact()).unwrap();
+    // A JSON file that does not parse, older than the compact form: not read.
+    std::fs::write(&json, "{ not json").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&json)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let path = std::ffi::CString::new(json.to_str().unwrap()).unwrap();
+    // SAFETY: NUL-terminated strings.
+    let f = unsafe { ck_jit_resolve_with(path.as_ptr(), c"times_four".as_ptr(), c"".as_ptr()) }
+        .unwrap_or_else(|| panic!("the compact form was not read: {:?}", last_error()));
+    // SAFETY: times_four is `int times_four(int)`.
+    let f: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(f) };
+    assert_eq!(f(10), 40);
+
+    // Edited after the compact form (a blob added by hand): the JSON wins.
+    let other = own.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let json = other.join(ck_jit_rt::manifest::MANIFEST_FILE);
+    std::fs::write(
+        other.join(ck_jit_rt::manifest::compact::COMPACT_FILE),
+        m.to_compact(),
+    )
+    .unwrap();
+    m.blobs.push(blob("times_five", "kernels/times_four.c", 0));
+    m.finish().unwrap();
+    std::fs::write(&json, m.to_json()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&json)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    let path = std::ffi::CString::new(json.to_str().unwrap()).unwrap();
+    // SAFETY: NUL-terminated strings; the symbol exists under that name.
+    let f = unsafe {
+        ck_jit_resolve_with(
+            path.as_ptr(),
+            c"times_five".as_ptr(),
+            c"times_five".as_ptr(),
+        )
+    }
+    .unwrap_or_else(|| panic!("the newer JSON was not read: {:?}", last_error()));
+    // SAFETY: times_five is `int times_five(int)`.
+    let f: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(f) };
+    assert_eq!(f(10), 50);
+}
+
 /// A symbol other than the manifest's entry, named exactly (as
 /// `#[lazy_kernel(symbol = "...")]` does from Rust); a symbol the blob does
 /// not export is NULL with a message naming it.

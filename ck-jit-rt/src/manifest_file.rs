@@ -41,7 +41,7 @@ pub(crate) fn runtime_for(path: &'static str, blob: &str) -> Result<&'static Run
         return Ok(rt);
     }
     // A failure is not remembered: the next call reads the file again.
-    let rt = Runtime::from_file(Path::new(path)).map_err(|e| explained(e, path))?;
+    let rt = Runtime::from_file_for_process(Path::new(path)).map_err(|e| explained(e, path))?;
     let rt: &'static Runtime = Box::leak(Box::new(rt));
     runtimes.insert(path, rt);
     Ok(rt)

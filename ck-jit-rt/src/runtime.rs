@@ -90,7 +90,10 @@ pub fn frozen_reason() -> Option<&'static str> {
 /// that cannot be read is not remembered: the next call reads it again.
 pub fn fallback() -> Option<Result<&'static Runtime, Error>> {
     let path = config().manifest.as_ref()?;
-    Some(FALLBACK.get_or_try_init(|| Runtime::from_file(path).map(|r| r.into_fallback())))
+    Some(
+        FALLBACK
+            .get_or_try_init(|| Runtime::from_file_for_process(path).map(|r| r.into_fallback())),
+    )
 }
 
 /// Forgets what this process keeps between calls about the machine:
@@ -306,6 +309,42 @@ impl Runtime {
             error,
         })?;
         Ok(Runtime::new(manifest, origin))
+    }
+
+    /// A runtime over a manifest file, for one kept for the life of the
+    /// process (a library's own manifest, `CK_JIT_MANIFEST`): when the
+    /// compact form the build writes beside a JSON manifest
+    /// (`ck_jit_manifest.ckm`) is there and at least as new, or the file
+    /// is that form itself, it is read in place instead of the JSON being
+    /// parsed, as a program reads its embedded one; its bytes are then kept
+    /// for the process. Otherwise (or when the compact file cannot be
+    /// read) as [`Runtime::from_file`].
+    pub fn from_file_for_process(path: &Path) -> Result<Runtime, Error> {
+        use ck_jit_manifest::compact::COMPACT_FILE;
+        let compact = if path.extension().is_some_and(|e| e == "ckm") {
+            Some(path.to_path_buf())
+        } else if path
+            .file_name()
+            .is_some_and(|n| n == ck_jit_manifest::MANIFEST_FILE)
+        {
+            let beside = path.with_file_name(COMPACT_FILE);
+            let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+            match (modified(&beside), modified(path)) {
+                (Some(c), Some(j)) if c >= j => Some(beside),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if let Some(c) = compact {
+            if let Ok(bytes) = fs::read(&c) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if let Ok(store) = Store::compact(bytes) {
+                    return Ok(Runtime::over(store, path.display().to_string()));
+                }
+            }
+        }
+        Runtime::from_file(path)
     }
 
     fn into_fallback(mut self) -> Runtime {
