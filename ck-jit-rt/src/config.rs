@@ -121,6 +121,18 @@ fn var(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
+/// A variable's value split on whitespace; empty when it is not set.
+fn words(name: &str) -> Vec<String> {
+    var(name)
+        .map(|v| {
+            v.to_string_lossy()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Reads variables, noting each value that cannot be read.
 #[derive(Default)]
 struct Reader {
@@ -279,22 +291,8 @@ impl Config {
             jobs,
             shared_cache,
             verify_full,
-            launcher: var("CK_JIT_LAUNCHER")
-                .map(|v| {
-                    v.to_string_lossy()
-                        .split_whitespace()
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            extra_flags: var("CK_JIT_EXTRA_FLAGS")
-                .map(|v| {
-                    v.to_string_lossy()
-                        .split_whitespace()
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            launcher: words("CK_JIT_LAUNCHER"),
+            extra_flags: words("CK_JIT_EXTRA_FLAGS"),
             drop_flags: var("CK_JIT_DROP_FLAGS")
                 .map(|v| {
                     v.to_string_lossy()
