@@ -101,19 +101,109 @@ pub fn check_calls(
     dispatchers: &[(PathBuf, String)],
     defined: &BTreeSet<String>,
 ) -> Result<CallCheck, Error> {
-    let templates: BTreeSet<&str> = defined
+    let templates = templates_of(defined);
+    let mut found = Vec::with_capacity(dispatchers.len());
+    for (path, src) in dispatchers {
+        found.push(extract(path, src, &templates)?);
+    }
+    Ok(resolve(&found.iter().collect::<Vec<_>>(), &templates, defined))
+}
+
+/// The template names of `defined` specialisations.
+pub(crate) fn templates_of(defined: &BTreeSet<String>) -> BTreeSet<&str> {
+    defined
         .iter()
         .filter_map(|d| d.split_once('<').map(|(n, _)| n))
-        .collect();
+        .collect()
+}
+
+/// The calls one dispatcher makes of any of a set of templates (those
+/// [`extract`] was given), before they are looked up: what can be read
+/// from the dispatcher alone, so before every blob is read. [`resolve`]
+/// then keeps those of the templates blobs specialise.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Extracted {
+    path: PathBuf,
+    /// Every call site (or instantiation of a dispatcher template): its
+    /// line and the calls it makes.
+    sites: Vec<(usize, Vec<SiteCall>)>,
+}
+
+/// One call a site makes, as the body that makes it says: the template,
+/// the specialisation called (see [`specialisation_key`]), whether nothing between it and the call
+/// before it in the body can branch or leave, and whether its arguments
+/// came out `void` (a call the template does not make).
+#[derive(Debug, Clone)]
+pub(crate) struct SiteCall {
+    pub(crate) template: String,
+    pub(crate) key: String,
+    after: bool,
+    pub(crate) void: bool,
+}
+
+/// Reads the calls in `src` (a dispatcher, with the launch templates of
+/// the headers it includes appended) of any of `templates` (see
+/// [`check_calls`] for what counts as a call). Given more templates than
+/// blobs specialise, [`resolve`] leaves out the calls of the others as
+/// if they had not been read: a call of one of them inside a dispatcher
+/// template breaks no run, as a call that comes out `void` does not.
+pub(crate) fn extract(
+    path: &Path,
+    src: &str,
+    templates: &BTreeSet<&str>,
+) -> Result<Extracted, Error> {
+    let mut found = Extracted {
+        path: path.to_path_buf(),
+        sites: Vec::new(),
+    };
+    extract_sites(src, templates, &mut found.sites).map_err(|e| e.in_file(path))?;
+    Ok(found)
+}
+
+/// The calls `found` makes of `templates` (those blobs specialise; a
+/// subset of those [`extract`] was given), checked against `defined`.
+pub(crate) fn resolve(
+    found: &[&Extracted],
+    templates: &BTreeSet<&str>,
+    defined: &BTreeSet<String>,
+) -> CallCheck {
     let mut out = CallCheck::default();
-    for (path, src) in dispatchers {
-        check_file(path, src, &templates, defined, &mut out).map_err(|e| e.in_file(path))?;
+    for f in found {
+        for (line, calls) in &f.sites {
+            let mut group = Vec::new();
+            // Runs of calls each of which follows the one before it.
+            let mut runs: Vec<Vec<String>> = Vec::new();
+            // Whether every call since the last one kept followed its
+            // predecessor.
+            let mut chained = false;
+            for c in calls {
+                chained &= c.after;
+                if c.void || !templates.contains(c.template.as_str()) {
+                    continue;
+                }
+                let after = chained;
+                chained = true;
+                if let Some(key) = record(&f.path, *line, &c.key, defined, &mut out) {
+                    match runs.last_mut() {
+                        Some(run) if after => run.push(key.clone()),
+                        _ => runs.push(vec![key.clone()]),
+                    }
+                    group.push(key);
+                }
+            }
+            out.sequences.extend(runs);
+            group.sort();
+            group.dedup();
+            if !group.is_empty() {
+                out.groups.push(group);
+            }
+        }
     }
     out.groups.sort();
     out.groups.dedup();
     out.sequences.sort();
     out.sequences.dedup();
-    Ok(out)
+    out
 }
 
 /// The specialisation `template<args>` in the blobs' normal form, integer
@@ -244,12 +334,12 @@ pub(crate) fn local_templates(
     Ok((locals, bodies))
 }
 
-/// The blob specialisations (template, arguments in normal form) the call
+/// The blob calls (template, arguments in normal form) the call
 /// `NAME<...>(` at `at` (its `>` at `close`) makes: itself when NAME is a
 /// blob template, or the calls in the body of the dispatcher's template
-/// NAME with its parameters replaced (a call whose arguments come out
-/// `void` is one it does not make). With each, whether it runs right after
-/// the one before it in the list whenever that one runs.
+/// NAME with its parameters replaced, each with whether it follows the
+/// one before it in that body and whether its arguments came out `void`
+/// (a call the template does not make).
 pub(crate) fn call_specialisations<'a, F>(
     src: &'a str,
     toks: &[Token],
@@ -258,7 +348,7 @@ pub(crate) fn call_specialisations<'a, F>(
     lookup: &F,
     locals: &HashMap<String, LocalTemplate>,
     normal: &mut HashMap<String, String>,
-) -> Result<Vec<(String, Vec<String>, bool)>, Error>
+) -> Result<Vec<SiteCall>, Error>
 where
     F: Fn(&str) -> Option<(&'a [Token], &'a str)>,
 {
@@ -278,13 +368,15 @@ where
         args.push(n);
     }
     let Some(lt) = locals.get(name) else {
-        return Ok(vec![(name.to_string(), args, false)]);
+        return Ok(vec![SiteCall {
+            template: name.to_string(),
+            key: specialisation_key(name, &args),
+            after: false,
+            void: false,
+        }]);
     };
     let mut out = Vec::new();
-    // Whether every call since the last one kept followed its predecessor.
-    let mut chained = false;
     for (inner, ranges, after) in &lt.calls {
-        chained &= *after;
         let mut inner_args = Vec::new();
         for &(a, b) in ranges {
             let arg = lt
@@ -292,11 +384,13 @@ where
                 .map_err(|why| parse_err(line, why))?;
             inner_args.push(arg);
         }
-        if inner_args.iter().any(|a| a == "void") {
-            continue;
-        }
-        out.push((inner.clone(), inner_args, chained));
-        chained = true;
+        let void = inner_args.iter().any(|a| a == "void");
+        out.push(SiteCall {
+            template: inner.clone(),
+            key: specialisation_key(inner, &inner_args),
+            after: *after,
+            void,
+        });
     }
     Ok(out)
 }
@@ -355,12 +449,10 @@ pub(crate) fn call_at(
     is_punct(src, toks.get(close + 1), "(").then_some(close)
 }
 
-fn check_file(
-    path: &Path,
+fn extract_sites(
     src: &str,
     blob_templates: &BTreeSet<&str>,
-    defined: &BTreeSet<String>,
-    out: &mut CallCheck,
+    sites: &mut Vec<(usize, Vec<SiteCall>)>,
 ) -> Result<(), Error> {
     let toks = lex(src)?;
     let (locals, bodies) = local_templates(src, &toks, blob_templates)?;
@@ -441,26 +533,8 @@ fn check_file(
                 .and_then(|&(a, b)| toks.get(a..b))
                 .map(|s| (s, src))
         };
-        let mut group = Vec::new();
-        // Runs of calls each of which follows the one before it.
-        let mut runs: Vec<Vec<String>> = Vec::new();
-        for (template, args, after) in
-            call_specialisations(src, &toks, i, close, &lookup, &locals, &mut normal)?
-        {
-            if let Some(key) = record(path, t.line, &template, &args, defined, out) {
-                match runs.last_mut() {
-                    Some(run) if after => run.push(key.clone()),
-                    _ => runs.push(vec![key.clone()]),
-                }
-                group.push(key);
-            }
-        }
-        out.sequences.extend(runs);
-        group.sort();
-        group.dedup();
-        if !group.is_empty() {
-            out.groups.push(group);
-        }
+        let calls = call_specialisations(src, &toks, i, close, &lookup, &locals, &mut normal)?;
+        sites.push((t.line, calls));
         i = close + 1;
     }
     Ok(())
@@ -469,17 +543,15 @@ fn check_file(
 fn record(
     path: &Path,
     line: usize,
-    template: &str,
-    args: &[String],
+    key: &str,
     defined: &BTreeSet<String>,
     out: &mut CallCheck,
 ) -> Option<String> {
     out.calls += 1;
-    let key = specialisation_key(template, args);
-    if defined.contains(&key) {
-        Some(key)
+    if defined.contains(key) {
+        Some(key.to_string())
     } else {
-        out.unresolved.push((path.to_path_buf(), line, key));
+        out.unresolved.push((path.to_path_buf(), line, key.to_string()));
         None
     }
 }
@@ -600,6 +672,39 @@ mod tests {
         // The set is still the whole call.
         assert_eq!(r.groups.len(), 1);
         assert_eq!(r.groups[0].len(), 5);
+    }
+
+    #[test]
+    fn calls_read_for_every_declared_template_resolve_as_if_read_for_the_blobs_alone() {
+        // `q_` is a template the headers declare and no blob specialises:
+        // read early (for every declared template) its calls drop out, and
+        // the runs around them are those a reading for the blobs'
+        // templates alone gives.
+        let api = "template <typename A_, typename B_>\n\
+            float op_(int s) {\n\
+              launch(s, [=](int s_) { a_<A_>(s_); }, [=](int s_) { q_<B_>(s_); }, [=](int s_) { b_<B_>(s_); });\n\
+              if (s > 1) { q_<A_>(s); }\n\
+              c_<A_>(s);\n\
+              return q_<A_>(s);\n}\n\
+            float op(int t) {\n  q_<tb_<2>>(t);\n  return op_<ta_<1>, tb_<2>>(t);\n}\n";
+        let d = defined(&["a_<ta_<1>>", "b_<tb_<2>>", "c_<ta_<1>>"]);
+        let alone = check_calls(&[("op.cpp".into(), api.into())], &d).unwrap();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(alone.calls, 3, "{alone:?}");
+        assert!(alone.unresolved.is_empty(), "{alone:?}");
+        assert_eq!(
+            alone.sequences,
+            vec![s(&["a_<ta_<1>>", "b_<tb_<2>>"]), s(&["c_<ta_<1>>"])]
+        );
+        let declared: BTreeSet<&str> = ["a_", "b_", "c_", "q_"].into();
+        let early = extract(Path::new("op.cpp"), api, &declared).unwrap();
+        assert_eq!(resolve(&[&early], &templates_of(&d), &d), alone);
+        // Resolved for every declared template, the calls of `q_` count.
+        let mut all = d.clone();
+        all.insert("q_<tb_<2>>".into());
+        all.insert("q_<ta_<1>>".into());
+        let every = resolve(&[&early], &declared, &all);
+        assert_eq!(every.calls, 7, "{every:?}");
     }
 
     #[test]

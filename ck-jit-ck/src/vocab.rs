@@ -192,15 +192,46 @@ impl Vocabulary {
         out
     }
 
+    /// The function templates the headers define whose bodies call
+    /// another function template they declare, sorted: before the blobs
+    /// are known, what a dispatcher may call instead of a blob. They hold
+    /// the [`launchers`](Self::launchers) of any declared templates not
+    /// among them (a launcher calls a blob's template or another
+    /// launcher, both declared).
+    pub fn declared_launchers(&self) -> Vec<String> {
+        let declared = self.function_templates();
+        let mut out: Vec<String> = self
+            .templates
+            .values()
+            .filter(|d| !d.is_class)
+            .filter(|d| {
+                d.definition.as_ref().is_some_and(|body| {
+                    declared
+                        .iter()
+                        .any(|t| *t != d.name && calls_template(body, t))
+                })
+            })
+            .map(|d| d.name.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The definitions of [`launchers`](Self::launchers), as the headers
     /// write them: what a reading of a dispatcher appends to follow its
     /// calls into the headers it includes.
     pub fn launcher_definitions(&self, blob_templates: &BTreeSet<String>) -> String {
+        self.definitions(&self.launchers(blob_templates))
+    }
+
+    /// The definitions of the templates `names`, as the headers write
+    /// them, each on lines of its own.
+    pub fn definitions(&self, names: &[String]) -> String {
         let mut text = String::new();
-        for name in self.launchers(blob_templates) {
+        for name in names {
             if let Some(d) = self
                 .templates
-                .get(&name)
+                .get(name)
                 .and_then(|d| d.definition.as_ref())
             {
                 text.push('\n');

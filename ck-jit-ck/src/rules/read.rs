@@ -664,9 +664,9 @@ impl<'s> Walker<'s> {
                 self.locals,
                 &mut HashMap::new(),
             )?;
-            for (template, args, _) in specs {
-                let key = calls::specialisation_key(&template, &args);
-                match self.blob_of.get(&key) {
+            for c in specs.iter().filter(|c| !c.void) {
+                let key = &c.key;
+                match self.blob_of.get(key) {
                     Some(blob) => {
                         let next = u32::try_from(self.blobs.len()).unwrap_or(u32::MAX);
                         let id = *self.blob_ids.entry(blob.clone()).or_insert(next);
@@ -677,7 +677,7 @@ impl<'s> Walker<'s> {
                             ids.push(id);
                         }
                     }
-                    None => self.unresolved.push((toks[k].line, key)),
+                    None => self.unresolved.push((toks[k].line, key.clone())),
                 }
             }
             k = close + 1;
