@@ -37,6 +37,8 @@ pub(crate) struct Codegen<'a> {
     pub out: &'a Path,
     /// The stamp file recording the inputs of the last successful run.
     pub stamp: &'a Path,
+    /// Set when the generator starts writing into an emptied `out`.
+    pub started: &'a AtomicBool,
 }
 
 /// What [`Codegen::run`] did.
@@ -130,6 +132,7 @@ impl Codegen<'_> {
         fs::create_dir_all(self.out).map_err(io_err(self.out))?;
 
         let args = self.args();
+        self.started.store(true, Ordering::SeqCst);
         let output = Command::new(self.python)
             .args(&args)
             .stdin(Stdio::null())

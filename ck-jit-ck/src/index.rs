@@ -10,11 +10,12 @@
 //! It must never read a blob twice in one build, and never trust a kept
 //! index whose key differs in anything.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-use std::time::UNIX_EPOCH;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -499,6 +500,222 @@ pub(crate) fn read_ahead(vocab: &Vocabulary, files: &[GeneratedFile]) -> ReadAhe
         .collect()
 }
 
+/// Reads the files CK's generator writes while it writes them: the
+/// longest direction (bwd) computes for seconds and then writes thousands
+/// of files, while the other directions are long done and a core is
+/// free. What is read of a file is kept with its size and modification
+/// time before the read; once the generator has exited
+/// ([`close`](Self::close)) it is used only if the file still has both
+/// (the generator writes each file once, by appending; a file read half
+/// written has grown since), else the file is read again.
+pub(crate) struct Watch {
+    state: Mutex<WatchState>,
+    stop: AtomicBool,
+}
+
+#[derive(Default)]
+struct WatchState {
+    dirs: Vec<WatchedDir>,
+    /// The file being read (its directory and relative path).
+    reading: Option<(usize, String)>,
+    /// Files of closed directories that were being read when their
+    /// directory was closed: what [`Watch::finish`] takes.
+    awaited: Vec<GeneratedFile>,
+    /// What was read of them.
+    late: HashMap<String, EarlyRead>,
+}
+
+#[derive(Default)]
+struct WatchedDir {
+    closed: bool,
+    /// Names listed so far.
+    seen: HashSet<PathBuf>,
+    /// By path relative to the generated directory.
+    read: HashMap<String, EarlyRead>,
+}
+
+/// A file read while its generator ran.
+pub(crate) struct EarlyRead {
+    stat: FileStat,
+    read: Result<Read, Error>,
+}
+
+/// A file's size and modification time.
+type FileStat = (u64, Option<SystemTime>);
+
+fn file_stat(path: &Path) -> Option<FileStat> {
+    let m = fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
+
+/// How long the watch waits when a look found nothing new.
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl Watch {
+    /// A watch over `n` directories, none closed.
+    pub(crate) fn new(n: usize) -> Watch {
+        Watch {
+            state: Mutex::new(WatchState {
+                dirs: (0..n).map(|_| WatchedDir::default()).collect(),
+                ..WatchState::default()
+            }),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Until [`stop`](Self::stop): reads each new file (see
+    /// [`read_ahead`]) of every directory `dirs[i]` whose generator has
+    /// `started[i]` and that is not closed, by path relative to `base`.
+    /// The vocabulary is read (by `vocab`) when the first generator starts.
+    pub(crate) fn run(
+        &self,
+        vocab: &dyn Fn() -> Option<Arc<Vocabulary>>,
+        dirs: &[PathBuf],
+        base: &Path,
+        started: &[AtomicBool],
+    ) {
+        let mut words = None;
+        while !self.stop.load(Ordering::SeqCst) {
+            let mut new = Vec::new();
+            for (i, dir) in dirs.iter().enumerate() {
+                if !started[i].load(Ordering::SeqCst) || self.lock().dirs[i].closed {
+                    continue;
+                }
+                let Ok(entries) = fs::read_dir(dir) else {
+                    continue;
+                };
+                let mut st = self.lock();
+                for e in entries.flatten() {
+                    let path = e.path();
+                    // A file just created is not written yet: looked at
+                    // again on the next pass.
+                    let written = e.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
+                    if written && !st.dirs[i].seen.contains(&path) {
+                        st.dirs[i].seen.insert(path.clone());
+                        new.push((i, path));
+                    }
+                }
+            }
+            if new.is_empty() {
+                // Woken at once by the end of the watch.
+                std::thread::park_timeout(WATCH_POLL);
+                continue;
+            }
+            if words.is_none() {
+                words = vocab();
+            }
+            let Some(v) = &words else { return };
+            for (i, path) in new {
+                if self.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Some(rel) = relative(&path, base) else {
+                    continue;
+                };
+                if !is_source(&rel) {
+                    continue;
+                }
+                {
+                    let mut st = self.lock();
+                    if st.dirs[i].closed {
+                        continue;
+                    }
+                    st.reading = Some((i, rel.clone()));
+                }
+                let Some(stat) = file_stat(&path) else {
+                    self.lock().reading = None;
+                    continue;
+                };
+                let f = GeneratedFile {
+                    path,
+                    rel,
+                    role: Role::Host,
+                };
+                let read = read_one(v, &f);
+                let mut st = self.lock();
+                st.reading = None;
+                let early = EarlyRead { stat, read };
+                if st.dirs[i].closed {
+                    st.late.insert(f.rel, early);
+                } else {
+                    st.dirs[i].read.insert(f.rel, early);
+                }
+            }
+        }
+    }
+
+    /// Ends the watch (its thread is to be unparked, so that it need not
+    /// finish a wait).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Closes directory `i` (its generator has exited): of `files` (what
+    /// it holds now), those read while it ran and unchanged since, read;
+    /// the one being read, left to [`finish`](Self::finish); the others
+    /// to be read.
+    pub(crate) fn close(
+        &self,
+        i: usize,
+        files: Vec<GeneratedFile>,
+    ) -> (ReadAhead, Vec<GeneratedFile>) {
+        let mut st = self.lock();
+        st.dirs[i].closed = true;
+        let mut early = std::mem::take(&mut st.dirs[i].read);
+        let reading = st.reading.clone().filter(|(d, _)| *d == i).map(|(_, rel)| rel);
+        let mut ahead = ReadAhead::new();
+        let mut rest = Vec::new();
+        for f in files {
+            match early.remove(&f.rel) {
+                Some(e) if file_stat(&f.path) == Some(e.stat) => {
+                    ahead.insert(f.rel, e.read);
+                }
+                _ if reading.as_deref() == Some(f.rel.as_str()) => st.awaited.push(f),
+                _ => rest.push(f),
+            }
+        }
+        (ahead, rest)
+    }
+
+    /// After the watch's thread has ended: the files that were being
+    /// read when their directories were closed, read (then or now).
+    pub(crate) fn finish(&self, vocab: Option<&Vocabulary>) -> ReadAhead {
+        let mut st = self.lock();
+        let mut ahead = ReadAhead::new();
+        for f in std::mem::take(&mut st.awaited) {
+            match st.late.remove(&f.rel) {
+                Some(e) if file_stat(&f.path) == Some(e.stat) => {
+                    ahead.insert(f.rel, e.read);
+                }
+                _ => {
+                    if let Some(v) = vocab {
+                        let read = read_one(v, &f);
+                        ahead.insert(f.rel, read);
+                    }
+                }
+            }
+        }
+        ahead
+    }
+}
+
+/// `path` relative to `base`, `/`-separated, when it is UTF-8 under it.
+pub(crate) fn relative(path: &Path, base: &Path) -> Option<String> {
+    path.strip_prefix(base)
+        .ok()
+        .and_then(Path::to_str)
+        .map(|s| s.replace('\\', "/"))
+}
+
+/// Whether a generated file is a C++ source or header (what is read).
+pub(crate) fn is_source(name: &str) -> bool {
+    name.ends_with(".cpp") || name.ends_with(".hpp") || name.ends_with(".h")
+}
+
 /// What reading one file gave.
 pub(crate) enum Read {
     Blob(
@@ -506,7 +723,38 @@ pub(crate) enum Read {
         Vec<String>,
         Vec<Specialisation>,
     ),
-    Other(String),
+    /// Any other file: its text, and for one that calls a function
+    /// template of the headers (a dispatcher), the calls it makes of them
+    /// (see [`early_calls`]).
+    Other(String, Option<calls::Extracted>),
+}
+
+/// A dispatcher: its path, its text, and the calls read from it before
+/// the blobs were (see [`early_calls`]).
+pub(crate) struct Dispatcher {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+    early: Option<calls::Extracted>,
+}
+
+/// The calls `text` makes of the function templates the headers declare,
+/// the headers' launch templates followed (see [`calls::extract`]), when
+/// it makes any: read from the dispatcher alone, so while the generator
+/// still writes other directions' blobs, and narrowed to the templates
+/// blobs specialise once every blob is read ([`check_calls`]). `None`
+/// for a file that calls none, or one that cannot be read so (the check
+/// then reads it again, and reports what it finds).
+fn early_calls(vocab: &Vocabulary, path: &Path, text: &str) -> Option<calls::Extracted> {
+    let declared = vocab.function_templates();
+    if !declared.iter().any(|t| calls_template(text, t)) {
+        return None;
+    }
+    let with_launchers = format!(
+        "{text}{}",
+        vocab.definitions(&vocab.declared_launchers())
+    );
+    let declared: BTreeSet<&str> = declared.into_iter().collect();
+    calls::extract(path, &with_launchers, &declared).ok()
 }
 
 fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
@@ -523,7 +771,10 @@ fn read_one(vocab: &Vocabulary, f: &GeneratedFile) -> Result<Read, Error> {
             }
             Ok(Read::Blob(Box::new(d), includes, source.specialisations))
         }
-        None => Ok(Read::Other(text)),
+        None => {
+            let early = early_calls(vocab, &f.path, &text);
+            Ok(Read::Other(text, early))
+        }
     }
 }
 
@@ -541,7 +792,7 @@ pub(crate) fn read(
     files: &mut [GeneratedFile],
     mut ahead: ReadAhead,
     disagreements: &mut Vec<String>,
-) -> Result<(Detail, Vec<(PathBuf, String)>), Error> {
+) -> Result<(Detail, Vec<Dispatcher>), Error> {
     let mut read: Vec<Option<Result<Read, Error>>> =
         files.iter().map(|f| ahead.remove(&f.rel)).collect();
     let rest: Vec<usize> = (0..files.len()).filter(|&i| read[i].is_none()).collect();
@@ -597,7 +848,7 @@ pub(crate) fn read(
                     specialisations,
                 });
             }
-            Read::Other(text) => others.push((i, text)),
+            Read::Other(text, early) => others.push((i, text, early)),
         }
     }
     index.header_templates = vocab
@@ -614,11 +865,15 @@ pub(crate) fn read(
     let mut called = templates;
     called.extend(index.header_templates.iter().cloned());
     let mut dispatchers = Vec::new();
-    for (i, text) in others {
+    for (i, text, early) in others {
         let f = &mut files[i];
         if called.iter().any(|t| calls_template(&text, t)) {
             f.role = Role::Dispatcher;
-            dispatchers.push((f.path.clone(), text));
+            dispatchers.push(Dispatcher {
+                path: f.path.clone(),
+                text,
+                early,
+            });
         } else {
             f.role = Role::Host;
         }
@@ -630,27 +885,52 @@ pub(crate) fn read(
 /// the specialisations the recorded blobs of `index` define; `groups` by
 /// blob name (see [`CkFmhaFiles::check_dispatchers`](super::CkFmhaFiles::check_dispatchers)).
 pub(crate) fn check_calls(
+    vocab: &Vocabulary,
     index: &Detail,
     files: &[GeneratedFile],
-    dispatchers: &[(PathBuf, String)],
+    dispatchers: &[Dispatcher],
 ) -> Result<CallCheck, Error> {
     let owner = index.owners(files);
     let defined: BTreeSet<String> = owner.keys().cloned().collect();
+    let templates = calls::templates_of(&defined);
+    // The calls read early were read for every function template the
+    // headers declare, through every template of theirs that calls
+    // another: they hold those of the blobs' templates when the headers
+    // declare each of them, and define none of them as such a template.
+    let declared = vocab.function_templates();
+    let launchers = vocab.declared_launchers();
+    let early: Option<Vec<&calls::Extracted>> = templates
+        .iter()
+        .all(|t| declared.binary_search(t).is_ok() && launchers.binary_search_by(|l| l.as_str().cmp(t)).is_err())
+        .then(|| {
+            dispatchers
+                .iter()
+                .map(|d| d.early.as_ref())
+                .collect::<Option<Vec<_>>>()
+        })
+        .flatten();
+    if let Some(early) = early {
+        let check = calls::resolve(&early, &templates, &defined);
+        return Ok(by_blob(check, &owner));
+    }
     // One thread a dispatcher: each is checked alone, and the results are
     // what one pass over all of them gives.
     let defined = &defined;
     let each: Vec<Result<CallCheck, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = dispatchers
             .iter()
-            .map(|d| s.spawn(move || calls::check_calls(std::slice::from_ref(d), defined)))
+            .map(|d| {
+                let one = [(d.path.clone(), d.text.clone())];
+                s.spawn(move || calls::check_calls(&one, defined))
+            })
             .collect();
         handles
             .into_iter()
             .zip(dispatchers)
-            .map(|(h, (path, _))| {
+            .map(|(h, d)| {
                 h.join().unwrap_or_else(|_| {
                     Err(Error::SourceTree {
-                        path: path.clone(),
+                        path: d.path.clone(),
                         why: "the thread checking this dispatcher's calls failed".into(),
                     })
                 })
@@ -667,7 +947,12 @@ pub(crate) fn check_calls(
     }
     check.sequences.sort();
     check.sequences.dedup();
-    // Specialisations to the blobs defining them: what runs together.
+    Ok(by_blob(check, &owner))
+}
+
+/// `check` with its groups of specialisations turned into the blobs
+/// defining them (what runs together), empty groups left out.
+fn by_blob(mut check: CallCheck, owner: &BTreeMap<String, String>) -> CallCheck {
     let mut groups: Vec<Vec<String>> = check
         .groups
         .iter()
@@ -682,12 +967,58 @@ pub(crate) fn check_calls(
     groups.sort();
     groups.dedup();
     check.groups = groups;
-    Ok(check)
+    check
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_read_while_its_generator_wrote_it_is_read_again_if_it_grew_since() {
+        let base = std::env::temp_dir().join(format!("ck-jit-watch-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let dir = base.join("fwd");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("whole.cpp"), "int whole;\n").unwrap();
+        fs::write(dir.join("half.cpp"), "int ha").unwrap();
+        // A directory whose generator has not started is not looked at.
+        let idle = base.join("bwd");
+        fs::create_dir_all(&idle).unwrap();
+        fs::write(idle.join("old.cpp"), "int old;\n").unwrap();
+        let watch = Watch::new(2);
+        let started = [AtomicBool::new(true), AtomicBool::new(false)];
+        let dirs = [dir.clone(), idle.clone()];
+        let vocab = || Some(Arc::new(Vocabulary::new()));
+        std::thread::scope(|s| {
+            let h = s.spawn(|| watch.run(&vocab, &dirs, &base, &started));
+            let t0 = std::time::Instant::now();
+            while watch.lock().dirs[0].read.len() < 2 {
+                assert!(t0.elapsed().as_secs() < 60, "the watch read nothing");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            watch.stop();
+            h.thread().unpark();
+        });
+        assert!(watch.lock().dirs[1].read.is_empty());
+        // The generator finishes the file it was writing.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("half.cpp"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"lf;\n"))
+            .unwrap();
+        let file = |name: &str| GeneratedFile {
+            path: dir.join(name),
+            rel: format!("fwd/{name}"),
+            role: Role::Host,
+        };
+        let (ahead, rest) = watch.close(0, vec![file("whole.cpp"), file("half.cpp")]);
+        assert!(matches!(ahead.get("fwd/whole.cpp"), Some(Ok(Read::Other(t, None))) if t == "int whole;\n"));
+        assert_eq!(ahead.len(), 1);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].rel, "fwd/half.cpp");
+        let _ = fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn kept_calls_write_each_specialisation_once_and_read_back_the_same() {

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use super::cmake;
@@ -356,7 +357,7 @@ struct Made<'a> {
 struct Fresh {
     vocab: Arc<Vocabulary>,
     detail: index::Detail,
-    dispatchers: Vec<(PathBuf, String)>,
+    dispatchers: Vec<index::Dispatcher>,
     /// The files' roles before targets, as kept.
     roles: Vec<Role>,
 }
@@ -386,15 +387,15 @@ impl Fresh {
             .flatten()
             .collect();
         detail.launchers = vocab.launcher_definitions(&templates);
-        for (_, text) in &mut dispatchers {
-            text.push_str(&detail.launchers);
+        for d in &mut dispatchers {
+            d.text.push_str(&detail.launchers);
         }
         // The blobs' part of the kept index is serialised meanwhile.
         let (calls, blobs) = std::thread::scope(|s| {
             let blobs = kept
                 .is_some()
                 .then(|| s.spawn(|| index::serialise_blobs(&detail.blobs)));
-            let calls = index::check_calls(&detail, files, &dispatchers);
+            let calls = index::check_calls(&vocab, &detail, files, &dispatchers);
             (calls, blobs.and_then(|h| h.join().ok().flatten()))
         });
         detail.calls = calls?;
@@ -1256,10 +1257,12 @@ impl CkFmha {
             .iter()
             .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
             .collect();
+        let started: Vec<AtomicBool> = directions.iter().map(|_| AtomicBool::new(false)).collect();
         let runs: Vec<Codegen<'_>> = directions
             .iter()
             .zip(&dirs)
-            .map(|(d, (out, stamp))| Codegen {
+            .zip(&started)
+            .map(|((d, (out, stamp)), started)| Codegen {
                 python: &self.python,
                 generate_py: &generate_py,
                 direction: d,
@@ -1268,44 +1271,66 @@ impl CkFmha {
                 targets: targets.as_deref(),
                 out,
                 stamp,
+                started,
             })
             .collect();
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The vocabulary, read once by whichever needs it first.
+        let words: OnceLock<Option<Arc<Vocabulary>>> = OnceLock::new();
+        let shared_vocab = || words.get_or_init(|| Vocabulary::read(example).ok().map(Arc::new)).clone();
         let mut vocab: Option<Arc<Vocabulary>> = None;
         let mut readers = Vec::new();
+        let mut early = index::ReadAhead::new();
         let mut failed = None;
         let mut ran = Vec::new();
-        codegen::run_all(&runs, jobs, |i| {
-            ran.push(i);
-            if failed.is_some() {
-                return;
-            }
-            if vocab.is_none() {
-                match Vocabulary::read(example) {
-                    Ok(v) => vocab = Some(Arc::new(v)),
-                    Err(e) => {
-                        failed = Some(e);
-                        return;
+        let outs: Vec<PathBuf> = dirs.iter().map(|(out, _)| out.clone()).collect();
+        let watch = index::Watch::new(dirs.len());
+        std::thread::scope(|s| {
+            let watching = s.spawn(|| watch.run(&shared_vocab, &outs, &base, &started));
+            let outcome = codegen::run_all(&runs, jobs, |i| {
+                ran.push(i);
+                if failed.is_some() {
+                    return;
+                }
+                if vocab.is_none() {
+                    vocab = shared_vocab();
+                }
+                if vocab.is_none() {
+                    match Vocabulary::read(example) {
+                        Ok(v) => vocab = Some(Arc::new(v)),
+                        Err(e) => {
+                            failed = Some(e);
+                            return;
+                        }
                     }
                 }
-            }
-            let mut written = Vec::new();
-            if let Err(e) = scan_dir(&dirs[i].0, &base, &mut written) {
-                failed = Some(e);
-                return;
-            }
-            for part in written.chunks(READ_AHEAD_CHUNK) {
-                let (v, part) = (vocab.clone(), part.to_vec());
-                readers.push(std::thread::spawn(move || {
-                    v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
-                }));
-            }
+                let mut written = Vec::new();
+                if let Err(e) = scan_dir(&dirs[i].0, &base, &mut written) {
+                    failed = Some(e);
+                    return;
+                }
+                // What was read while the generator wrote, and is as it was.
+                let (read, rest) = watch.close(i, written);
+                early.extend(read);
+                for part in rest.chunks(READ_AHEAD_CHUNK) {
+                    let (v, part) = (vocab.clone(), part.to_vec());
+                    readers.push(std::thread::spawn(move || {
+                        v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
+                    }));
+                }
+            });
+            watch.stop();
+            watching.thread().unpark();
+            outcome
         })?;
+        // A file the watch was reading when its generator exited (bwd's
+        // dispatcher, whose calls take long to read) is not read twice.
+        early.extend(watch.finish(vocab.as_deref()));
         if let Some(e) = failed {
             return Err(e);
         }
         ran.sort_unstable();
-        let mut ahead = index::ReadAhead::new();
+        let mut ahead = early;
         for r in readers {
             ahead.extend(r.join().unwrap_or_default());
         }
@@ -1777,15 +1802,10 @@ fn warn_of_disagreements(cargo: &mut CargoOutput<'_>, disagreements: &[String]) 
 /// to `base`.
 fn scan_dir(dir: &Path, base: &Path, out: &mut Vec<GeneratedFile>) -> Result<(), Error> {
     codegen::walk(dir, &mut |path, name| {
-        if !(name.ends_with(".cpp") || name.ends_with(".hpp") || name.ends_with(".h")) {
+        if !index::is_source(name) {
             return Ok(());
         }
-        let rel = path
-            .strip_prefix(base)
-            .ok()
-            .and_then(Path::to_str)
-            .map(|s| s.replace('\\', "/"))
-            .ok_or_else(|| Error::FileName {
+        let rel = index::relative(&path, base).ok_or_else(|| Error::FileName {
                 path: path.clone(),
                 why: "is not a UTF-8 path under the generated directory".into(),
             })?;

@@ -394,6 +394,13 @@ fn check(case: &Case) {
     );
     let check = files.check_dispatchers().unwrap_or_else(|e| panic!("{e}"));
     assert!(check.unresolved.is_empty(), "{:?}", check.unresolved);
+    // Read before the blobs were known, for every template the headers
+    // declare: the same runs as a reading for the blobs' templates alone.
+    let vocab = ck_jit_ck::Vocabulary::read(&ck.join("example/ck_tile/01_fmha")).unwrap();
+    assert_eq!(
+        real_ck::direct_check(&vocab, &files).sequences,
+        check.sequences
+    );
     assert!(
         check.sequences.iter().any(|run| run.len() >= 3
             && run[0].starts_with("fmha_bwd_dot_do_o_oneshot_<")
@@ -515,6 +522,13 @@ fn check(case: &Case) {
     }
     let check = files.check_dispatchers().unwrap_or_else(|e| panic!("{e}"));
     assert!(check.unresolved.is_empty(), "{:?}", check.unresolved);
+    // Read before the blobs were known, for every template the headers
+    // declare: the same runs as a reading for the blobs' templates alone.
+    let vocab = ck_jit_ck::Vocabulary::read(&ck.join("example/ck_tile/01_fmha")).unwrap();
+    assert_eq!(
+        real_ck::direct_check(&vocab, &files).sequences,
+        check.sequences
+    );
 
     let err = compile(&files, &hipcc, &tmp.path().join("lib-missing"))
         .expect_err("dispatchers calling deleted blobs compiled and checked clean");

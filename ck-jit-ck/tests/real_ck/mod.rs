@@ -94,3 +94,29 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// The dispatchers' calls read for the recorded blobs' templates alone,
+/// the headers' launch templates of those appended, checked against the
+/// specialisations the recorded blob files define (read here, in order).
+pub fn direct_check(
+    vocab: &ck_jit_ck::Vocabulary,
+    files: &ck_jit_ck::CkFmhaFiles,
+) -> ck_jit_ck::calls::CallCheck {
+    let mut templates = std::collections::BTreeSet::new();
+    let mut defined = std::collections::BTreeSet::new();
+    for (d, path) in files.blobs() {
+        templates.extend(d.templates.iter().cloned());
+        let text = fs::read_to_string(path).unwrap();
+        for s in ck_jit_ck::decl::specialisations(&text).unwrap() {
+            defined.insert(ck_jit_ck::calls::specialisation_key(&s.template, &s.args));
+        }
+    }
+    let launchers = vocab.launcher_definitions(&templates);
+    let dispatchers: Vec<(PathBuf, String)> = files
+        .dispatchers()
+        .map(|p| (p.to_path_buf(), fs::read_to_string(p).unwrap() + &launchers))
+        .collect();
+    let check = ck_jit_ck::calls::check_calls(&dispatchers, &defined).unwrap();
+    assert!(check.unresolved.is_empty(), "{:?}", &check.unresolved[..1]);
+    check
+}
