@@ -1286,7 +1286,10 @@ impl CkFmha {
         let outs: Vec<PathBuf> = dirs.iter().map(|(out, _)| out.clone()).collect();
         let watch = index::Watch::new(dirs.len());
         std::thread::scope(|s| {
-            let watching = s.spawn(|| watch.run(&shared_vocab, &outs, &base, &started));
+            let watching = s.spawn(|| {
+                behind_generators();
+                watch.run(&shared_vocab, &outs, &base, &started)
+            });
             let outcome = codegen::run_all(&runs, jobs, |i| {
                 ran.push(i);
                 if failed.is_some() {
@@ -1312,9 +1315,14 @@ impl CkFmha {
                 // What was read while the generator wrote, and is as it was.
                 let (read, rest) = watch.close(i, written);
                 early.extend(read);
+                // While a generator still runs, it is what the build waits
+                // for: what it wrote is read on the cycles it leaves (and
+                // once none runs, these threads and the watch's share the
+                // cores as equals).
                 for part in rest.chunks(READ_AHEAD_CHUNK) {
                     let (v, part) = (vocab.clone(), part.to_vec());
                     readers.push(std::thread::spawn(move || {
+                        behind_generators();
                         v.map(|v| index::read_ahead(&v, &part)).unwrap_or_default()
                     }));
                 }
@@ -1795,6 +1803,21 @@ fn warn_of_disagreements(cargo: &mut CargoOutput<'_>, disagreements: &[String]) 
                 escape(first)
             ),
         );
+    }
+}
+
+/// Lowers the calling thread's priority below the generators' (nice 10,
+/// on Linux; nothing elsewhere): a thread reading what one generator wrote
+/// while another still runs takes the cycles it leaves, not its core. A
+/// thread's priority cannot be raised again, so only threads of their own
+/// (which end with their reading) are lowered.
+fn behind_generators() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority on this thread's own id; no memory
+    // is involved.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid);
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
 }
 
