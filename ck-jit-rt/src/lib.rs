@@ -77,6 +77,7 @@ pub mod family;
 mod load;
 pub mod maintenance;
 mod manifest_file;
+mod memory;
 mod record;
 mod runtime;
 mod slot;
@@ -89,7 +90,7 @@ pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
 pub use compile::CompilerCheck;
 pub use declared::runtime;
-pub use error::{shell_quote, Error};
+pub use error::{shell_quote, Error, Kill};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
 pub use load::Loaded;
 pub use runtime::{
