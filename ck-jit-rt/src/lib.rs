@@ -32,7 +32,9 @@
 //! - [`arch`] — the GPU targets of a compile command, narrowed to the
 //!   device in use (`device`: finding it, once per process);
 //! - `compile` — finding, identifying and running the compiler (launchers
-//!   included); `depfile` — the headers it read;
+//!   included), as many at once as cores and memory allow (`memory`: the
+//!   budget, and each group's estimate learnt from its compiles' peak
+//!   resident size); `depfile` — the headers it read;
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
@@ -52,7 +54,7 @@
 //!
 //! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
-//! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
+//! `CK_JIT_JOB_MEMORY`, `CK_JIT_MEMORY_BUDGET`, `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
 //! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_ARCH`,
 //! `CK_JIT_<PROGRAM>`; and make's or cargo's jobserver (`MAKEFLAGS`,
 //! `CARGO_MAKEFLAGS`), whose slots compiles take as well.

@@ -60,7 +60,9 @@ pub fn freeze() {
 
 /// Sets the most compiles this process runs at once (default
 /// `CK_JIT_JOBS`, else the number of available cores). Under `make -jN`
-/// or in a cargo build script the jobserver's slots bound them too.
+/// or in a cargo build script the jobserver's slots bound them too, and
+/// the memory available always does (`CK_JIT_JOB_MEMORY`,
+/// `CK_JIT_MEMORY_BUDGET`).
 pub fn set_jobs(n: usize) {
     JOBS.set_limit(n);
 }
@@ -712,7 +714,8 @@ impl Runtime {
     }
 
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
-    /// compiles at once, and under `make -jN` or in a cargo build script no
+    /// compiles at once, no more than the memory available holds at their
+    /// groups' estimates, and under `make -jN` or in a cargo build script no
     /// more than the jobserver's free slots), returning each blob's result
     /// in input order.
     ///
