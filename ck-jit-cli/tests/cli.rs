@@ -896,6 +896,24 @@ fn an_unknown_compiler_check_policy_is_refused_naming_it() {
     assert!(!t.cache().join("v1/vadd_f32").exists(), "nothing is built");
 }
 
+/// A memory size that cannot be read is refused as well.
+#[test]
+fn an_unreadable_job_memory_is_refused_naming_it() {
+    let t = Tree::new("badmemory");
+    families(&t);
+    let r = t.ck_with(&["build", "vadd_f32"], |c| {
+        c.env("CK_JIT_JOB_MEMORY", "lots");
+    });
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("fix the environment first")
+            && r.stderr.contains("CK_JIT_JOB_MEMORY")
+            && r.stderr.contains("'lots'"),
+        "{r:?}"
+    );
+    assert!(!t.cache().join("v1/vadd_f32").exists(), "nothing is built");
+}
+
 #[test]
 fn unreadable_blob_list_exits_2_naming_the_file() {
     let t = Tree::new("badlist");
@@ -1155,6 +1173,16 @@ fn stat_counts_entries_and_the_requests_of_every_process() {
     );
     let text = t.ck(&["stat"]).ok().stdout;
     assert!(text.contains("entries:      3 (3 blobs)"), "{text}");
+    // What a compile of the group was learnt to take.
+    assert!(text.contains("memory per compile"), "{text}");
+    let memory = doc["memory"].as_object().expect("memory estimates");
+    assert!(
+        !memory.is_empty()
+            && memory.values().all(|g| {
+                g["estimate"].as_u64().unwrap_or(0) > 0 && g["compiles"].as_u64().unwrap_or(0) > 0
+            }),
+        "{doc}"
+    );
     assert!(
         text.contains("requests:     3 hits, 3 misses (50.0% hits); 3 compiles, 0 failures"),
         "{text}"

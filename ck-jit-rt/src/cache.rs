@@ -14,6 +14,8 @@
 //! tmp/                            private temp files of running compiles
 //! bad/                            entries that failed verification
 //! logs/                           full compiler output
+//! memory.json                     what one compile of each group takes, learnt
+//!                                 from the peak resident size of its compiles
 //! ```
 //!
 //! `prekey` hashes what is known before compiling (source bytes, argv,

@@ -23,7 +23,7 @@ use ck_jit_manifest::{Group, STRIPPED_FLAGS};
 use once_cell::sync::{Lazy, OnceCell};
 
 use crate::config::{compiler_override, compiler_var};
-use crate::error::{shell_quote, Error};
+use crate::error::{shell_quote, Error, Kill};
 use crate::symbol;
 
 /// Most bytes of compiler output kept in memory for an error message.
@@ -484,13 +484,21 @@ pub(crate) fn keep_text(path: &Path, version: &str) {
     }
 }
 
-/// Bounds concurrent compiles twice over: at most a local limit
-/// (`CK_JIT_JOBS`, `ck-jit build -j`; it can change while compiles run)
-/// and, when the process runs under `make -jN` or from a cargo build
-/// script, at most the slots of the jobserver they pass down in
-/// `MAKEFLAGS`/`CARGO_MAKEFLAGS`. As in make, the process owns one slot
-/// of its own (the one it was started with) and takes a token from the
+/// Bounds concurrent compiles three times over: at most a local limit
+/// (`CK_JIT_JOBS`, `ck-jit build -j`; it can change while compiles run);
+/// when the process runs under `make -jN` or from a cargo build script, at
+/// most the slots of the jobserver they pass down in
+/// `MAKEFLAGS`/`CARGO_MAKEFLAGS`; and at most as many as the memory
+/// budget holds, each compile counted at its group's estimate
+/// ([`Memory`], [`Budget`]). As in make, the process owns one slot of its
+/// own (the one it was started with) and takes a token from the
 /// jobserver for every further compile running beside it.
+///
+/// Compiles are admitted in the order they asked: one waiting for memory
+/// is not passed by smaller ones, which could otherwise keep it waiting
+/// for ever. One compile is always admitted when none of this process's
+/// runs, whatever its estimate, so a budget smaller than one compile
+/// makes compiles run one at a time, never wait for ever.
 ///
 /// The jobserver is looked up when the first compile starts, never on a
 /// cache hit. One that cannot be used (make names it but closed its
@@ -505,6 +513,8 @@ pub struct Jobs {
     jobserver: OnceCell<Option<jobserver::Client>>,
     /// Set when reading or writing the jobserver failed mid-run.
     jobserver_broken: AtomicBool,
+    /// Set once a compile's estimate was said to exceed the whole budget.
+    said_too_big: AtomicBool,
 }
 
 struct Slots {
@@ -514,6 +524,61 @@ struct Slots {
     limit: usize,
     /// Whether this process's own slot is free (with a jobserver).
     own_free: bool,
+    /// The memory the running compiles are counted at (saturating: one
+    /// running [`Memory::Alone`] counts as all there is).
+    reserved: u64,
+    /// The memory available when this process last had no compile running
+    /// (with [`Budget::Detect`]); see [`Jobs::budget`].
+    base: Option<u64>,
+    /// The ticket the next compile to ask gets.
+    next_ticket: u64,
+    /// The ticket admitted next: compiles are admitted in ticket order.
+    admitting: u64,
+}
+
+/// The memory a compile is counted at while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    /// Not counted: compiles are bounded by slots alone
+    /// (`CK_JIT_JOB_MEMORY=0`).
+    Unbounded,
+    /// This many bytes (the estimate of its group), counted against the
+    /// budget while it runs.
+    Estimate(u64),
+    /// All of the budget: admitted only once no other compile of this
+    /// process runs, and none is admitted beside it (the retry of a
+    /// compile that was killed, most likely for want of memory).
+    Alone,
+}
+
+impl Memory {
+    /// What it adds to the memory counted for running compiles.
+    fn counted(self) -> u64 {
+        match self {
+            Memory::Unbounded => 0,
+            Memory::Estimate(e) => e,
+            Memory::Alone => u64::MAX,
+        }
+    }
+}
+
+/// The memory compiles may use at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// What is available now ([`crate::memory::available`]), read each
+    /// time a compile is admitted.
+    Detect,
+    /// This many bytes (`CK_JIT_MEMORY_BUDGET`).
+    Fixed(u64),
+}
+
+/// What a compile was admitted with, for a message about it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// The memory it was counted at (`None`: not counted; `u64::MAX`: all).
+    pub estimate: Option<u64>,
+    /// The memory compiles could use when it started, when known.
+    pub budget: Option<u64>,
 }
 
 /// What a compile holds besides its local slot.
@@ -531,6 +596,17 @@ enum Token {
 pub struct JobPermit<'a> {
     jobs: &'a Jobs,
     token: Token,
+    /// What it adds to [`Slots::reserved`].
+    counted: u64,
+    admitted: Admitted,
+}
+
+impl JobPermit<'_> {
+    /// The memory the compile was counted at and the budget when it
+    /// started.
+    pub fn admitted(&self) -> Admitted {
+        self.admitted
+    }
 }
 
 /// How often a compile waiting for a jobserver token looks for one (it is
@@ -545,10 +621,15 @@ impl Jobs {
                 running: 0,
                 limit: n.max(1),
                 own_free: true,
+                reserved: 0,
+                base: None,
+                next_ticket: 0,
+                admitting: 0,
             }),
             cv: Condvar::new(),
             jobserver: OnceCell::new(),
             jobserver_broken: AtomicBool::new(false),
+            said_too_big: AtomicBool::new(false),
         }
     }
 
@@ -573,19 +654,114 @@ impl Jobs {
         self.lock().limit
     }
 
-    /// Waits for a free local slot, then for a jobserver token.
-    pub fn acquire(&self) -> JobPermit<'_> {
+    /// Waits for a free local slot, then for a jobserver token; not
+    /// bounded by memory.
+    #[cfg(test)]
+    fn acquire(&self) -> JobPermit<'_> {
+        self.acquire_with(Memory::Unbounded, Budget::Detect)
+    }
+
+    /// Waits for this compile's turn, a free local slot and room for
+    /// `memory` in `budget`, then for a jobserver token.
+    pub fn acquire_with(&self, memory: Memory, budget: Budget) -> JobPermit<'_> {
         let mut st = self.lock();
-        while st.running >= st.limit {
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        let admitted = loop {
+            if st.admitting == ticket && st.running < st.limit {
+                if let Some(a) = self.room_for(&mut st, memory, budget) {
+                    break a;
+                }
+            }
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
+        };
+        st.admitting += 1;
         st.running += 1;
+        let counted = memory.counted();
+        st.reserved = st.reserved.saturating_add(counted);
+        // The next ticket's turn: it may fit beside this one.
+        self.cv.notify_all();
         drop(st);
         let token = match self.jobserver() {
             Some(client) => self.token(client),
             None => Token::Local,
         };
-        JobPermit { jobs: self, token }
+        JobPermit {
+            jobs: self,
+            token,
+            counted,
+            admitted,
+        }
+    }
+
+    /// Whether a compile counted at `memory` fits now (`Some`, with the
+    /// figures it starts with), given what the running ones are counted
+    /// at. With nothing of this process running, it always does.
+    fn room_for(&self, st: &mut Slots, memory: Memory, budget: Budget) -> Option<Admitted> {
+        if memory == Memory::Unbounded {
+            return Some(Admitted::default());
+        }
+        let total = Jobs::budget(st, budget);
+        let admitted = Admitted {
+            estimate: Some(memory.counted()),
+            budget: total,
+        };
+        if st.running == 0 {
+            if let (Memory::Estimate(e), Some(t)) = (memory, total) {
+                if e > t {
+                    self.say_too_big(e, t);
+                }
+            }
+            return Some(admitted);
+        }
+        let alone_running = st.reserved == u64::MAX;
+        let fits = match (memory, total) {
+            (Memory::Alone, _) => false,
+            _ if alone_running => false,
+            // Nothing to count against: slots alone bound compiles.
+            (_, None) => true,
+            (_, Some(total)) => st.reserved.saturating_add(memory.counted()) <= total,
+        };
+        fits.then_some(admitted)
+    }
+
+    /// The memory compiles may use, running ones included. Detected, it is
+    /// what is available now plus what the running compiles are counted
+    /// at (they may not have grown to it yet), but never more than was
+    /// available when none of them ran: memory they have taken already is
+    /// missing from what is available now, and counting it there and in
+    /// their estimates would count it twice. What other programs take
+    /// meanwhile lowers it.
+    fn budget(st: &mut Slots, budget: Budget) -> Option<u64> {
+        let now = match budget {
+            Budget::Fixed(b) => return Some(b),
+            Budget::Detect => crate::memory::available(),
+        };
+        if st.running == 0 {
+            st.base = now;
+            return now;
+        }
+        match (st.base, now) {
+            (Some(base), Some(now)) => Some(base.min(now.saturating_add(st.reserved))),
+            (base, now) => base.or(now),
+        }
+    }
+
+    /// Says, once per process, that one compile is estimated at more than
+    /// compiles may use at all, so they run one at a time.
+    fn say_too_big(&self, estimate: u64, budget: u64) {
+        if self.said_too_big.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let msg = format!(
+            "ck-jit: one compile is estimated at {} but compiles may use {} of memory; \
+             compiling one at a time while that lasts (CK_JIT_JOB_MEMORY sets the estimate, \
+             CK_JIT_MEMORY_BUDGET the budget)",
+            crate::memory::human(estimate),
+            crate::memory::human(budget)
+        );
+        log::warn!("{msg}");
+        eprintln!("{msg}");
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
@@ -704,6 +880,7 @@ impl Drop for JobPermit<'_> {
         // An `Acquired` token goes back to the jobserver when the permit's
         // fields drop, after this.
         st.running -= 1;
+        st.reserved = st.reserved.saturating_sub(self.counted);
         self.jobs.cv.notify_all();
     }
 }
@@ -775,7 +952,7 @@ impl Job {
     }
 
     /// Runs the compiler; stdout and stderr go to the log file.
-    pub fn run(&self) -> Result<(), Error> {
+    pub fn run(&self) -> Result<Ran, Error> {
         let Some((program, args)) = self.argv.split_first() else {
             return Err(not_found("", &self.blob, "empty command".into()));
         };
@@ -812,9 +989,10 @@ impl Job {
             })?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(100);
-        let status: ExitStatus = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
+        let pid = child.id() as i32;
+        let (status, peak_rss) = loop {
+            match reap(pid) {
+                Ok(Some(done)) => break done,
                 Ok(None) => {}
                 Err(e) => return Err(Error::io("waiting for the compiler of", &self.log, e)),
             }
@@ -822,7 +1000,7 @@ impl Job {
                 // SAFETY: kill(2) on the child's process group id (its pid,
                 // set by process_group(0)); no memory is involved.
                 unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                    libc::kill(-pid, libc::SIGKILL);
                 }
                 let _ = child.kill();
                 let _ = child.wait();
@@ -835,17 +1013,29 @@ impl Job {
             }
             std::thread::sleep(nap);
             // Capped low: the time between the compiler's exit and our
-            // noticing it is added to every compile (a try_wait a
+            // noticing it is added to every compile (a wait4 a
             // millisecond costs nothing next to a compiler).
             nap = (nap * 2).min(Duration::from_millis(1));
         };
         if status.success() {
-            return Ok(());
+            return Ok(Ran { peak_rss });
         }
-        let status = match (status.code(), status.signal()) {
-            (Some(c), _) => format!("exit status {c}"),
-            (None, Some(s)) => format!("killed by signal {s}"),
-            _ => status.to_string(),
+        if let Some((signal, exit_code)) = killed_by(status) {
+            return Err(Error::CompileKilled {
+                blob: self.blob.clone(),
+                command: self.command_line(),
+                kill: Box::new(Kill {
+                    exit_code,
+                    peak_rss,
+                    ..Kill::by(signal)
+                }),
+                stderr_tail: excerpt(&self.log, TAIL_BYTES),
+                log: self.log.clone(),
+            });
+        }
+        let status = match status.code() {
+            Some(c) => format!("exit status {c}"),
+            None => status.to_string(),
         };
         Err(Error::CompileFailed {
             blob: self.blob.clone(),
@@ -854,6 +1044,61 @@ impl Job {
             stderr_tail: excerpt(&self.log, TAIL_BYTES),
             log: self.log.clone(),
         })
+    }
+}
+
+/// What a compile that finished measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ran {
+    /// The peak resident size of the compiler, in bytes, when the system
+    /// reported one: the largest of the process started and of the
+    /// processes it waited for (a driver's `clang`, `cicc`).
+    pub peak_rss: Option<u64>,
+}
+
+/// Reaps the child `pid` once it has exited, with its peak resident size.
+/// `wait4` rather than `Child::try_wait`: it reports the child's own
+/// resource use (Linux gives the largest of the child and of the children
+/// it waited for), where `getrusage(RUSAGE_CHILDREN)` gives the largest
+/// of every child this process ever waited for, other threads' compiles
+/// among them.
+fn reap(pid: i32) -> std::io::Result<Option<(ExitStatus, Option<u64>)>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain integers, for which all zeroes is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes only into the two locals. `pid` is a child
+        // of this process that nothing else waits for (its `Child` is only
+        // waited on after a timeout kill, when this is no longer called).
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == 0 {
+            return Ok(None);
+        }
+        if r == pid {
+            // Kilobytes on Linux.
+            let kib = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+            let peak = (kib > 0).then(|| kib.saturating_mul(1024));
+            return Ok(Some((ExitStatus::from_raw(status), peak)));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// The signal a compile died of, when it did: the signal that ended the
+/// process started, or SIGKILL when it exited with 137 (128 + 9), the code
+/// a shell or wrapper script gives when the compiler it ran was killed
+/// (the kernel's out-of-memory killer picks the largest process: the
+/// compiler, not its wrapper). The exit code is returned in that case.
+fn killed_by(status: ExitStatus) -> Option<(i32, Option<i32>)> {
+    if let Some(signal) = status.signal() {
+        return Some((signal, None));
+    }
+    match status.code() {
+        Some(c) if c == 128 + libc::SIGKILL => Some((libc::SIGKILL, Some(c))),
+        _ => None,
     }
 }
 
@@ -1061,16 +1306,20 @@ pub fn jobs(req: &Request, files: &Files) -> Vec<Job> {
         .collect()
 }
 
-/// Runs `jobs` in order, stopping at the first that fails.
-pub fn run(jobs: &[Job]) -> Result<(), Error> {
-    jobs.iter().try_for_each(|job| {
+/// Runs `jobs` in order, stopping at the first that fails; the peak
+/// resident size is the largest of theirs.
+pub fn run(jobs: &[Job]) -> Result<Ran, Error> {
+    let mut all = Ran::default();
+    for job in jobs {
         log::info!(
             "ck-jit: compiling blob '{}': {}",
             job.blob,
             job.command_line()
         );
-        job.run()
-    })
+        let ran = job.run()?;
+        all.peak_rss = all.peak_rss.max(ran.peak_rss);
+    }
+    Ok(all)
 }
 
 /// Reads the shared object a successful compile wrote and checks it is
@@ -1377,9 +1626,19 @@ mod tests {
     /// Checks that one more `acquire` (on another thread) waits while the
     /// slots are taken, and gets through once `after` frees one.
     fn blocks_until(jobs: &'static Jobs, after: impl FnOnce()) {
+        blocks_until_with(jobs, Memory::Unbounded, Budget::Detect, after)
+    }
+
+    /// [`blocks_until`] for a compile counted at `memory` in `budget`.
+    fn blocks_until_with(
+        jobs: &'static Jobs,
+        memory: Memory,
+        budget: Budget,
+        after: impl FnOnce(),
+    ) {
         let (tx, rx) = std::sync::mpsc::channel();
         let waiter = std::thread::spawn(move || {
-            let p = jobs.acquire();
+            let p = jobs.acquire_with(memory, budget);
             let _ = tx.send(());
             drop(p);
         });
@@ -1427,5 +1686,91 @@ mod tests {
         blocks_until(jobs, || drop(a));
         drop(b);
         assert_eq!(client.available().expect("available"), 8, "tokens returned");
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    fn leaked(n: usize) -> &'static Jobs {
+        Box::leak(Box::new(Jobs::new(n)))
+    }
+
+    #[test]
+    fn a_budget_holds_as_many_compiles_as_their_estimates_fit() {
+        let jobs = leaked(8);
+        let budget = Budget::Fixed(100 * MIB);
+        let a = jobs.acquire_with(Memory::Estimate(40 * MIB), budget);
+        let b = jobs.acquire_with(Memory::Estimate(40 * MIB), budget);
+        assert_eq!(
+            a.admitted(),
+            Admitted {
+                estimate: Some(40 * MIB),
+                budget: Some(100 * MIB)
+            }
+        );
+        blocks_until_with(jobs, Memory::Estimate(40 * MIB), budget, || drop(a));
+        // A smaller one fits beside the one left.
+        let c = jobs.acquire_with(Memory::Estimate(20 * MIB), budget);
+        drop((b, c));
+        assert_eq!(jobs.lock().reserved, 0);
+    }
+
+    #[test]
+    fn one_compile_larger_than_the_budget_runs_alone_rather_than_never() {
+        let jobs = leaked(8);
+        let budget = Budget::Fixed(100 * MIB);
+        let a = jobs.acquire_with(Memory::Estimate(300 * MIB), budget);
+        blocks_until_with(jobs, Memory::Estimate(300 * MIB), budget, || drop(a));
+        assert!(jobs.said_too_big.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_compile_alone_waits_for_the_others_and_keeps_later_ones_out() {
+        let jobs = leaked(8);
+        let budget = Budget::Fixed(100 * MIB);
+        let a = jobs.acquire_with(Memory::Estimate(10 * MIB), budget);
+        blocks_until_with(jobs, Memory::Alone, budget, || drop(a));
+        let alone = jobs.acquire_with(Memory::Alone, budget);
+        blocks_until_with(jobs, Memory::Estimate(MIB), budget, || drop(alone));
+        // Without any budget known, alone still means alone.
+        let a = jobs.acquire_with(Memory::Estimate(10 * MIB), Budget::Detect);
+        blocks_until_with(jobs, Memory::Alone, Budget::Detect, || drop(a));
+    }
+
+    /// Compiles are admitted in the order they asked: a small one that
+    /// would fit waits behind a large one that does not yet (and, here,
+    /// until the large one is done: they do not fit together).
+    #[test]
+    fn a_large_compile_waiting_for_memory_is_not_passed_by_small_ones() {
+        let jobs = leaked(8);
+        let budget = Budget::Fixed(100 * MIB);
+        let a = jobs.acquire_with(Memory::Estimate(60 * MIB), budget);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let large = {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let p = jobs.acquire_with(Memory::Estimate(80 * MIB), budget);
+                let _ = tx.send("large");
+                std::thread::sleep(Duration::from_millis(50));
+                drop(p);
+            })
+        };
+        // The large one has its ticket before the small one asks.
+        while jobs.lock().next_ticket < 2 {
+            std::thread::yield_now();
+        }
+        let small = std::thread::spawn(move || {
+            let p = jobs.acquire_with(Memory::Estimate(30 * MIB), budget);
+            let _ = tx.send("small");
+            drop(p);
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "a compile started beyond the budget, or out of turn"
+        );
+        drop(a);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok("large"));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok("small"));
+        large.join().expect("large");
+        small.join().expect("small");
     }
 }

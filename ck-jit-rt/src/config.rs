@@ -9,6 +9,8 @@
 //! | `CK_JIT_VERBOSE` | `1`: one line on stderr per compile and load |
 //! | `CK_JIT_OFFLINE` | `1`: never compile; a miss is an error |
 //! | `CK_JIT_JOBS` | most compiles at once (default: available cores) |
+//! | `CK_JIT_JOB_MEMORY` | the memory one compile is taken to need, for every group, e.g. `800M`, `2G` (default: learnt per group from the peak resident size of its compiles, kept in `<cache>/memory.json`; 1 GiB before any is measured); `0`: compiles are not bounded by memory |
+//! | `CK_JIT_MEMORY_BUDGET` | the memory compiles may use at once, e.g. `12G` (default: `MemAvailable`, or less under a cgroup v2 `memory.max`) |
 //! | `CK_JIT_SHARED_CACHE` | `1`: accept a group-writable or foreign-owned cache root (every load then hashes the whole object) |
 //! | `CK_JIT_VERIFY` | `full`: hash the whole object on every load, also in a private cache (default: hash it only when its size, mtime, ctime or inode differ from those recorded at publish) |
 //! | `CK_JIT_LAUNCHER` | compiler launcher, e.g. `ccache`, `sccache`, `distcc` |
@@ -60,6 +62,13 @@ pub struct Config {
     /// may use, counted when first needed ([`Config::jobs`]), so that a
     /// process that only loads cached kernels never counts them.
     pub jobs: usize,
+    /// `CK_JIT_JOB_MEMORY`: what one compile is taken to need, in bytes,
+    /// whatever its group (`None`: learnt per group; `Some(0)`: compiles
+    /// are not bounded by memory).
+    pub job_memory: Option<u64>,
+    /// `CK_JIT_MEMORY_BUDGET`: the memory compiles may use at once, in
+    /// bytes, instead of what is available now.
+    pub memory_budget: Option<u64>,
     /// `CK_JIT_SHARED_CACHE`.
     pub shared_cache: bool,
     /// `CK_JIT_VERIFY=full`: hash every object on load.
@@ -211,6 +220,17 @@ impl Reader {
         parsed
     }
 
+    /// A size in bytes, with an optional `K`, `M`, `G` or `T` suffix
+    /// (powers of 1024).
+    fn size(&mut self, name: &str, default: &str) -> Option<u64> {
+        let v = var(name)?;
+        let parsed = crate::evict::parse_size(&v.to_string_lossy());
+        if let Err(e) = &parsed {
+            self.problems.push(format!("{name}: {e}; using {default}"));
+        }
+        parsed.ok()
+    }
+
     /// A positive whole number.
     fn count(&mut self, name: &str, default: &str) -> Option<usize> {
         let v = var(name)?;
@@ -233,6 +253,8 @@ impl Config {
     pub fn from_env() -> Config {
         let mut r = Reader::default();
         let jobs = r.count("CK_JIT_JOBS", "the available cores").unwrap_or(0);
+        let job_memory = r.size("CK_JIT_JOB_MEMORY", "the estimate learnt per group");
+        let memory_budget = r.size("CK_JIT_MEMORY_BUDGET", "the available memory");
         let compile_timeout = r
             .seconds("CK_JIT_COMPILE_TIMEOUT", "3600 seconds")
             .unwrap_or(Duration::from_secs(3600));
@@ -289,6 +311,8 @@ impl Config {
             verbose,
             offline,
             jobs,
+            job_memory,
+            memory_budget,
             shared_cache,
             verify_full,
             launcher: words("CK_JIT_LAUNCHER"),
@@ -416,5 +440,30 @@ mod tests {
         assert_eq!(compiler_var("/usr/local/cuda/bin/nvcc"), "CK_JIT_NVCC");
         assert_eq!(compiler_var("c++"), "CK_JIT_CXX");
         assert_eq!(compiler_var("g++-12"), "CK_JIT_G___12");
+    }
+
+    /// A size that cannot be read is a problem naming the variable, the
+    /// value and what is used instead, as any unreadable value is.
+    #[test]
+    fn sizes_are_read_with_suffixes_and_nonsense_is_a_problem() {
+        // A name no other test reads.
+        const NAME: &str = "CK_JIT_TEST_ONLY_SIZE";
+        let mut r = Reader::default();
+        std::env::set_var(NAME, "800M");
+        assert_eq!(r.size(NAME, "x"), Some(800 << 20));
+        std::env::set_var(NAME, "2G");
+        assert_eq!(r.size(NAME, "x"), Some(2 << 30));
+        std::env::set_var(NAME, "123456");
+        assert_eq!(r.size(NAME, "x"), Some(123456));
+        assert!(r.problems.is_empty());
+        std::env::set_var(NAME, "lots");
+        assert_eq!(r.size(NAME, "the estimate learnt per group"), None);
+        std::env::remove_var(NAME);
+        assert_eq!(r.problems.len(), 1);
+        let p = &r.problems[0];
+        assert!(
+            p.contains(NAME) && p.contains("'lots'") && p.contains("the estimate learnt"),
+            "{p}"
+        );
     }
 }

@@ -11,6 +11,38 @@ use std::sync::Arc;
 
 use ck_jit_manifest::{escape, ManifestError, SymbolSpec};
 
+/// How a compile was killed ([`Error::CompileKilled`]): the signal, and
+/// the memory figures that tell whether memory ran out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Kill {
+    /// The signal's number (9: SIGKILL).
+    pub signal: i32,
+    /// The exit code when a wrapper reported its compiler killed (137 for
+    /// SIGKILL) rather than being killed itself.
+    pub exit_code: Option<i32>,
+    /// The compiler's peak resident size in bytes, when measured.
+    pub peak_rss: Option<u64>,
+    /// The memory one compile of its group is counted at, in bytes, when
+    /// compiles are bounded by memory.
+    pub estimate: Option<u64>,
+    /// The memory compiles could use when it started, in bytes, when
+    /// known.
+    pub budget: Option<u64>,
+    /// Whether the retry was killed too (the error is the retry's).
+    pub retried: bool,
+}
+
+impl Kill {
+    /// A kill by `signal`, of which nothing else is known yet.
+    pub fn by(signal: i32) -> Kill {
+        Kill {
+            signal,
+            ..Kill::default()
+        }
+    }
+}
+
 /// Everything that can go wrong between a call and a filled slot.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -85,6 +117,24 @@ pub enum Error {
         /// Its standard error: all of it when short (at most
         /// `TAIL_BYTES`), else its first lines and its last ones with the
         /// number of lines left out between.
+        stderr_tail: String,
+        /// The full log.
+        log: PathBuf,
+    },
+    /// The compiler was killed by a signal: most often SIGKILL from the
+    /// kernel's out-of-memory killer (a host or a cgroup out of memory),
+    /// which says nothing about the source. It was retried once, alone;
+    /// this is the error when the retry was killed too (or could not be
+    /// made). Never remembered as the blob's failure: the next call
+    /// compiles again.
+    CompileKilled {
+        /// The blob.
+        blob: String,
+        /// The exact command, quoted so it can be pasted into a shell.
+        command: String,
+        /// The signal, and the memory figures of the compile.
+        kill: Box<Kill>,
+        /// Its output, as [`Error::CompileFailed`] keeps it.
         stderr_tail: String,
         /// The full log.
         log: PathBuf,
@@ -224,6 +274,7 @@ impl Error {
             | Error::CompilerNotFound { blob, .. }
             | Error::LauncherNotFound { blob, .. }
             | Error::CompileFailed { blob, .. }
+            | Error::CompileKilled { blob, .. }
             | Error::CompileTimeout { blob, .. }
             | Error::BadObject { blob, .. }
             | Error::DlOpen { blob, .. }
@@ -241,7 +292,9 @@ impl Error {
     }
 
     /// Whether the failure should be remembered for the process, so a loop
-    /// calling a broken blob does not run the compiler in a loop.
+    /// calling a broken blob does not run the compiler in a loop. A killed
+    /// compile ([`Error::CompileKilled`]) is not: the machine ran out of
+    /// something, the source may well be fine.
     pub(crate) fn is_sticky(&self) -> bool {
         matches!(
             self,
@@ -313,6 +366,43 @@ impl fmt::Display for Error {
                     "blob '{blob}': compile failed ({status})\n  command: {command}\n  full log: {}",
                     log.display()
                 )?;
+                if !stderr_tail.is_empty() {
+                    write!(f, "\n  stderr:\n{}", indent(stderr_tail))?;
+                }
+                Ok(())
+            }
+            Error::CompileKilled {
+                blob,
+                command,
+                kill,
+                stderr_tail,
+                log,
+            } => {
+                write!(
+                    f,
+                    "blob '{blob}': compiler killed by signal {} ({})",
+                    kill.signal,
+                    signal_name(kill.signal)
+                )?;
+                if let Some(c) = kill.exit_code {
+                    write!(f, " (it exited with {c}, as a wrapper does whose compiler was)")?;
+                }
+                if kill.retried {
+                    write!(f, ", and again when retried alone")?;
+                }
+                write!(
+                    f,
+                    "; {}",
+                    memory_figures(kill.peak_rss, kill.estimate, kill.budget)
+                )?;
+                if kill.signal == libc::SIGKILL {
+                    write!(
+                        f,
+                        " (the out-of-memory killer sends SIGKILL: lower CK_JIT_JOBS, or set \
+                         CK_JIT_JOB_MEMORY to what one compile takes)"
+                    )?;
+                }
+                write!(f, "\n  command: {command}\n  full log: {}", log.display())?;
                 if !stderr_tail.is_empty() {
                     write!(f, "\n  stderr:\n{}", indent(stderr_tail))?;
                 }
@@ -442,6 +532,49 @@ impl std::error::Error for Error {
     }
 }
 
+/// The usual name of a signal (`SIGKILL`), or `an unnamed signal`.
+pub fn signal_name(signal: i32) -> &'static str {
+    const NAMES: [(i32, &str); 15] = [
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGILL, "SIGILL"),
+        (libc::SIGTRAP, "SIGTRAP"),
+        (libc::SIGABRT, "SIGABRT"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGKILL, "SIGKILL"),
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGPIPE, "SIGPIPE"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+    ];
+    NAMES
+        .iter()
+        .find(|(n, _)| *n == signal)
+        .map_or("an unnamed signal", |(_, name)| name)
+}
+
+/// The memory figures of a killed compile, those that are known.
+fn memory_figures(peak: Option<u64>, estimate: Option<u64>, budget: Option<u64>) -> String {
+    use crate::memory::human;
+    let peak = match peak {
+        Some(p) => format!("peak resident size {}", human(p)),
+        None => "peak resident size not measured".to_string(),
+    };
+    let estimate = match estimate {
+        Some(e) => format!(", counted at {}", human(e)),
+        None => ", not bounded by memory".to_string(),
+    };
+    let budget = match budget {
+        Some(b) => format!(", {} available to compiles when it started", human(b)),
+        None => String::new(),
+    };
+    format!("{peak}{estimate}{budget}")
+}
+
 fn indent(s: &str) -> String {
     s.lines()
         .map(|l| format!("    {l}"))
@@ -541,6 +674,30 @@ mod tests {
                 command: "cc -c k.c".into(),
                 status: "exit status: 1".into(),
                 stderr_tail: "k.c:1: error: expected ';'\n1 error generated.".into(),
+                log: "/c/k.log".into(),
+            },
+            Error::CompileKilled {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                kill: Box::new(Kill {
+                    signal: 9,
+                    exit_code: None,
+                    peak_rss: Some(800 << 20),
+                    estimate: Some(700 << 20),
+                    budget: Some(2 << 30),
+                    retried: true,
+                }),
+                stderr_tail: String::new(),
+                log: "/c/k.log".into(),
+            },
+            Error::CompileKilled {
+                blob: "k".into(),
+                command: "cc -c k.c".into(),
+                kill: Box::new(Kill {
+                    exit_code: Some(137),
+                    ..Kill::by(9)
+                }),
+                stderr_tail: "Killed".into(),
                 log: "/c/k.log".into(),
             },
             Error::CompileTimeout {
@@ -644,6 +801,38 @@ mod tests {
                 "{m}"
             );
         }
+    }
+
+    #[test]
+    fn a_killed_compile_names_its_signal_and_memory_and_is_not_remembered() {
+        let e = Error::CompileKilled {
+            blob: "k".into(),
+            command: "cc -c k.c".into(),
+            kill: Box::new(Kill {
+                signal: 9,
+                exit_code: None,
+                peak_rss: Some(800 << 20),
+                estimate: Some(700 << 20),
+                budget: Some(2 << 30),
+                retried: true,
+            }),
+            stderr_tail: String::new(),
+            log: "/c/k.log".into(),
+        };
+        let s = e.to_string();
+        for part in [
+            "killed by signal 9 (SIGKILL)",
+            "again when retried alone",
+            "peak resident size 800 MiB",
+            "counted at 700 MiB",
+            "2.0 GiB available",
+            "command: cc -c k.c",
+        ] {
+            assert!(s.contains(part), "{part}: {s}");
+        }
+        assert!(!e.is_sticky());
+        assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(signal_name(200), "an unnamed signal");
     }
 
     #[test]

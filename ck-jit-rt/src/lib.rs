@@ -32,7 +32,9 @@
 //! - [`arch`] — the GPU targets of a compile command, narrowed to the
 //!   device in use (`device`: finding it, once per process);
 //! - `compile` — finding, identifying and running the compiler (launchers
-//!   included); `depfile` — the headers it read;
+//!   included), as many at once as cores and memory allow (`memory`: the
+//!   budget, and each group's estimate learnt from its compiles' peak
+//!   resident size); `depfile` — the headers it read;
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
@@ -52,7 +54,7 @@
 //!
 //! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
-//! `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
+//! `CK_JIT_JOB_MEMORY`, `CK_JIT_MEMORY_BUDGET`, `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
 //! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_ARCH`,
 //! `CK_JIT_<PROGRAM>`; and make's or cargo's jobserver (`MAKEFLAGS`,
 //! `CARGO_MAKEFLAGS`), whose slots compiles take as well.
@@ -77,6 +79,7 @@ pub mod family;
 mod load;
 pub mod maintenance;
 mod manifest_file;
+mod memory;
 mod record;
 mod runtime;
 mod slot;
@@ -89,7 +92,7 @@ pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
 pub use compile::CompilerCheck;
 pub use declared::runtime;
-pub use error::{shell_quote, Error};
+pub use error::{shell_quote, Error, Kill};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
 pub use load::Loaded;
 pub use runtime::{

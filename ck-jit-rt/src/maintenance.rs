@@ -12,6 +12,13 @@ pub use crate::cache::{
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
 pub use crate::evict::{entry_bytes, parse_size, Eviction, Limits, Removal};
+pub use crate::memory::{Estimates as MemoryEstimates, Learnt as LearntMemory, MEMORY_FILE};
 pub use crate::tally::{
     flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,
 };
+
+/// The memory estimates learnt per group in the cache at `root`
+/// (`memory.json`); none when it is missing or cannot be read.
+pub fn read_memory_estimates(root: &std::path::Path) -> MemoryEstimates {
+    MemoryEstimates::load(root)
+}

@@ -20,11 +20,12 @@ use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
 use crate::cache::{self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, CACHE_FORMAT};
-use crate::compile::{self, CompilerId, Jobs};
+use crate::compile::{self, Budget, CompilerId, Jobs, Memory};
 use crate::config::{config, Config};
 use crate::depfile;
 use crate::error::Error;
 use crate::load::Loaded;
+use crate::memory::{self, Estimates};
 use crate::stats::{self, Stats};
 use crate::store::{BlobInfo, Store};
 use crate::tally;
@@ -59,7 +60,9 @@ pub fn freeze() {
 
 /// Sets the most compiles this process runs at once (default
 /// `CK_JIT_JOBS`, else the number of available cores). Under `make -jN`
-/// or in a cargo build script the jobserver's slots bound them too.
+/// or in a cargo build script the jobserver's slots bound them too, and
+/// the memory available always does (`CK_JIT_JOB_MEMORY`,
+/// `CK_JIT_MEMORY_BUDGET`).
 pub fn set_jobs(n: usize) {
     JOBS.set_limit(n);
 }
@@ -711,7 +714,8 @@ impl Runtime {
     }
 
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
-    /// compiles at once, and under `make -jN` or in a cargo build script no
+    /// compiles at once, no more than the memory available holds at their
+    /// groups' estimates, and under `make -jN` or in a cargo build script no
     /// more than the jobserver's free slots), returning each blob's result
     /// in input order.
     ///
@@ -1212,10 +1216,7 @@ impl Runtime {
             &files,
         );
         let t0 = Instant::now();
-        let ran = {
-            let _permit = JOBS.acquire();
-            compile::run(&jobs)
-        };
+        let ran = self.run_admitted(cache, plan, &jobs);
         let dt = t0.elapsed();
         stats::COMPILES.add(1);
         stats::COMPILE_NS.add(dt.as_nanos() as u64);
@@ -1280,6 +1281,94 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Runs a blob's compile once [`Jobs`] admits it, counted at its
+    /// group's memory estimate, and learns from the peak resident size
+    /// measured. A compile killed by a signal (the out-of-memory killer's
+    /// SIGKILL, most often) is tried once more, alone: once this process's
+    /// other compiles are done and with none started beside it, so it has
+    /// all the memory there is; that it was killed is said either way.
+    fn run_admitted(&self, cache: &Cache, plan: &Plan, jobs: &[compile::Job]) -> Result<(), Error> {
+        let key = memory::group_key(self.store.name(), &plan.group.name);
+        let memory = self.memory_for(cache, &key);
+        let budget = match self.config.memory_budget {
+            Some(b) => Budget::Fixed(b),
+            None => Budget::Detect,
+        };
+        let (first, admitted) = {
+            let permit = JOBS.acquire_with(memory, budget);
+            (compile::run(jobs), permit.admitted())
+        };
+        let killed = match first {
+            Ok(ran) => {
+                self.learn(cache, &key, ran.peak_rss, false);
+                return Ok(());
+            }
+            Err(e @ Error::CompileKilled { .. }) => e,
+            Err(e) => return Err(e),
+        };
+        let first_peak = killed_peak(&killed);
+        self.learn(cache, &key, first_peak, true);
+        let killed = with_figures(
+            killed,
+            first_peak,
+            admitted.estimate,
+            admitted.budget,
+            false,
+        );
+        let said = killed.to_string();
+        let first_line = said.lines().next().unwrap_or_default();
+        let msg = format!("ck-jit: {first_line}; compiling it again, alone");
+        log::warn!("{msg}");
+        eprintln!("{msg}");
+        let (again, alone) = {
+            let permit = JOBS.acquire_with(Memory::Alone, budget);
+            (compile::run(jobs), permit.admitted())
+        };
+        match again {
+            Ok(ran) => {
+                self.learn(cache, &key, ran.peak_rss, false);
+                let msg = format!(
+                    "ck-jit: blob '{}' compiled when retried alone, after its compile was killed",
+                    plan.blob
+                );
+                log::warn!("{msg}");
+                eprintln!("{msg}");
+                Ok(())
+            }
+            Err(e @ Error::CompileKilled { .. }) => {
+                let peak = killed_peak(&e).max(first_peak);
+                self.learn(cache, &key, killed_peak(&e), true);
+                Err(with_figures(e, peak, admitted.estimate, alone.budget, true))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The memory a compile of group `key` is counted at:
+    /// `CK_JIT_JOB_MEMORY` (`0`: not counted), else the estimate kept in
+    /// the cache.
+    fn memory_for(&self, cache: &Cache, key: &str) -> Memory {
+        match self.config.job_memory {
+            Some(0) => Memory::Unbounded,
+            Some(bytes) => Memory::Estimate(bytes),
+            None => {
+                let (bytes, source) = Estimates::load(cache.root()).estimate(key);
+                log::debug!(
+                    "ck-jit: a compile of group '{key}' is counted at {} ({source:?})",
+                    memory::human(bytes)
+                );
+                Memory::Estimate(bytes)
+            }
+        }
+    }
+
+    /// Keeps what a compile of group `key` peaked at, when it was measured.
+    fn learn(&self, cache: &Cache, key: &str, peak: Option<u64>, killed: bool) {
+        if let Some(peak) = peak {
+            memory::learn(cache.root(), cache.is_shared(), key, peak, killed);
+        }
+    }
+
     /// Reads a blob's source, refusing one that resolves outside the tree
     /// (`canon_root`: the root with symlinks resolved). The source's
     /// directory is resolved once per runtime; the file itself is opened
@@ -1348,6 +1437,32 @@ impl Runtime {
             .map_err(err)?;
         Ok(bytes)
     }
+}
+
+/// The peak resident size a killed compile's error carries.
+fn killed_peak(e: &Error) -> Option<u64> {
+    match e {
+        Error::CompileKilled { kill, .. } => kill.peak_rss,
+        _ => None,
+    }
+}
+
+/// A killed compile's error with the memory figures the runtime knows (the
+/// compiler's run knows only the peak).
+fn with_figures(
+    mut e: Error,
+    peak: Option<u64>,
+    estimate: Option<u64>,
+    budget: Option<u64>,
+    retried: bool,
+) -> Error {
+    if let Error::CompileKilled { kill, .. } = &mut e {
+        kill.peak_rss = peak;
+        kill.estimate = estimate;
+        kill.budget = budget;
+        kill.retried = retried;
+    }
+    e
 }
 
 /// Counters of this process (compiles, hits, loads, failures, time).

@@ -1,7 +1,8 @@
 //! `ck-jit stat`: what the cache holds: entries, bytes, the oldest and
 //! newest, least and most recently used, entries per blob, and what sits
 //! in `bad/`, `logs/` and `tmp/`; and the hits, misses, compiles and
-//! failures its processes counted (`counters.json`). Reads only.
+//! failures its processes counted (`counters.json`), and the memory one
+//! compile of each group was learnt to take (`memory.json`). Reads only.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -52,6 +53,9 @@ struct Report {
     failures: Option<u64>,
     /// When counting started.
     counted_since: Option<String>,
+    /// What one compile of each group (`<manifest>/<group>`) is counted
+    /// at, learnt from the peak resident size of its compiles.
+    memory: BTreeMap<String, ck_jit_rt::maintenance::LearntMemory>,
 }
 
 /// Runs `ck-jit stat`.
@@ -95,6 +99,7 @@ pub fn run(ctx: &Context) -> Result<(), CliError> {
         compiles: counters.map(|c| c.compiles),
         failures: counters.map(|c| c.failures),
         counted_since: counters.map(|c| output::time(c.since)),
+        memory: ck_jit_rt::maintenance::read_memory_estimates(cache.root()).groups,
     };
     ctx.out.result(&report, || text(&report));
     Ok(())
@@ -159,6 +164,17 @@ fn text(r: &Report) -> String {
             ));
         }
         _ => s.push_str("requests:     none counted yet\n"),
+    }
+    if !r.memory.is_empty() {
+        s.push_str("memory per compile (learnt from peak resident size):\n");
+        for (group, l) in &r.memory {
+            s.push_str(&format!(
+                "  {group}: {} (last {}, {} compiles)\n",
+                output::size(l.estimate),
+                output::size(l.last_peak),
+                l.compiles
+            ));
+        }
     }
     if !r.per_blob.is_empty() {
         let mut counts: Vec<(&String, &usize)> = r.per_blob.iter().collect();

@@ -15,7 +15,12 @@
 //!   `running=<file>` (append a `+` line to the file when the mode is
 //!   reached and a `-` line once the real compiler has exited, with
 //!   `O_APPEND`: the highest running sum over the file's lines is the most
-//!   compiles that ran at once).
+//!   compiles that ran at once), `hold=<MiB>` (allocate and touch that
+//!   much memory and keep it until the mock exits: a compile of a known
+//!   peak resident size), `sigkill` (kill itself with SIGKILL, as the
+//!   out-of-memory killer does), `sigkill-first=<file>` (append a line to
+//!   the file, and kill itself with SIGKILL when it was the first: killed
+//!   once, fine when run again).
 //! - `MOCK_CC_ONLY`: apply the modes only when the source path contains this.
 //! - `--mock-note=<text>` arguments are logged but not passed on (to see
 //!   what reached the compiler's argv without the real compiler judging it).
@@ -86,6 +91,7 @@ fn main() {
     };
     let mut truncate = false;
     let mut running: Option<String> = None;
+    let mut held: Vec<u8> = Vec::new();
     for m in modes.split(',').filter(|m| !m.is_empty()) {
         let (name, arg) = m.split_once('=').unwrap_or((m, ""));
         match name {
@@ -151,6 +157,21 @@ fn main() {
                 }
             }
             "truncate" => truncate = true,
+            "hold" => {
+                // Every byte written, so every page is resident.
+                let mib: usize = arg.parse().unwrap_or(64);
+                held = vec![1u8; mib << 20];
+            }
+            "sigkill" => kill_myself(),
+            "sigkill-first" => {
+                append_line(arg, "x");
+                let runs = std::fs::read_to_string(arg)
+                    .map(|t| t.lines().count())
+                    .unwrap_or(0);
+                if runs == 1 {
+                    kill_myself();
+                }
+            }
             "running" => {
                 append_line(arg, "+");
                 running = Some(arg.to_string());
@@ -235,6 +256,8 @@ fn main() {
             exit(127);
         }
     }
+    // Held until here, past the real compiler's run.
+    std::hint::black_box(&held);
     if truncate {
         if let Some(o) = &out {
             if let Ok(b) = std::fs::read(o) {
@@ -263,4 +286,14 @@ fn append_line(path: &str, line: &str) {
     if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }
+}
+
+/// Ends this process by SIGKILL, as the kernel's out-of-memory killer does.
+fn kill_myself() -> ! {
+    // SAFETY: kill(2) of this very process; no memory is involved.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL cannot be caught; this is never reached.
+    exit(9)
 }
