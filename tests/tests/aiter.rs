@@ -12,7 +12,8 @@
 //!   reads its version, probes its flags and links its `libamdhip64`;
 //! - the real HIP compiler of `.ci/hip-toolchain.sh` for aiter's host
 //!   sources (CK's dispatchers, aiter's API, the asm launcher) and the
-//!   stubs, without the two flags that upstream clang lacks;
+//!   stubs, without the two flags that upstream clang lacks
+//!   (`NOT_IN_CLANG`);
 //! - lazy libraries ([`Intercept::lazy_libraries`]) with this workspace's
 //!   `libck_jit_capi.a`.
 //!
@@ -25,6 +26,18 @@
 //! gets CK's dispatcher to compile exactly one blob, on its first call,
 //! with the recorded command (a mocked `hipcc`: `tests/fixtures/aiter/
 //! mock_hipcc.py`), and not again on the second call.
+//!
+//! Then the same program runs with the real compiler and a fresh cache:
+//! the blob (`fwd_gfx9`, fp16, d128) is compiled for gfx942 with its
+//! recorded command less the two flags upstream clang lacks
+//! (`CK_JIT_DROP_FLAGS`: one refused, the other makes the compile run past
+//! ten minutes; about 30 s and 780 MB without them), cached and loaded,
+//! and its entry runs CK's kernel launch. The stand-in HIP runtime refuses
+//! the launch (and notes it in `HIP_STAND_IN_LOG`), CK's
+//! `launch_and_check` throws, and the program prints what it threw: the
+//! test checks both calls got that far, one launch each, with one compile
+//! in the process (`CK_JIT_VERBOSE` lines, `counters.json`) and one object
+//! in the cache.
 //!
 //! ```text
 //! .ci/hip-toolchain.sh && .ci/aiter.sh     # once: target/hip-toolchain, target/aiter
@@ -62,7 +75,10 @@ const HIP_VERSION: &str = "6.4.43482-0";
 
 /// Flags aiter passes for that version that upstream clang 20 lacks
 /// (`.ci/hip-toolchain.sh`): dropped from the host compiles, kept in the
-/// recorded blob commands.
+/// recorded blob commands, dropped from those at run time for the real
+/// blob compile (`CK_JIT_DROP_FLAGS`). Upstream clang refuses the first
+/// ("Unknown command line argument"); with the second, the device compile
+/// of a d128 fp16 fwd blob ran past 600 s.
 const NOT_IN_CLANG: &[&str] = &[
     "-mllvm -amdgpu-coerce-illegal-types=1",
     "-mllvm -amdgpu-function-calls=false",
@@ -503,6 +519,98 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
     assert!(argv
         .iter()
         .any(|a| a.ends_with(&format!("{}.cpp", called[0]))));
+
+    // The same program with the real compiler and a cache of its own: the
+    // blob is compiled for gfx942 with its recorded command, less the two
+    // flags upstream clang lacks (`CK_JIT_DROP_FLAGS`), loaded, and its
+    // entry runs CK's kernel launch, which the stand-in refuses: CK's
+    // `launch_and_check` throws, and the program prints what it threw.
+    let real_cache = tmp.dir.join("cache-real");
+    let launches = tmp.dir.join("launches.txt");
+    let started = Instant::now();
+    let out = Command::new(&exe)
+        .env("CK_JIT_HIPCC", real_hipcc)
+        .env("CK_JIT_CACHE_DIR", &real_cache)
+        .env("CK_JIT_DROP_FLAGS", NOT_IN_CLANG.join("; "))
+        .env("CK_JIT_VERBOSE", "1")
+        // About 20 s here; a compile with a flag that makes it run for
+        // many minutes (see NOT_IN_CLANG) fails the test in ten.
+        .env("CK_JIT_COMPILE_TIMEOUT", "600")
+        .env("HIP_STAND_IN_LOG", &launches)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let real_text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{real_text}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the program reports a call that threw: {real_text}"
+    );
+    let compiled: Vec<&str> = real_text
+        .lines()
+        .filter(|l| l.starts_with("ck-jit: compiled "))
+        .collect();
+    assert_eq!(compiled.len(), 1, "one real compile: {real_text}");
+    assert!(
+        compiled[0].starts_with(&format!("ck-jit: compiled {} in ", called[0])),
+        "the blob the mocked run called: {}",
+        compiled[0]
+    );
+    let compile_ms: f64 = compiled[0]
+        .split(" in ")
+        .nth(1)
+        .and_then(|t| t.split(" ms").next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("a compile time in {}", compiled[0]));
+    // Both calls reached the blob's kernel launch (the first after the
+    // compile and load, the second straight through the stub).
+    for call in 0..2 {
+        let line = real_text
+            .lines()
+            .find(|l| l.starts_with(&format!("call {call}: ")))
+            .unwrap_or_else(|| panic!("call {call} printed: {real_text}"));
+        assert!(
+            line.contains("threw: HIP Function Failed")
+                && line.contains("kernel_launch.hpp")
+                && line.contains("(HIP stand-in)"),
+            "call {call} threw at CK's kernel launch: {line}"
+        );
+    }
+    let refused = fs::read_to_string(&launches).unwrap_or_default();
+    let refused: Vec<&str> = refused.lines().collect();
+    assert_eq!(
+        refused, ["__hipPushCallConfiguration"; 2],
+        "one kernel launch a call, refused by the stand-in"
+    );
+    // One object in the new cache, compiled once: the process's counts.
+    let objects = files_named(&real_cache, ".so");
+    assert_eq!(objects.len(), 1, "one object cached: {objects:?}");
+    let counters: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(real_cache.join("counters.json")).unwrap())
+            .unwrap();
+    assert_eq!(counters["compiles"], 1, "{counters}");
+    assert_eq!(counters["failures"], 0, "{counters}");
+    eprintln!(
+        "aiter libmha_fwd: real compile of {} for gfx942: {:.1} s (the process: {:.1} s), {} bytes",
+        called[0],
+        compile_ms / 1e3,
+        took.as_secs_f64(),
+        fs::metadata(&objects[0]).unwrap().len()
+    );
+}
+
+/// Files under `dir` (recursively) whose names end with `suffix`.
+fn files_named(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    listing(dir)
+        .into_iter()
+        .map(|p| dir.join(p))
+        .filter(|p| p.is_file() && p.to_string_lossy().ends_with(suffix))
+        .collect()
 }
 
 /// Every path under `dir`, relative, sorted.
