@@ -112,6 +112,19 @@ fn toolchain_env(ws: &Path) -> Option<BTreeMap<String, String>> {
     )
 }
 
+/// `$CK_JIT_AITER_KEEP/<api>`, when set: the test's tree is made there
+/// and kept after a pass, with `aiter-<api>.env` naming what a benchmark
+/// reruns (benches/scripts/aiter-first-call.sh).
+fn kept(api: &str) -> Option<PathBuf> {
+    let keep = PathBuf::from(std::env::var_os("CK_JIT_AITER_KEEP")?);
+    let keep = if keep.is_absolute() {
+        keep
+    } else {
+        std::env::current_dir().unwrap().join(keep)
+    };
+    Some(keep.join(api))
+}
+
 fn find_wheel(ws: &Path) -> Option<PathBuf> {
     if let Some(w) = std::env::var_os("CK_JIT_AITER_WHEEL") {
         return Some(PathBuf::from(w));
@@ -179,13 +192,29 @@ fn build(api: &str) -> Option<Built> {
         skip_or_fail("aiter's build needs python3 with packaging, psutil, pandas and ninja (.ci/aiter.sh installs them)");
         return None;
     }
-    let Some(capi) = capi_staticlib() else {
-        skip_or_fail("no libck_jit_capi.a beside the test binary");
-        return None;
+    // `CK_JIT_AITER_CAPI` links another build of the C ABI into the lazy
+    // library (a release build, for benches/scripts/aiter-first-call.sh).
+    let capi = match std::env::var_os("CK_JIT_AITER_CAPI") {
+        Some(a) => PathBuf::from(a),
+        None => match capi_staticlib() {
+            Some(a) => a,
+            None => {
+                skip_or_fail("no libck_jit_capi.a beside the test binary");
+                return None;
+            }
+        },
     };
     let real_hipcc = PathBuf::from(&tc["CK_JIT_REAL_HIPCC"]);
 
-    let tmp = ck_jit_tests::Tree::new(&format!("aiter-{api}"));
+    let tmp = match kept(api) {
+        // Where the caller keeps the tree; made afresh.
+        Some(dir) => {
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            ck_jit_tests::Tree { dir }
+        }
+        None => ck_jit_tests::Tree::new(&format!("aiter-{api}")),
+    };
     let root = tmp.dir.join("aiter");
     fs::create_dir_all(&root).unwrap();
     run(Command::new("unzip")
@@ -602,6 +631,27 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
         took.as_secs_f64(),
         fs::metadata(&objects[0]).unwrap().len()
     );
+
+    if let Some(dir) = kept("fwd") {
+        // What a warm process's first call needs, for the benchmark.
+        let vars = [
+            ("EXE", exe.display().to_string()),
+            ("LIB", installed.join("libmha_fwd.so").display().to_string()),
+            ("STAND_IN", stand_in.display().to_string()),
+            ("DEVICE_OBJ", device.display().to_string()),
+            ("CACHE", real_cache.display().to_string()),
+            ("BLOB", called[0].to_string()),
+            ("OBJECT", objects[0].display().to_string()),
+            ("HIPCC", real_hipcc.display().to_string()),
+            ("DROP_FLAGS", NOT_IN_CLANG.join("; ")),
+            ("COMPILE_MS", format!("{compile_ms:.0}")),
+        ];
+        let text: String = vars.iter().map(|(k, v)| format!("{k}='{v}'\n")).collect();
+        fs::write(dir.join("aiter-fwd.env"), text).unwrap();
+        eprintln!("aiter libmha_fwd: kept in {}", dir.display());
+        // Its tree stays.
+        std::mem::forget(b);
+    }
 }
 
 /// Files under `dir` (recursively) whose names end with `suffix`.
