@@ -168,11 +168,18 @@ fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Re
             .map_or(0, |d| d.as_secs());
     }
     total.add(counts);
-    let bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
+    let mut bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    // Written over the old text, cut only where the new one is shorter
+    // (counts only grow, so hardly ever): emptying the file first made
+    // ext4 free its block and write it back at close, in every process
+    // that exits.
     file.seek(SeekFrom::Start(0))?;
-    file.set_len(0)?;
     file.write_all(&bytes)?;
-    file.write_all(b"\n")
+    if (bytes.len() as u64) < text.len() as u64 {
+        file.set_len(bytes.len() as u64)?;
+    }
+    Ok(())
 }
 
 /// What the processes of the cache at `root` counted, if any wrote.
@@ -204,6 +211,18 @@ mod tests {
         fs::write(dir.join(COUNTERS_FILE), "{\"hits\": 9").unwrap();
         add_to_file(&dir, &one, false).unwrap();
         assert_eq!(read(&dir).unwrap().hits, 2);
+        // Written over in place: a longer old text is cut where the new
+        // one ends.
+        let long = format!(
+            "{{\"hits\": 1, \"misses\": 0, \"compiles\": 0, \"failures\": 0, \"since\": 5}}{}\n",
+            " ".repeat(200)
+        );
+        fs::write(dir.join(COUNTERS_FILE), &long).unwrap();
+        add_to_file(&dir, &one, false).unwrap();
+        let text = fs::read_to_string(dir.join(COUNTERS_FILE)).unwrap();
+        assert!(text.len() < long.len() && text.ends_with("}\n"), "{text:?}");
+        let got = read(&dir).unwrap();
+        assert_eq!((got.hits, got.misses, got.since), (3, 1, 5));
         fs::remove_dir_all(&dir).unwrap();
     }
 }
