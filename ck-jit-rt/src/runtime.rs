@@ -197,6 +197,38 @@ fn drop_sequence(args: &mut Vec<String>, seq: &[String]) {
     }
 }
 
+/// The bytes of the file at `path`, mapped read-only for the rest of the
+/// process (a copy when mapping is refused); `None` if it cannot be read.
+/// A library's compact manifest is 580 KB at aiter's scale, of which a
+/// lookup reads a few pages: copying it all was a tenth of a warm
+/// process's first call.
+fn map_for_process(path: &Path) -> Option<&'static [u8]> {
+    use std::os::fd::AsRawFd;
+    let f = fs::File::open(path).ok()?;
+    let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
+    if len > 0 {
+        // SAFETY: a private read-only mapping of an open file, never
+        // unmapped, so the slice lives as long as the process. Builds
+        // replace the file by rename, so the mapped one stays whole.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p != libc::MAP_FAILED {
+            // SAFETY: `len` readable bytes, mapped for good.
+            return Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+        }
+    }
+    let bytes = fs::read(path).ok()?;
+    Some(Box::leak(bytes.into_boxed_slice()))
+}
+
 /// A failure that retrying cannot fix, with the key of the inputs it
 /// happened on: a call made after the source, the flags or the compiler
 /// changed (a new prekey) tries again.
@@ -319,9 +351,12 @@ impl Runtime {
     /// compact form the build writes beside a JSON manifest
     /// (`ck_jit_manifest.ckm`) is there and at least as new, or the file
     /// is that form itself, it is read in place instead of the JSON being
-    /// parsed, as a program reads its embedded one; its bytes are then kept
-    /// for the process. Otherwise (or when the compact file cannot be
-    /// read) as [`Runtime::from_file`].
+    /// parsed, as a program reads its embedded one: mapped, for the
+    /// process, so only the pages a lookup touches are read. Replace such
+    /// a file by renaming a new one over it, as builds write it, not by
+    /// rewriting it in place under running processes (as with a shared
+    /// library). Otherwise (or when the compact file cannot be read) as
+    /// [`Runtime::from_file`].
     pub fn from_file_for_process(path: &Path) -> Result<Runtime, Error> {
         use ck_jit_manifest::compact::COMPACT_FILE;
         let compact = if path.extension().is_some_and(|e| e == "ckm") {
@@ -340,8 +375,7 @@ impl Runtime {
             None
         };
         if let Some(c) = compact {
-            if let Ok(bytes) = fs::read(&c) {
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if let Some(bytes) = map_for_process(&c) {
                 if let Ok(store) = Store::compact(bytes) {
                     return Ok(Runtime::over(store, path.display().to_string()));
                 }
@@ -1474,4 +1508,30 @@ pub fn stats() -> Stats {
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Runtime>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapped_manifest_reads_as_the_file_and_outlives_its_replacement() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-map-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.ckm");
+        let old: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &old).unwrap();
+        let mapped = map_for_process(&path).unwrap();
+        assert_eq!(mapped, &old[..]);
+        // Replaced by rename, as builds write it: the mapping keeps the old.
+        let new = dir.join("m.ckm.tmp");
+        fs::write(&new, b"new").unwrap();
+        fs::rename(&new, &path).unwrap();
+        assert_eq!(mapped, &old[..]);
+        assert_eq!(map_for_process(&path).unwrap(), b"new");
+        fs::write(dir.join("empty"), b"").unwrap();
+        assert_eq!(map_for_process(&dir.join("empty")).unwrap(), b"");
+        assert!(map_for_process(&dir.join("none")).is_none());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
