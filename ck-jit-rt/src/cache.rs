@@ -73,6 +73,7 @@
 //! process), and never follow a symlink out of the cache root.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -1548,8 +1549,10 @@ static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<Vec<Dep>>>>> =
 /// ([`CHECK_REUSE`]).
 #[derive(Default)]
 struct Checked {
-    /// Header path → (the hash it was found to have, when).
-    headers: HashMap<PathBuf, (String, Instant)>,
+    /// Header path → (the hash it was found to have, when). Keyed by the
+    /// path's bytes: hashing a `Path` walks its components, which at
+    /// CK's 600 headers a blob cost more than the look-up saves.
+    headers: HashMap<OsString, (String, Instant)>,
     /// (tree root, set digest) → when its oldest header check was made.
     sets: HashMap<(PathBuf, String), Instant>,
 }
@@ -1586,25 +1589,39 @@ fn deps_verified(depset: &str, deps: &[Dep], root: &Path) -> bool {
         }
     }
     let mut oldest = now;
-    for d in deps {
-        let p = dep_path(&d.path, root);
-        let memo = CHECKED
-            .lock()
-            .ok()
-            .and_then(|c| c.headers.get(&p).cloned())
-            .filter(|(h, t)| *h == d.hash && fresh(*t, now));
-        if let Some((_, t)) = memo {
+    // The headers this process checked lately, taken out of the lock once:
+    // the checks themselves (a `stat` each) run outside it.
+    let known: Vec<Option<Instant>> = match CHECKED.lock() {
+        Ok(c) if !c.headers.is_empty() => deps
+            .iter()
+            .map(|d| {
+                c.headers
+                    .get(dep_path(&d.path, root).as_os_str())
+                    .filter(|(h, t)| *h == d.hash && fresh(*t, now))
+                    .map(|(_, t)| *t)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut checked_now = Vec::new();
+    let mut dirs = Dirs::default();
+    for (i, d) in deps.iter().enumerate() {
+        if let Some(t) = known.get(i).copied().flatten() {
             oldest = oldest.min(t);
             continue;
         }
+        let p = dep_path(&d.path, root);
         let checked = Instant::now();
-        if !dep_matches(d, &p) {
+        if !dep_matches(d, &p, &mut dirs) {
             return false;
         }
-        if let Ok(mut c) = CHECKED.lock() {
-            c.headers.insert(p, (d.hash.clone(), checked));
-        }
+        checked_now.push((p.into_os_string(), d.hash.clone(), checked));
         oldest = oldest.min(checked);
+    }
+    if let Ok(mut c) = CHECKED.lock() {
+        for (p, hash, checked) in checked_now {
+            c.headers.insert(p, (hash, checked));
+        }
     }
     if let Some(k) = set_key {
         if let Ok(mut c) = CHECKED.lock() {
@@ -1630,11 +1647,90 @@ pub fn dep_name(path: &Path, root: &Path) -> String {
     }
 }
 
-fn dep_matches(d: &Dep, p: &Path) -> bool {
-    if !d.stat.is_empty() && fs::metadata(p).is_ok_and(|m| stat_string(&m) == d.stat) {
-        return true;
+fn dep_matches(d: &Dep, p: &Path, dirs: &mut Dirs) -> bool {
+    if let Some(recorded) = parse_stat(&d.stat) {
+        if dirs.stat(p) == Some(recorded) {
+            return true;
+        }
     }
     file_hash(p).map(|h| h == d.hash).unwrap_or(false)
+}
+
+/// Header identities looked at relative to their directory, opened once
+/// for the headers that follow in it (a set lists them sorted): walking
+/// each header's whole path (15 components under a CK tree) was most of a
+/// lookup's time. The same file as `stat` on the path finds, symbolic
+/// links followed.
+#[derive(Default)]
+struct Dirs {
+    dir: OsString,
+    fd: Option<File>,
+}
+
+impl Dirs {
+    /// `p`'s identity; `None` when it cannot be had this way.
+    fn stat(&mut self, p: &Path) -> Option<StatKey> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let (dir, name) = (p.parent()?, p.file_name()?);
+        if self.fd.is_none() || self.dir.as_os_str() != dir.as_os_str() {
+            self.dir = dir.as_os_str().to_owned();
+            self.fd = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+                .open(dir)
+                .ok();
+        }
+        let fd = self.fd.as_ref()?;
+        let name = std::ffi::CString::new(name.as_bytes()).ok()?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: an open directory, a NUL-terminated name and a buffer of
+        // the size the call writes.
+        let r = unsafe { libc::fstatat(fd.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) };
+        if r != 0 {
+            return None;
+        }
+        // SAFETY: filled by the successful call.
+        let st = unsafe { st.assume_init() };
+        #[allow(clippy::unnecessary_cast)]
+        Some((
+            st.st_size as u64,
+            st.st_mtime as i64,
+            st.st_mtime_nsec as i64,
+            st.st_ctime as i64,
+            st.st_ctime_nsec as i64,
+            st.st_ino as u64,
+        ))
+    }
+}
+
+/// A file's identity as [`stat_string`] writes it, unformatted.
+fn stat_key(md: &fs::Metadata) -> StatKey {
+    (
+        md.len(),
+        md.mtime(),
+        md.mtime_nsec(),
+        md.ctime(),
+        md.ctime_nsec(),
+        md.ino(),
+    )
+}
+
+/// Reads back what [`stat_string`] wrote: comparing the numbers costs a
+/// lookup far less than formatting each header's identity to compare
+/// text. `None` for anything else (the header is then hashed).
+fn parse_stat(s: &str) -> Option<StatKey> {
+    fn time(t: &str) -> Option<(i64, i64)> {
+        let (sec, nsec) = t.split_once('.')?;
+        (nsec.len() == 9).then_some(())?;
+        Some((sec.parse().ok()?, nsec.parse().ok()?))
+    }
+    let mut parts = s.split(':');
+    let size = parts.next()?.parse().ok()?;
+    let (m, mn) = time(parts.next()?)?;
+    let (c, cn) = time(parts.next()?)?;
+    let ino = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((size, m, mn, c, cn, ino))
 }
 
 /// A file's identity for [`Dep::stat`].
@@ -1659,14 +1755,7 @@ static HASHES: Lazy<Mutex<HashMap<PathBuf, (StatKey, String)>>> =
 /// touched file is re-read and, if its bytes are the same, still matches).
 pub fn file_hash(path: &Path) -> io::Result<String> {
     let md = fs::metadata(path)?;
-    let stat: StatKey = (
-        md.len(),
-        md.mtime(),
-        md.mtime_nsec(),
-        md.ctime(),
-        md.ctime_nsec(),
-        md.ino(),
-    );
+    let stat = stat_key(&md);
     if let Ok(map) = HASHES.lock() {
         if let Some((s, h)) = map.get(path) {
             if *s == stat {
@@ -1685,6 +1774,48 @@ pub fn file_hash(path: &Path) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_identity_reads_back_as_written_and_nothing_else_does() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-stat-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("h.hpp");
+        fs::write(&f, "#pragma once\n").unwrap();
+        let md = fs::metadata(&f).unwrap();
+        assert_eq!(parse_stat(&stat_string(&md)), Some(stat_key(&md)));
+        // Looked at relative to its directory, through a link and a `..`:
+        // the same identity.
+        let mut dirs = Dirs::default();
+        assert_eq!(dirs.stat(&f), Some(stat_key(&md)));
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        let _ = fs::remove_file(dir.join("sub/link.hpp"));
+        std::os::unix::fs::symlink(&f, dir.join("sub/link.hpp")).unwrap();
+        assert_eq!(dirs.stat(&dir.join("sub/link.hpp")), Some(stat_key(&md)));
+        assert_eq!(dirs.stat(&dir.join("sub/../h.hpp")), Some(stat_key(&md)));
+        assert_eq!(dirs.stat(&dir.join("sub/none.hpp")), None);
+        assert_eq!(dirs.stat(&dir.join("none/h.hpp")), None);
+        let (size, m, mn, c, cn, ino) = stat_key(&md);
+        assert_eq!(
+            parse_stat(&format!("{size}:{m}.{mn:09}:{c}.{cn:09}:{}", ino + 1)),
+            Some((size, m, mn, c, cn, ino + 1))
+        );
+        assert_eq!(
+            parse_stat("12:-5.000000001:7.100000000:3"),
+            Some((12, -5, 1, 7, 100_000_000, 3))
+        );
+        for bad in [
+            "",
+            "12",
+            "12:5.1:7.100000000:3",
+            "12:5:7.100000000:3",
+            "12:5.000000000:7.100000000",
+            "12:5.000000000:7.100000000:3:4",
+            "x:5.000000000:7.100000000:3",
+        ] {
+            assert_eq!(parse_stat(bad), None, "{bad:?}");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn safe_component_keeps_plain_names_and_maps_hostile_ones() {
