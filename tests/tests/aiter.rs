@@ -47,6 +47,12 @@
 //! Without the wheel, its Python packages or the toolchain the test prints
 //! a skip line and passes, unless `CK_JIT_REQUIRE_AITER=1` (set by
 //! `.ci/run`).
+//!
+//! For benchmark 20 (`benches/scripts/aiter-first-call.sh`):
+//! `CK_JIT_AITER_CAPI` links another `libck_jit_capi.a` into the library
+//! (a release build), and `CK_JIT_AITER_KEEP=<dir>` builds in `<dir>/fwd`
+//! and keeps it after a pass, with `aiter-fwd.env` naming the calling
+//! program, the library, the warm cache and the blob's object.
 
 use std::collections::BTreeMap;
 use std::fs;
