@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Read;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -168,11 +168,16 @@ fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Re
             .map_or(0, |d| d.as_secs());
     }
     total.add(counts);
-    let bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
-    file.seek(SeekFrom::Start(0))?;
-    file.set_len(0)?;
-    file.write_all(&bytes)?;
-    file.write_all(b"\n")
+    let mut bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
+    // Written over the old text, never truncated: a shorter text is padded
+    // with spaces (still one JSON value). Truncating cost a process's exit
+    // 0.3 ms and more (the file system then writes the file out on close).
+    let width = text.len().saturating_sub(1);
+    if bytes.len() < width {
+        bytes.resize(width, b' ');
+    }
+    bytes.push(b'\n');
+    file.write_all_at(&bytes, 0)
 }
 
 /// What the processes of the cache at `root` counted, if any wrote.
@@ -204,6 +209,17 @@ mod tests {
         fs::write(dir.join(COUNTERS_FILE), "{\"hits\": 9").unwrap();
         add_to_file(&dir, &one, false).unwrap();
         assert_eq!(read(&dir).unwrap().hits, 2);
+        // A longer torn text is written over, not truncated: what is left
+        // is blanks after the counts.
+        let torn = format!("{{\"hits\": 9{}", "x".repeat(300));
+        fs::write(dir.join(COUNTERS_FILE), &torn).unwrap();
+        add_to_file(&dir, &one, false).unwrap();
+        assert_eq!(read(&dir).unwrap().hits, 2);
+        let text = fs::read_to_string(dir.join(COUNTERS_FILE)).unwrap();
+        assert_eq!(text.len(), torn.len());
+        assert!(text.trim_end().ends_with('}'), "{text}");
+        add_to_file(&dir, &one, false).unwrap();
+        assert_eq!(read(&dir).unwrap().hits, 4);
         fs::remove_dir_all(&dir).unwrap();
     }
 }
