@@ -275,7 +275,7 @@ fn describe(id: &CompilerId, env: &str, program: &str) -> PackCompiler {
     }
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct Packed {
     /// The pack file.
