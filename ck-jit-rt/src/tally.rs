@@ -23,11 +23,17 @@ pub const COUNTERS_FILE: &str = "counters.json";
 pub const FLUSH_EVERY: Duration = Duration::from_secs(30);
 
 /// What a cache's processes counted, since `since`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CacheCounters {
-    /// Requests a verified cache entry served.
+    /// Requests a verified cache entry served (this cache's or a
+    /// read-only tier's).
     pub hits: u64,
+    /// Of `hits`, those a read-only tier (`CK_JIT_CACHE_PATH`) served, by
+    /// the tier's directory: a tier is never written, so its hits are
+    /// counted here.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tier_hits: BTreeMap<String, u64>,
     /// Requests no entry served: each compiled, or waited for another
     /// process's compile.
     pub misses: u64,
@@ -42,6 +48,9 @@ pub struct CacheCounters {
 impl CacheCounters {
     fn add(&mut self, o: &CacheCounters) {
         self.hits += o.hits;
+        for (tier, n) in &o.tier_hits {
+            *self.tier_hits.entry(tier.clone()).or_default() += n;
+        }
         self.misses += o.misses;
         self.compiles += o.compiles;
         self.failures += o.failures;
@@ -54,11 +63,13 @@ impl CacheCounters {
 
 /// One event counted for a cache.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Event {
+pub(crate) enum Event<'a> {
     Hit,
     Miss,
     Compile,
     Failure,
+    /// A hit the read-only tier at this path served.
+    TierHit(&'a Path),
 }
 
 struct Pending {
@@ -72,7 +83,7 @@ static AT_EXIT: Once = Once::new();
 
 /// Counts `event` for the cache at `root` (`shared`: its files are made
 /// group-readable and writable).
-pub(crate) fn note(root: &Path, shared: bool, event: Event) {
+pub(crate) fn note(root: &Path, shared: bool, event: Event<'_>) {
     AT_EXIT.call_once(|| {
         // SAFETY: registers a function with no arguments that never unwinds
         // (see `flush_at_exit`).
@@ -96,12 +107,25 @@ pub(crate) fn note(root: &Path, shared: bool, event: Event) {
             Event::Miss => p.counts.misses += 1,
             Event::Compile => p.counts.compiles += 1,
             Event::Failure => p.counts.failures += 1,
+            Event::TierHit(tier) => {
+                p.counts.hits += 1;
+                *p.counts
+                    .tier_hits
+                    .entry(tier.display().to_string())
+                    .or_default() += 1;
+            }
         }
         matches!(event, Event::Compile) || p.flushed.elapsed() >= FLUSH_EVERY
     };
     if due {
         flush();
     }
+}
+
+/// Counts a hit the read-only tier `tier` served, for the writable cache
+/// at `root`.
+pub(crate) fn note_tier_hit(root: &Path, shared: bool, tier: &Path) {
+    note(root, shared, Event::TierHit(tier));
 }
 
 /// Writes every cache's pending counts into its file.
@@ -196,6 +220,7 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let one = CacheCounters {
             hits: 2,
+            tier_hits: [("/opt/t".to_string(), 1)].into_iter().collect(),
             misses: 1,
             compiles: 1,
             failures: 0,
@@ -205,6 +230,7 @@ mod tests {
         add_to_file(&dir, &one, false).unwrap();
         let got = read(&dir).unwrap();
         assert_eq!((got.hits, got.misses, got.compiles), (4, 2, 2));
+        assert_eq!(got.tier_hits["/opt/t"], 2);
         assert!(got.since > 0);
         fs::write(dir.join(COUNTERS_FILE), "{\"hits\": 9").unwrap();
         add_to_file(&dir, &one, false).unwrap();
