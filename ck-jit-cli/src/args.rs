@@ -87,6 +87,34 @@ Examples:
   ck-jit verify
   ck-jit verify --cache-dir /opt/app/kernel-cache --json";
 
+const PACK_EXAMPLES: &str = "\
+The pack holds each selected blob's cache entry (object, record, header
+list) as a lazy call on this machine finds it, for one GPU architecture
+(--arch, else CK_JIT_ARCH, else the device in use), with an index of
+checksums, compiler identities and targets. Every blob must be cached:
+build them first with the same CK_JIT_ARCH.
+
+Examples:
+  ck-jit build --all && ck-jit pack --all -o kernels-gfx942.tar.zst
+  CK_JIT_ARCH=gfx950 ck-jit build --family fwd
+  ck-jit pack --family fwd --arch gfx950 -o fwd-gfx950.tar.zst
+  ck-jit pack --blob-list used-blobs.txt -o serving.tar.zst";
+
+const UNPACK_EXAMPLES: &str = "\
+Every file of every pack is checked against its index before anything is
+installed; a damaged or truncated pack installs nothing. A pack built on
+another kind of machine, for another GPU architecture (vs --arch, else
+CK_JIT_ARCH, else the device detected) or by another compiler than the one
+this machine would run is refused, naming its value and ours. Of several
+packs, each blob's entry for the device itself wins over one of its family
+(a gfx9 target on a gfx950); an entry the device cannot run is never
+installed. Each entry appears in the cache whole or not at all.
+
+Examples:
+  ck-jit unpack kernels-gfx942.tar.zst
+  ck-jit unpack kernels-gfx9.tar.zst kernels-gfx950.tar.zst --cache /opt/ck-jit/gfx950
+  ck-jit unpack kernels.tar.zst --arch gfx942 --cache /opt/ck-jit/gfx942 --json";
+
 const EXPORT_EXAMPLES: &str = "\
 Examples:
   ck-jit export-manifest --profile release --to dist/
@@ -177,6 +205,12 @@ pub enum Command {
     /// Check every entry against its record; move bad ones to bad/
     #[command(after_help = VERIFY_EXAMPLES)]
     Verify(VerifyArgs),
+    /// Write the cache entries of blobs into one pack file (tar + zstd) to ship
+    #[command(after_help = format!("{SELECTION}\n\n{PACK_EXAMPLES}"))]
+    Pack(PackArgs),
+    /// Check packs and install their entries into a cache
+    #[command(after_help = UNPACK_EXAMPLES)]
+    Unpack(UnpackArgs),
     /// Copy (and check) the manifest a crate's build wrote, for deployment
     #[command(after_help = EXPORT_EXAMPLES)]
     ExportManifest(ExportArgs),
@@ -256,6 +290,40 @@ pub struct GcArgs {
     pub dry_run: bool,
 }
 
+/// `ck-jit pack`.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// Which blobs.
+    #[command(flatten)]
+    pub select: Selection,
+    /// Every blob of the manifest
+    #[arg(long, conflicts_with_all = ["blobs", "blob_list", "family", "filters"])]
+    pub all: bool,
+    /// The pack file to write (replaced whole)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The GPU architecture the pack is for (gfx942, sm_90) [default:
+    /// $CK_JIT_ARCH, else the device in use]
+    #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
+    pub arch: Option<DeviceArch>,
+}
+
+/// `ck-jit unpack`.
+#[derive(Debug, Args)]
+pub struct UnpackArgs {
+    /// Pack files (several: the best entry of each blob is installed)
+    #[arg(value_name = "PACK", required = true)]
+    pub packs: Vec<PathBuf>,
+    /// Cache to install into [default: --cache-dir, else $CK_JIT_CACHE_DIR,
+    /// else the manifest's default cache]
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// The GPU architecture to judge the packs for (gfx942, sm_90)
+    /// [default: $CK_JIT_ARCH, else the device in use]
+    #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
+    pub arch: Option<DeviceArch>,
+}
+
 /// `ck-jit stat` (no flags of its own).
 #[derive(Debug, Args)]
 pub struct StatArgs {}
@@ -286,6 +354,18 @@ pub struct ExportArgs {
 }
 
 pub use ck_jit_rt::maintenance::parse_size;
+
+use ck_jit_rt::arch::DeviceArch;
+
+/// Parses `--arch`: one device architecture, as `CK_JIT_ARCH` names one.
+pub fn parse_arch(text: &str) -> Result<DeviceArch, String> {
+    DeviceArch::parse(text).ok_or_else(|| {
+        format!(
+            "'{}' names no device architecture (gfx942, gfx90a, gfx1100, sm_80, sm_90)",
+            text.escape_debug()
+        )
+    })
+}
 
 /// Parses a `--where` condition (or several, separated by commas) as a
 /// family query reads it.

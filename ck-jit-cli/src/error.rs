@@ -11,7 +11,9 @@ pub enum CliError {
     /// The runtime refused something the command needs, such as the cache
     /// directory (exit 1).
     Runtime(ck_jit_rt::Error),
-    /// A file the command writes could not be written (exit 1).
+    /// A file the command writes could not be written, or one it reads
+    /// was refused (a pack for another device or compiler, a damaged one)
+    /// (exit 1).
     Io(String),
     /// The command ran and some of its work failed; the report saying what
     /// has been printed already (exit 1).
@@ -35,6 +37,18 @@ impl fmt::Display for CliError {
             CliError::Usage(m) | CliError::Io(m) => f.write_str(m),
             CliError::Runtime(e) => e.fmt(f),
             CliError::Failed => Ok(()),
+        }
+    }
+}
+
+impl From<ck_jit_rt::pack::PackError> for CliError {
+    fn from(e: ck_jit_rt::pack::PackError) -> CliError {
+        use ck_jit_rt::pack::PackError;
+        match e {
+            // A file that is not there, or not a pack: a wrong request.
+            PackError::Missing(_) | PackError::NotAPack { .. } => CliError::Usage(e.to_string()),
+            PackError::Runtime(e) => e.into(),
+            e => CliError::Io(e.to_string()),
         }
     }
 }

@@ -55,6 +55,8 @@ fn main() -> ExitCode {
         Command::Gc(a) => commands::gc::run(&ctx, a),
         Command::Stat(_) => commands::stat::run(&ctx),
         Command::Verify(_) => commands::verify::run(&ctx),
+        Command::Pack(a) => commands::pack::run(&ctx, a),
+        Command::Unpack(a) => commands::pack::run_unpack(&ctx, a),
         Command::ExportManifest(a) => commands::export::run(&ctx, a),
     };
     match result {

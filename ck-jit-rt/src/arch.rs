@@ -440,6 +440,19 @@ fn recorded_names(sites: &[Site], has_code: bool) -> Vec<String> {
     names
 }
 
+/// The names of the GPU architectures an argv compiles for (`gfx942`,
+/// `sm_90`, `compute_90`), as recorded; empty when it names none or
+/// cannot be read in full.
+pub fn target_names(args: &[String]) -> Vec<String> {
+    match sites(args) {
+        Some(sites) => {
+            let has_code = sites.iter().any(|s| s.kind == Kind::Code);
+            recorded_names(&sites, has_code)
+        }
+        None => Vec::new(),
+    }
+}
+
 /// The platform of an architecture a blob declares (`gfx9`, `gfx950`,
 /// `sm_90`), when it names one.
 pub fn tag_platform(tag: &str) -> Option<Platform> {

@@ -126,6 +126,9 @@ pub const DEPSET_GRACE: Duration = Duration::from_secs(3600);
 pub struct Cache {
     root: PathBuf,
     shared: bool,
+    /// A tier of `CK_JIT_CACHE_PATH`: looked in, never written or locked,
+    /// every object hashed before it is loaded.
+    read_only: bool,
 }
 
 /// The record written beside each object.
@@ -192,6 +195,17 @@ pub struct Entry {
     pub record: Record,
     /// The record file's modification time when it was read (last use).
     pub(crate) used: Option<SystemTime>,
+    /// The root of the read-only cache (`CK_JIT_CACHE_PATH`) it was found
+    /// in; `None` for the writable cache.
+    pub(crate) tier: Option<PathBuf>,
+}
+
+impl Entry {
+    /// The read-only cache (a tier of `CK_JIT_CACHE_PATH`) this entry was
+    /// found in, or `None` when it is in the writable cache.
+    pub fn tier(&self) -> Option<&Path> {
+        self.tier.as_deref()
+    }
 }
 
 /// An object's bytes, verified: by their checksum, or (in a private cache)
@@ -664,7 +678,11 @@ impl Cache {
             }
             Err(e) => return Err(cannot("cannot be inspected", e)),
         }
-        let cache = Cache { root: dir, shared };
+        let cache = Cache {
+            root: dir,
+            shared,
+            read_only: false,
+        };
         for sub in SUBDIRS {
             // One stat for a directory that is there (every open but the
             // first); else create it, refusing whatever else is there.
@@ -705,6 +723,49 @@ impl Cache {
         Ok(cache)
     }
 
+    /// Opens the read-only cache `dir` (a tier of `CK_JIT_CACHE_PATH`: an
+    /// unpacked pack in an image, a team's share): it must exist and be a
+    /// directory that not every user can write (anyone could plant code in
+    /// it). Nothing is created, written or locked in it, whoever owns it;
+    /// every object found there is hashed in full before it is loaded, as a
+    /// shared cache's are.
+    pub fn open_read_only(dir: &Path) -> Result<Cache, Error> {
+        let refuse = |why: String| Error::Cache {
+            dir: dir.to_path_buf(),
+            why,
+        };
+        if !dir.is_absolute() {
+            return Err(refuse(
+                "is not an absolute path (CK_JIT_CACHE_PATH takes absolute paths)".into(),
+            ));
+        }
+        let md = fs::metadata(dir).map_err(|e| refuse(format!("cannot be read: {e}")))?;
+        if !md.is_dir() {
+            return Err(refuse("is not a directory".into()));
+        }
+        let mode = md.mode() & 0o7777;
+        if mode & 0o002 != 0 {
+            return Err(refuse(format!(
+                "is writable by every user (mode {mode:o}); anyone could plant code in it"
+            )));
+        }
+        Ok(Cache {
+            root: dir.to_path_buf(),
+            shared: true,
+            read_only: true,
+        })
+    }
+
+    /// Whether this is a read-only tier (`CK_JIT_CACHE_PATH`).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The tier an entry found here comes from (`None`: writable cache).
+    fn tier(&self) -> Option<PathBuf> {
+        self.read_only.then(|| self.root.clone())
+    }
+
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
@@ -716,6 +777,9 @@ impl Cache {
     }
 
     fn mkdir(&self, dir: &Path) -> Result<(), Error> {
+        if self.read_only {
+            return Err(self.not_written());
+        }
         let mode = if self.shared { 0o2770 } else { 0o700 };
         match fs::DirBuilder::new().mode(mode).create(dir) {
             Ok(()) => {
@@ -742,6 +806,15 @@ impl Cache {
                     "cannot be created: {e}; set CK_JIT_CACHE_DIR to a writable directory"
                 ),
             }),
+        }
+    }
+
+    /// The error for a write asked of a read-only tier (a bug: callers
+    /// write only to the writable cache).
+    fn not_written(&self) -> Error {
+        Error::Cache {
+            dir: self.root.clone(),
+            why: "is a read-only cache (CK_JIT_CACHE_PATH); nothing is written in it".into(),
         }
     }
 
@@ -795,6 +868,9 @@ impl Cache {
     /// (with whatever the compiler left in it) when dropped. It is on the
     /// cache's file system, so its object can be linked into place.
     pub(crate) fn work_dir(&self, blob: &str) -> Result<tempfile::TempDir, Error> {
+        if self.read_only {
+            return Err(self.not_written());
+        }
         let (prefix, suffix) = temp_affixes(blob, "");
         let tmp = self.root.join("tmp");
         tempfile::Builder::new()
@@ -961,6 +1037,7 @@ impl Cache {
                     record_path,
                     record,
                     used,
+                    tier: self.tier(),
                 }));
             }
         }
@@ -983,6 +1060,7 @@ impl Cache {
         let (mut f, md) = open_object(entry)?;
         let cheap = !full
             && !self.shared
+            && !self.read_only
             && !entry.record.object_stat.is_empty()
             && stat_string(&md) == entry.record.object_stat;
         if cheap {
@@ -1002,6 +1080,9 @@ impl Cache {
     /// in place: a process may still have the old object mapped, and a
     /// person may want to look at it).
     pub fn quarantine(&self, entry: &Entry) {
+        if self.read_only {
+            return;
+        }
         for p in [&entry.record_path, &entry.object] {
             self.move_aside(p);
         }
@@ -1114,6 +1195,7 @@ impl Cache {
                 record_path,
                 record,
                 used: Some(SystemTime::now()),
+                tier: None,
             },
             ObjectBytes::hashed(bytes).with_file(file),
         ))
@@ -1150,6 +1232,7 @@ impl Cache {
                         record_path: record_path.to_path_buf(),
                         record: rec,
                         used,
+                        tier: None,
                     },
                     ObjectBytes::hashed(theirs).with_file(f),
                 )))
@@ -1162,6 +1245,9 @@ impl Cache {
     /// its last use as read by the lookup is more recent than
     /// [`TOUCH_EVERY`]. Returns whether it wrote.
     pub(crate) fn touch(&self, entry: &Entry) -> bool {
+        if self.read_only || entry.tier.is_some() {
+            return false;
+        }
         let now = SystemTime::now();
         let recent = entry
             .used
@@ -1214,6 +1300,9 @@ impl Cache {
     /// and renames it to `path`: a reader sees the old file or the whole
     /// new one.
     fn write_renamed(&self, owner: &str, bytes: &[u8], path: &Path) -> Result<(), Error> {
+        if self.read_only {
+            return Err(self.not_written());
+        }
         let tmp = self.root.join("tmp");
         let (prefix, suffix) = temp_affixes(owner, "json");
         let mut f = tempfile::Builder::new()
@@ -1282,6 +1371,9 @@ impl Cache {
     /// returns how many. Records are listed after the sets, so a set named
     /// by a record published meanwhile is either listed as named or young.
     pub fn sweep_depsets(&self, min_age: Duration) -> usize {
+        if self.read_only {
+            return 0;
+        }
         let dir = self.root.join(DEPSETS);
         let Ok(rd) = fs::read_dir(&dir) else {
             return 0;
@@ -1354,6 +1446,9 @@ impl Cache {
     /// mapped (it is never truncated or rewritten). Returns whether this call
     /// removed the record (`false` when it was already gone).
     pub fn remove(&self, entry: &Entry) -> Result<bool, Error> {
+        if self.read_only {
+            return Err(self.not_written());
+        }
         let removed = match fs::remove_file(&entry.record_path) {
             Ok(()) => true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
@@ -1371,6 +1466,9 @@ impl Cache {
     /// than `max_age`. Their names start with the creating process's id and
     /// end in `.tmp` (`temp_affixes`).
     pub fn sweep_temps(&self, max_age: Duration) -> usize {
+        if self.read_only {
+            return 0;
+        }
         let dir = self.root.join("tmp");
         let Ok(rd) = fs::read_dir(&dir) else {
             return 0;
@@ -1459,6 +1557,7 @@ impl Cache {
                             record_path: path,
                             record,
                             used,
+                            tier: self.tier(),
                         });
                     }
                 }

@@ -4,6 +4,7 @@
 //! | variable | meaning |
 //! |---|---|
 //! | `CK_JIT_CACHE_DIR` | cache root (default `$XDG_CACHE_HOME/<name>`, else `~/.cache/<name>`) |
+//! | `CK_JIT_CACHE_PATH` | read-only caches looked in before the cache root, `:`-separated (`/opt/ck-jit/gfx942:/mnt/team-cache`); never written or locked, every object hashed before it is loaded |
 //! | `CK_JIT_ROOT` | relocates the tree root of every manifest (`CK_JIT_ROOT_<NAME>` for one) |
 //! | `CK_JIT_MANIFEST` | fallback manifest for blobs the embedded one does not know |
 //! | `CK_JIT_VERBOSE` | `1`: one line on stderr per compile and load |
@@ -50,6 +51,9 @@ pub use crate::compile::KEY_ENV;
 pub struct Config {
     /// `CK_JIT_CACHE_DIR`.
     pub cache_dir: Option<PathBuf>,
+    /// `CK_JIT_CACHE_PATH`: read-only cache tiers, looked in (in this
+    /// order) before the writable cache; absolute paths only.
+    pub cache_path: Vec<PathBuf>,
     /// `CK_JIT_ROOT`.
     pub root: Option<PathBuf>,
     /// `CK_JIT_MANIFEST`.
@@ -203,6 +207,27 @@ impl Reader {
         }
     }
 
+    /// `CK_JIT_CACHE_PATH`: directories separated by `:`, empty parts
+    /// skipped; a relative one is a problem and left out (it would change
+    /// with the working directory).
+    fn cache_path(&mut self) -> Vec<PathBuf> {
+        let Some(v) = var("CK_JIT_CACHE_PATH") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for part in v.to_string_lossy().split(':').filter(|p| !p.is_empty()) {
+            let p = PathBuf::from(part);
+            if p.is_absolute() {
+                out.push(p);
+            } else {
+                self.problems.push(format!(
+                    "CK_JIT_CACHE_PATH: '{part}' is not an absolute path; it is not looked in"
+                ));
+            }
+        }
+        out
+    }
+
     /// Seconds, a positive number (fractions allowed).
     fn seconds(&mut self, name: &str, default: &str) -> Option<Duration> {
         let v = var(name)?;
@@ -304,8 +329,10 @@ impl Config {
                 crate::arch::ARCH_FORMS
             ));
         }
+        let cache_path = r.cache_path();
         Config {
             cache_dir: var("CK_JIT_CACHE_DIR").map(PathBuf::from),
+            cache_path,
             root: var("CK_JIT_ROOT").map(PathBuf::from),
             manifest: var("CK_JIT_MANIFEST").map(PathBuf::from),
             verbose,

@@ -45,14 +45,17 @@
 //!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
 //! - [`maintenance`] — the cache as the `ck-jit` command-line tool (crate
-//!   `ck-jit-cli`) sees it: entries, verification, removal.
+//!   `ck-jit-cli`) sees it: entries, verification, removal;
+//! - `pack` (feature `pack`) — the entries of a selection as one archive
+//!   to ship (`ck-jit pack`), checked and installed into another cache
+//!   (`ck-jit unpack`).
 //!
 //! The C ABI (`ck_jit.h`) for C++ consumers is the `ck-jit-capi` crate;
 //! nothing of it is compiled into a program that only links this one.
 //!
 //! # Environment
 //!
-//! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_ROOT`,
+//! See [`config`] for every variable: `CK_JIT_CACHE_DIR`, `CK_JIT_CACHE_PATH`, `CK_JIT_ROOT`,
 //! `CK_JIT_MANIFEST`, `CK_JIT_VERBOSE`, `CK_JIT_OFFLINE`, `CK_JIT_JOBS`,
 //! `CK_JIT_JOB_MEMORY`, `CK_JIT_MEMORY_BUDGET`, `CK_JIT_SHARED_CACHE`, `CK_JIT_LAUNCHER`, `CK_JIT_COMPILE_TIMEOUT`,
 //! `CK_JIT_LOCK_TIMEOUT`, `CK_JIT_CACHE_MAX_SIZE`, `CK_JIT_ARCH`,
@@ -80,6 +83,8 @@ mod load;
 pub mod maintenance;
 mod manifest_file;
 mod memory;
+#[cfg(feature = "pack")]
+pub mod pack;
 mod record;
 mod runtime;
 mod slot;

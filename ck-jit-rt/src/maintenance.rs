@@ -4,8 +4,9 @@
 //! [`Runtime::ensure`](crate::Runtime::ensure) alone.
 //!
 //! Nothing here computes a key or writes an entry: entries are made only by
-//! the runtime's own cold path, so an entry pre-built by a tool is exactly
-//! the one a lazy call loads.
+//! the runtime's own cold path (and installed from a pack by `pack`, which
+//! publishes them the same way), so an entry pre-built by a tool is
+//! exactly the one a lazy call loads.
 
 pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,

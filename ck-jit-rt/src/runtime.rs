@@ -276,6 +276,9 @@ pub struct Runtime {
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Cache>,
+    /// The read-only tiers of `CK_JIT_CACHE_PATH` that could be opened,
+    /// in order (opened on first use).
+    tiers: OnceCell<Vec<Cache>>,
     states: Mutex<HashMap<String, Arc<BlobState>>>,
     is_fallback: bool,
 }
@@ -313,6 +316,7 @@ impl Runtime {
             cache_dir: None,
             config,
             cache: OnceCell::new(),
+            tiers: OnceCell::new(),
             states: Mutex::new(HashMap::new()),
             is_fallback: false,
         }
@@ -411,12 +415,18 @@ impl Runtime {
         }
         self.config = config;
         self.cache = OnceCell::new();
+        self.tiers = OnceCell::new();
         self
     }
 
     /// The manifest.
     pub fn manifest(&self) -> &Manifest {
         self.store.manifest()
+    }
+
+    /// The settings this runtime uses.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The effective tree root.
@@ -451,6 +461,27 @@ impl Runtime {
                 );
             }
             Ok(c)
+        })
+    }
+
+    /// The read-only caches of `CK_JIT_CACHE_PATH` this runtime looks in
+    /// before its own, in order. One that cannot be opened (missing, not
+    /// a directory, writable by every user) is left out, said once on
+    /// stderr: a deployment whose image lacks its pack compiles (or, offline,
+    /// fails naming the blob) rather than failing to start.
+    pub fn tiers(&self) -> &[Cache] {
+        self.tiers.get_or_init(|| {
+            let mut out = Vec::new();
+            for dir in &self.config.cache_path {
+                match Cache::open_read_only(dir) {
+                    Ok(c) => out.push(c),
+                    Err(e) => {
+                        log::warn!("ck-jit: CK_JIT_CACHE_PATH: {e}; not looked in");
+                        eprintln!("ck-jit: CK_JIT_CACHE_PATH: {e}; not looked in");
+                    }
+                }
+            }
+            out
         })
     }
 
@@ -510,6 +541,17 @@ impl Runtime {
     fn tally(&self, event: tally::Event) {
         if let Ok(cache) = self.cache() {
             tally::note(cache.root(), cache.is_shared(), event);
+        }
+    }
+
+    /// Counts a hit served by `entry`: in the writable cache's counters,
+    /// with the tier it came from, if any (a tier is never written).
+    fn tally_hit(&self, entry: &Entry) {
+        if let Ok(cache) = self.cache() {
+            match entry.tier() {
+                Some(tier) => tally::note_tier_hit(cache.root(), cache.is_shared(), tier),
+                None => tally::note(cache.root(), cache.is_shared(), tally::Event::Hit),
+            }
         }
     }
 
@@ -1005,7 +1047,21 @@ impl Runtime {
     /// the object is checked: see [`Cache::verify_for_load`]
     /// (`CK_JIT_VERIFY=full` always hashes it).
     pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
-        let cache = self.cache()?;
+        // The read-only tiers first, in order; they are looked in even
+        // when the writable cache cannot be opened (a read-only image).
+        for tier in self.tiers() {
+            match self.cached_in(tier, plan) {
+                Ok(Some(found)) => return Ok(Some(found)),
+                Ok(None) => {}
+                Err(e) => log::warn!("ck-jit: blob '{}': {e}; tier skipped", plan.blob),
+            }
+        }
+        self.cached_in(self.cache()?, plan)
+    }
+
+    /// The verified entry for a plan in one cache (a tier or the writable
+    /// one).
+    fn cached_in(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let entry = match plan.prekey() {
             Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
             // The compiler named is missing. Offline (a deployment that
@@ -1026,6 +1082,19 @@ impl Runtime {
         let Some(entry) = entry else { return Ok(None) };
         match cache.verify_for_load(&entry, self.config.verify_full) {
             Ok(bytes) => Ok(Some((entry, bytes))),
+            Err(why) if cache.is_read_only() => {
+                // Never moved: a tier is not written. A miss here; the
+                // writable cache, or a compile, serves the blob.
+                log::warn!(
+                    "ck-jit: blob '{}': entry {} of the read-only cache {} failed verification \
+                     ({why}); not loaded",
+                    plan.blob,
+                    entry.object.display(),
+                    cache.root().display()
+                );
+                stats::CORRUPT.add(1);
+                Ok(None)
+            }
             Err(why) => {
                 log::warn!(
                     "ck-jit: blob '{}': cache entry {} failed verification ({why}); moved aside, rebuilding",
@@ -1087,7 +1156,7 @@ impl Runtime {
         let (mut entry, mut bytes, mut outcome) = self.ensure_planned(blob, false)?;
         let mut retries = 0;
         let loaded = loop {
-            let through = if self.config.shared_cache {
+            let through = if self.config.shared_cache || entry.tier().is_some() {
                 bytes.file()
             } else {
                 None
@@ -1107,7 +1176,7 @@ impl Runtime {
         let dt = t0.elapsed();
         stats::LOADS.add(1);
         stats::LOAD_NS.add(dt.as_nanos() as u64);
-        if outcome == Outcome::Cached {
+        if outcome == Outcome::Cached && entry.tier().is_none() {
             self.cache()?.touch(&entry);
         }
         log::info!(
@@ -1162,7 +1231,7 @@ impl Runtime {
             if !force {
                 if let Some((e, bytes)) = self.cached_entry(&plan)? {
                     stats::HITS.add(1);
-                    self.tally(tally::Event::Hit);
+                    self.tally_hit(&e);
                     return Ok((e, bytes, Outcome::Cached));
                 }
             }

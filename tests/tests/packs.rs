@@ -1,0 +1,581 @@
+//! Packs and read-only tiers: a pack made in one cache serves a program
+//! from another offline with no compile; packs for another architecture
+//! or compiler are refused naming both; a damaged or truncated pack
+//! installs nothing; of two packs the device's own entry wins; a
+//! read-only tier (`CK_JIT_CACHE_PATH`) serves hits and is never written,
+//! while a miss compiles into the writable cache.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ck_jit_tests::{c_manifest, ck_jit_tool, Tree};
+use serde_json::Value;
+
+const MOCK: &str = env!("CARGO_BIN_EXE_mock-cc");
+const PROBE: &str = env!("CARGO_BIN_EXE_ck-jit-probe");
+
+/// What a process printed and how it ended.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
+    }
+}
+
+/// A command with the environment's `CK_JIT_*` variables removed and
+/// `HOME` in the tree, then `env` set.
+fn command(t: &Tree, program: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(program);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("CK_JIT_") || k.to_string_lossy().starts_with("MOCK_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("HOME", t.path("home")).env_remove("XDG_CACHE_HOME");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+fn run(mut c: Command) -> Run {
+    let out = c.output().expect("process runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `ck-jit ARGS` with `env`.
+fn ck(t: &Tree, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut c = command(t, &ck_jit_tool(), env);
+    c.args(args);
+    run(c)
+}
+
+/// The probe process: resolves `blob` from `cache` and calls it with 5.
+fn probe(t: &Tree, cache: &Path, blob: &str, env: &[(&str, &str)]) -> Run {
+    let mut c = command(t, Path::new(PROBE), env);
+    c.arg(t.path("manifest.json")).arg(cache).args([blob, "5"]);
+    run(c)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A tree with three blobs (one including a header, so an entry has a
+/// header set), its manifest compiled by the mock compiler, and a cache
+/// `name` holding all three (3 compiles).
+fn built(t: &Tree, name: &str) -> PathBuf {
+    t.c_blob("alpha", 2, 0);
+    t.c_blob("beta", 3, 1);
+    t.write("kernels/common.h", "#define GAMMA_MUL 7\n");
+    t.write(
+        "kernels/gamma.c",
+        "#include \"common.h\"\nint gamma(int x) { return x * GAMMA_MUL; }\n",
+    );
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["alpha", "beta", "gamma"], MOCK, &[&log]);
+    let manifest = t.write_manifest(&m);
+    let cache = t.path(name);
+    let r = ck(
+        t,
+        &[
+            "--manifest",
+            s(&manifest),
+            "--cache-dir",
+            s(&cache),
+            "build",
+            "--all",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(t.compiles(), 3);
+    cache
+}
+
+/// `ck-jit pack --all -o OUT` from `cache`, with `extra` arguments.
+fn pack(t: &Tree, cache: &Path, out: &str, extra: &[&str], env: &[(&str, &str)]) -> PathBuf {
+    let file = t.path(out);
+    let mut args = vec![
+        "--manifest",
+        s(&t.path("manifest.json")).to_string().leak(),
+        "--cache-dir",
+        s(cache),
+        "--json",
+        "pack",
+        "--all",
+        "-o",
+        s(&file),
+    ];
+    args.extend_from_slice(extra);
+    let r = ck(t, &args, env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["entries"], 3, "{}", r.stdout);
+    file
+}
+
+/// Every file under `dir` (relative path → size, mtime, mode), for
+/// checking that nothing in it changed.
+fn snapshot(dir: &Path) -> BTreeMap<String, (u64, i64, i64, u32)> {
+    let mut out = BTreeMap::new();
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, (u64, i64, i64, u32)>) {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            let md = fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(base).unwrap().display().to_string();
+            out.insert(rel, (md.len(), md.mtime(), md.mtime_nsec(), md.mode()));
+            if md.is_dir() {
+                walk(base, &p, out);
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The published objects of a cache.
+fn objects(cache: &Path) -> Vec<String> {
+    snapshot(cache)
+        .into_keys()
+        .filter(|p| p.starts_with("v1/") && p.ends_with(".so"))
+        .collect()
+}
+
+#[test]
+fn a_pack_from_one_cache_serves_a_program_from_another_offline_with_no_compile() {
+    let t = Tree::new("pack-serves");
+    let first = built(&t, "first");
+    let file = pack(&t, &first, "kernels.tar.zst", &[], &[]);
+
+    // A fresh cache, filled from the pack alone (no manifest needed).
+    let second = t.path("second");
+    let r = ck(
+        &t,
+        &["--json", "unpack", s(&file), "--cache", s(&second)],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["installed"].as_array().unwrap().len(), 3, "{doc}");
+    assert_eq!(objects(&second).len(), 3);
+    // The header set came along: gamma's entry is found by key.
+    assert!(
+        snapshot(&second).keys().any(|p| p.starts_with("deps/")),
+        "{:?}",
+        snapshot(&second)
+    );
+
+    for (blob, want) in [("alpha", 10), ("beta", 16), ("gamma", 35)] {
+        let r = probe(&t, &second, blob, &[("CK_JIT_OFFLINE", "1")]);
+        assert_eq!(r.code, 0, "{blob}: {}{}", r.stdout, r.stderr);
+        let doc = r.json();
+        assert_eq!(doc["value"], want, "{doc}");
+        assert_eq!(doc["compiles"], 0, "{doc}");
+        assert_eq!(doc["hits"], 1, "{doc}");
+    }
+    assert_eq!(t.compiles(), 3, "the compiler ran for a packed kernel");
+    let counters: Value =
+        serde_json::from_str(&fs::read_to_string(second.join("counters.json")).unwrap()).unwrap();
+    assert_eq!(counters["hits"], 3, "{counters}");
+    assert_eq!(counters["compiles"], 0, "{counters}");
+
+    // Again: everything is there already, nothing changes.
+    let before = snapshot(&second.join("v1"));
+    let r = ck(&t, &["unpack", s(&file), "--cache", s(&second)], &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("0 installed, 3 already there"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(snapshot(&second.join("v1")), before);
+    // No staging directory is left behind.
+    assert_eq!(fs::read_dir(second.join("tmp")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_pack_for_another_architecture_or_compiler_is_refused_naming_both() {
+    let t = Tree::new("pack-refused");
+    let first = built(&t, "first");
+    let for_gfx942 = pack(&t, &first, "gfx942.tar.zst", &["--arch", "gfx942"], &[]);
+
+    let other = t.path("other");
+    let r = ck(
+        &t,
+        &[
+            "unpack",
+            s(&for_gfx942),
+            "--cache",
+            s(&other),
+            "--arch",
+            "gfx90a",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("built for gfx942") && r.stderr.contains("this device is gfx90a"),
+        "{}",
+        r.stderr
+    );
+    assert!(objects(&other).is_empty());
+    // CK_JIT_ARCH is the device too; without either, it is asked for.
+    let r = ck(
+        &t,
+        &["unpack", s(&for_gfx942), "--cache", s(&other)],
+        &[("CK_JIT_ARCH", "gfx950")],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("gfx942") && r.stderr.contains("gfx950"),
+        "{}",
+        r.stderr
+    );
+    let r = ck(
+        &t,
+        &[
+            "unpack",
+            s(&for_gfx942),
+            "--cache",
+            s(&other),
+            "--arch",
+            "gfx942",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(objects(&other).len(), 3);
+
+    // The same compiler file answering another --version: another identity.
+    let plain = pack(&t, &first, "plain.tar.zst", &[], &[]);
+    let third = t.path("third");
+    let r = ck(
+        &t,
+        &["unpack", s(&plain), "--cache", s(&third)],
+        &[("MOCK_CC_VERSION", " patched")],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("\"mock-cc 1.0 (ck-jit test compiler)\"")
+            && r.stderr
+                .contains("\"mock-cc 1.0 (ck-jit test compiler) patched\""),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains(MOCK), "{}", r.stderr);
+    assert!(objects(&third).is_empty());
+}
+
+/// The members of a pack, in order.
+fn members(file: &Path) -> Vec<(String, Vec<u8>)> {
+    let raw = zstd::decode_all(fs::File::open(file).unwrap()).unwrap();
+    let mut a = tar::Archive::new(&raw[..]);
+    a.entries()
+        .unwrap()
+        .map(|m| {
+            let mut m = m.unwrap();
+            let name = m.path().unwrap().display().to_string();
+            let mut data = Vec::new();
+            m.read_to_end(&mut data).unwrap();
+            (name, data)
+        })
+        .collect()
+}
+
+/// Writes `members` as a pack.
+fn write_members(file: &Path, members: &[(String, Vec<u8>)]) {
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, data) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        b.append_data(&mut h, name, &data[..]).unwrap();
+    }
+    let raw = b.into_inner().unwrap();
+    fs::write(file, zstd::encode_all(&raw[..], 3).unwrap()).unwrap();
+}
+
+#[test]
+fn a_damaged_or_truncated_pack_installs_nothing() {
+    let t = Tree::new("pack-damaged");
+    let first = built(&t, "first");
+    let good = pack(&t, &first, "good.tar.zst", &[], &[]);
+    let mut m = members(&good);
+    assert_eq!(m[0].0, "ck-jit-pack.json");
+
+    // One byte flipped in the last object (the others are intact: still
+    // nothing is installed).
+    let flipped = t.path("flipped.tar.zst");
+    let last_so = m.iter().rposition(|(n, _)| n.ends_with(".so")).unwrap();
+    let mid = m[last_so].1.len() / 2;
+    m[last_so].1[mid] ^= 0x01;
+    write_members(&flipped, &m);
+    // Cut short: the first half of the file.
+    let truncated = t.path("truncated.tar.zst");
+    let bytes = fs::read(&good).unwrap();
+    fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    // A member the index does not list.
+    let extra = t.path("extra.tar.zst");
+    let mut m2 = members(&good);
+    m2.push(("v1/alpha/evil.so".into(), b"planted".to_vec()));
+    write_members(&extra, &m2);
+
+    for (file, says) in [
+        (&flipped, "does not match its checksum"),
+        (&truncated, "cut short"),
+        (&extra, "does not list"),
+    ] {
+        let target = t.path("target");
+        let r = ck(&t, &["unpack", s(file), "--cache", s(&target)], &[]);
+        assert_eq!(r.code, 1, "{}: {}{}", file.display(), r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("damaged") && r.stderr.contains(says),
+            "{}: {}",
+            file.display(),
+            r.stderr
+        );
+        assert!(r.stderr.contains("nothing was installed"), "{}", r.stderr);
+        assert!(objects(&target).is_empty(), "{:?}", objects(&target));
+        assert!(
+            !snapshot(&target).keys().any(|p| p.starts_with("deps/")),
+            "{:?}",
+            snapshot(&target)
+        );
+        assert_eq!(fs::read_dir(target.join("tmp")).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn of_two_packs_the_devices_own_entry_is_installed_and_a_foreign_one_never() {
+    let t = Tree::new("pack-resolve");
+    t.c_blob("wide", 4, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    // Recorded for two architectures: each device compiles its own.
+    let m = c_manifest(
+        &t.dir,
+        &["wide"],
+        MOCK,
+        &[&log, "--offload-arch=gfx90a", "--offload-arch=gfx942"],
+    );
+    let manifest = t.write_manifest(&m);
+    let mut packs = Vec::new();
+    for arch in ["gfx90a", "gfx942"] {
+        let cache = t.path(&format!("cache-{arch}"));
+        let base = ["--manifest", s(&manifest), "--cache-dir", s(&cache)];
+        let r = ck(
+            &t,
+            &[&base[..], &["build", "--all"]].concat(),
+            &[("CK_JIT_ARCH", arch)],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let file = t.path(&format!("{arch}.tar.zst"));
+        let r = ck(
+            &t,
+            &[
+                &base[..],
+                &["--json", "pack", "wide", "--arch", arch, "-o", s(&file)],
+            ]
+            .concat(),
+            &[],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let doc = r.json();
+        assert_eq!(doc["arch"], arch, "{doc}");
+        packs.push(file);
+    }
+    let target = t.path("target");
+    let r = ck(
+        &t,
+        &[
+            "--json",
+            "unpack",
+            s(&packs[0]),
+            s(&packs[1]),
+            "--cache",
+            s(&target),
+            "--arch",
+            "gfx942",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    let installed = doc["installed"].as_array().unwrap();
+    assert_eq!(installed.len(), 1, "{doc}");
+    assert_eq!(installed[0]["pack"], s(&packs[1]), "{doc}");
+    assert_eq!(installed[0]["fit"], "exact", "{doc}");
+    assert!(
+        doc["skipped"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("gfx90a"),
+        "{doc}"
+    );
+    assert_eq!(objects(&target).len(), 1);
+    // What was installed is what a gfx942 process looks up.
+    let r = probe(
+        &t,
+        &target,
+        "wide",
+        &[("CK_JIT_OFFLINE", "1"), ("CK_JIT_ARCH", "gfx942")],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["value"], 20);
+    // The gfx90a pack alone on a gfx942: refused.
+    let r = ck(
+        &t,
+        &[
+            "unpack",
+            s(&packs[0]),
+            "--cache",
+            s(&target),
+            "--arch",
+            "gfx942",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("gfx90a") && r.stderr.contains("gfx942"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_read_only_tier_serves_hits_and_is_never_written() {
+    let t = Tree::new("tier");
+    let tier = built(&t, "tier");
+    t.c_blob("delta", 5, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["alpha", "beta", "delta", "gamma"], MOCK, &[&log]);
+    t.write_manifest(&m);
+    // Read-only for everyone; as root that stops nothing, so what counts
+    // is that no file in it changes.
+    let chmod = Command::new("chmod")
+        .args(["-R", "a-w"])
+        .arg(&tier)
+        .status()
+        .unwrap();
+    assert!(chmod.success());
+    let before = snapshot(&tier);
+
+    let writable = t.path("writable");
+    let env = [("CK_JIT_CACHE_PATH", s(&tier))];
+    for (blob, want) in [("alpha", 10), ("gamma", 35), ("alpha", 10)] {
+        let r = probe(&t, &writable, blob, &env);
+        assert_eq!(r.code, 0, "{blob}: {}{}", r.stdout, r.stderr);
+        let doc = r.json();
+        assert_eq!(doc["value"], want, "{doc}");
+        assert_eq!(doc["compiles"], 0, "{doc}");
+    }
+    assert_eq!(t.compiles(), 3);
+    // A miss compiles into the writable cache only.
+    let r = probe(&t, &writable, "delta", &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["value"], 25);
+    assert_eq!(r.json()["compiles"], 1);
+    assert_eq!(t.compiles(), 4);
+    let mine = objects(&writable);
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert!(mine[0].starts_with("v1/delta/"), "{mine:?}");
+    // Offline too: a tier's entry is a hit, its absence an error.
+    let r = probe(
+        &t,
+        &writable,
+        "beta",
+        &[("CK_JIT_CACHE_PATH", s(&tier)), ("CK_JIT_OFFLINE", "1")],
+    );
+    assert_eq!(r.json()["value"], 16, "{}{}", r.stdout, r.stderr);
+
+    assert_eq!(snapshot(&tier), before, "the read-only tier changed");
+
+    // The writable cache counts where its hits came from.
+    let counters: Value =
+        serde_json::from_str(&fs::read_to_string(writable.join("counters.json")).unwrap()).unwrap();
+    assert_eq!(counters["hits"], 4, "{counters}");
+    assert_eq!(counters["tier_hits"][s(&tier)], 4, "{counters}");
+    let r = ck(&t, &["--cache-dir", s(&writable), "stat"], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&format!("{}: 3 entries", tier.display())) && r.stdout.contains("4 hits"),
+        "{}",
+        r.stdout
+    );
+    let doc = ck(&t, &["--cache-dir", s(&writable), "--json", "stat"], &env).json();
+    assert_eq!(doc["tiers"][0]["hits"], 4, "{doc}");
+    assert_eq!(doc["hits_here"], 0, "{doc}");
+
+    let _ = Command::new("chmod")
+        .args(["-R", "u+w"])
+        .arg(&tier)
+        .status();
+    let _ = fs::set_permissions(&tier, fs::Permissions::from_mode(0o700));
+}
+
+#[test]
+fn unpack_says_when_a_file_is_missing_or_not_a_pack() {
+    let t = Tree::new("pack-args");
+    let r = ck(&t, &["unpack", "missing.tar.zst"], &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("missing.tar.zst: no such file"),
+        "{}",
+        r.stderr
+    );
+    let text = t.write("notes.txt", "not a pack\n");
+    let r = ck(&t, &["unpack", s(&text), "--cache", s(&t.path("c"))], &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("is not a ck-jit pack"), "{}", r.stderr);
+    // A tar.zst of something else.
+    let other = t.path("other.tar.zst");
+    write_members(&other, &[("README".into(), b"hello".to_vec())]);
+    let r = ck(&t, &["unpack", s(&other), "--cache", s(&t.path("c"))], &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("is not a ck-jit pack") && r.stderr.contains("ck-jit-pack.json"),
+        "{}",
+        r.stderr
+    );
+    assert!(!t.path("c").exists(), "a cache was made for nothing");
+    // Packing blobs that are not cached names them.
+    t.c_blob("cold", 2, 0);
+    let m = c_manifest(&t.dir, &["cold"], MOCK, &[]);
+    let manifest = t.write_manifest(&m);
+    let out = t.path("cold.tar.zst");
+    let r = ck(
+        &t,
+        &[
+            "--manifest",
+            s(&manifest),
+            "--cache-dir",
+            s(&t.path("c2")),
+            "pack",
+            "--all",
+            "-o",
+            s(&out),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("not in the cache: cold") && r.stderr.contains("ck-jit build"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}
