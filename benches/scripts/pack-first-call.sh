@@ -53,6 +53,8 @@ pack=$dir/kernels.tar.zst
 size=$(stat -c %s "$pack")
 
 now() { date +%s%N; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 declare -a compile_ms unpack_ms unpacked_ms bare_ms
 # The objects of an unpacked cache, for the bare baseline: the same files.
@@ -74,25 +76,25 @@ for ((r = 0; r < rounds; r++)); do
     t0=$(now)
     "$bin/load-probe" runtime --manifest "$manifest" --cache-dir "$fresh/compiled" $blobs >"$fresh/a.json"
     t1=$(now)
-    compile_ms[$r]=$(echo "($t1 - $t0) / 1000000" | bc -l)
+    compile_ms[$r]=$(ms "$t0" "$t1")
     grep -q "\"compiles\":$kernels" "$fresh/a.json" || { echo "round $r: (a) did not compile $kernels kernels: $(cat "$fresh/a.json")" >&2; exit 1; }
     # The unpack into a fresh cache.
     t0=$(now)
     "$bin/ck-jit" --manifest "$manifest" --cache-dir "$fresh/unpacked" unpack "$pack" "${arch_args[@]}" >/dev/null
     t1=$(now)
-    unpack_ms[$r]=$(echo "($t1 - $t0) / 1000000" | bc -l)
+    unpack_ms[$r]=$(ms "$t0" "$t1")
     # (b) a process served by the unpacked cache, compiling nothing.
     t0=$(now)
     CK_JIT_OFFLINE=1 "$bin/load-probe" runtime --manifest "$manifest" --cache-dir "$fresh/unpacked" $blobs >"$fresh/b.json"
     t1=$(now)
-    unpacked_ms[$r]=$(echo "($t1 - $t0) / 1000000" | bc -l)
+    unpacked_ms[$r]=$(ms "$t0" "$t1")
     grep -q '"compiles":0' "$fresh/b.json" || { echo "round $r: (b) compiled: $(cat "$fresh/b.json")" >&2; exit 1; }
     # (c) the bare baseline over the same objects.
     objects_of "$fresh/unpacked" "$fresh/objects.tsv"
     t0=$(now)
     "$bin/load-probe" dlopen "$fresh/objects.tsv" >"$fresh/c.json"
     t1=$(now)
-    bare_ms[$r]=$(echo "($t1 - $t0) / 1000000" | bc -l)
+    bare_ms[$r]=$(ms "$t0" "$t1")
     printf 'round %s: compiling %.1f ms, unpack %.1f ms, from the unpacked cache %.2f ms, bare dlopen+dlsym %.2f ms\n' \
         "$r" "${compile_ms[$r]}" "${unpack_ms[$r]}" "${unpacked_ms[$r]}" "${bare_ms[$r]}"
 done
@@ -103,7 +105,7 @@ md=$(printf '%s\n' "${bare_ms[@]}" | median)
 echo
 echo "| what ($kernels kernels, $compiler, whole processes, medians of $rounds) | baseline (same run) | measured | ratio |"
 echo "|---|---|---|---|"
-printf '| (b) first calls from a cache filled by ck-jit unpack | (c) bare dlopen+dlsym %.2f ms | %.2f ms | %.3f |\n' "$md" "$mb" "$(echo "$mb / $md" | bc -l)"
-printf '| (a) first calls compiling every kernel | (c) bare %.2f ms | %.1f ms | %.1f |\n' "$md" "$mc" "$(echo "$mc / $md" | bc -l)"
-printf '| ck-jit unpack of the pack (a process) | (a) compiling %.1f ms | %.1f ms | %.3f |\n' "$mc" "$mu" "$(echo "$mu / $mc" | bc -l)"
+printf '| (b) first calls from a cache filled by ck-jit unpack | (c) bare dlopen+dlsym %.2f ms | %.2f ms | %.3f |\n' "$md" "$mb" "$(ratio "$mb" "$md")"
+printf '| (a) first calls compiling every kernel | (c) bare %.2f ms | %.1f ms | %.1f |\n' "$md" "$mc" "$(ratio "$mc" "$md")"
+printf '| ck-jit unpack of the pack (a process) | (a) compiling %.1f ms | %.1f ms | %.3f |\n' "$mc" "$mu" "$(ratio "$mu" "$mc")"
 printf '| pack size | - | %s bytes, %s a blob | - |\n' "$size" "$((size / kernels))"

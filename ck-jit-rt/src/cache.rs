@@ -228,6 +228,14 @@ const MAP_ABOVE: u64 = 256 << 10;
 enum Bytes {
     Owned(Vec<u8>),
     Mapped(*const u8, usize),
+    /// Vouched for by identity and not read yet: read (or mapped) from
+    /// `path` on first use. A hit that only loads the object never reads
+    /// it; the loader maps it.
+    Unread {
+        path: PathBuf,
+        len: u64,
+        read: std::sync::OnceLock<Box<Bytes>>,
+    },
 }
 
 // SAFETY: a mapping is read-only, private to this value, and unmapped only
@@ -272,10 +280,73 @@ impl ObjectBytes {
         })
     }
 
+    /// An object vouched for by its identity alone, read from `path` only
+    /// if its bytes are asked for.
+    fn unread(path: &Path, len: u64) -> ObjectBytes {
+        ObjectBytes {
+            bytes: Bytes::Unread {
+                path: path.to_path_buf(),
+                len,
+                read: std::sync::OnceLock::new(),
+            },
+            hashed: false,
+            file: None,
+        }
+    }
+
     /// Whether the object's whole checksum was checked (else its identity
     /// was enough).
     pub fn was_hashed(&self) -> bool {
         self.hashed
+    }
+
+    /// Whether the bytes are in memory (read, mapped, or read since on
+    /// demand); `false` for an object vouched for by its identity whose
+    /// bytes nothing has asked for.
+    pub fn is_read(&self) -> bool {
+        match &self.bytes {
+            Bytes::Unread { read, .. } => read.get().is_some(),
+            _ => true,
+        }
+    }
+}
+
+impl Bytes {
+    /// Whether the bytes are (or, once read, were) mapped, not copied.
+    fn is_mapped(&self) -> bool {
+        match self {
+            Bytes::Mapped(..) => true,
+            Bytes::Unread { read, .. } => read.get().is_some_and(|b| b.is_mapped()),
+            Bytes::Owned(_) => false,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            // SAFETY: a live mapping of exactly `len` readable bytes.
+            Bytes::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
+            Bytes::Unread { path, len, read } => read
+                .get_or_init(|| {
+                    // Read now: a file that cannot be read (removed since
+                    // its identity was checked) gives no bytes, which the
+                    // ELF checks of whoever asked then refuse.
+                    let bytes = OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                        .open(path)
+                        .ok()
+                        .and_then(|mut f| {
+                            if *len <= MAP_ABOVE {
+                                read_len(&mut f, *len).ok().map(Bytes::Owned)
+                            } else {
+                                map(&f, *len as usize)
+                            }
+                        });
+                    Box::new(bytes.unwrap_or(Bytes::Owned(Vec::new())))
+                })
+                .as_slice(),
+        }
     }
 }
 
@@ -304,17 +375,13 @@ fn map(f: &File, len: usize) -> Option<Bytes> {
 impl std::ops::Deref for ObjectBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match &self.bytes {
-            Bytes::Owned(v) => v,
-            // SAFETY: a live mapping of exactly `len` readable bytes.
-            Bytes::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
-        }
+        self.bytes.as_slice()
     }
 }
 
-impl Drop for ObjectBytes {
+impl Drop for Bytes {
     fn drop(&mut self) {
-        if let Bytes::Mapped(p, len) = self.bytes {
+        if let Bytes::Mapped(p, len) = *self {
             // SAFETY: the mapping made in `map`, unmapped once.
             unsafe {
                 libc::munmap(p as *mut libc::c_void, len);
@@ -328,7 +395,7 @@ impl fmt::Debug for ObjectBytes {
         f.debug_struct("ObjectBytes")
             .field("len", &self.len())
             .field("hashed", &self.hashed)
-            .field("mapped", &matches!(self.bytes, Bytes::Mapped(..)))
+            .field("mapped", &self.bytes.is_mapped())
             .finish()
     }
 }
@@ -455,9 +522,15 @@ impl InputsKey {
         h.update(blob.as_bytes());
         h.update(b"\0");
         h.update(source.as_bytes());
-        for a in compile::normalise_args(&group.args) {
+        for a in compile::normalised(&group.args) {
             h.update(b"\0a");
-            h.update(a.replace("{name}", blob).as_bytes());
+            // `{name}` expanded as the bytes are hashed, nothing copied.
+            for (i, part) in a.split("{name}").enumerate() {
+                if i > 0 {
+                    h.update(blob.as_bytes());
+                }
+                h.update(part.as_bytes());
+            }
         }
         h.update(b"\0program\0");
         h.update(group.compiler.as_bytes());
@@ -1057,12 +1130,22 @@ impl Cache {
     /// its ELF header is looked at) or, when that differs or `full` is set,
     /// its whole checksum.
     pub fn verify_for_load(&self, entry: &Entry, full: bool) -> Result<ObjectBytes, String> {
+        let trusted =
+            !full && !self.shared && !self.read_only && !entry.record.object_stat.is_empty();
+        if trusted {
+            // The very file this cache published (its ELF header was
+            // checked then): one `lstat`, nothing read. A symbolic link
+            // never has the recorded identity.
+            if let Ok(md) = fs::symlink_metadata(&entry.object) {
+                if md.len() == entry.record.size
+                    && parse_stat(&entry.record.object_stat) == Some(stat_key(&md))
+                {
+                    return Ok(ObjectBytes::unread(&entry.object, md.len()));
+                }
+            }
+        }
         let (mut f, md) = open_object(entry)?;
-        let cheap = !full
-            && !self.shared
-            && !self.read_only
-            && !entry.record.object_stat.is_empty()
-            && stat_string(&md) == entry.record.object_stat;
+        let cheap = trusted && stat_string(&md) == entry.record.object_stat;
         if cheap {
             if let Some(bytes) = ObjectBytes::unhashed(&mut f, md.len()) {
                 if bytes.len() as u64 != md.len() {
@@ -2090,8 +2173,12 @@ mod tests {
         let e = publish_bytes(&cache, "big", vec![], &exe);
         let got = cache.verify_for_load(&e, false).unwrap();
         assert!(!got.was_hashed());
-        assert!(format!("{got:?}").contains("mapped: true"), "{got:?}");
+        // Vouched for by one lstat: nothing read until the bytes are asked
+        // for, and then mapped, being large.
+        assert!(!got.is_read());
         assert!(*got == *exe);
+        assert!(got.is_read());
+        assert!(format!("{got:?}").contains("mapped: true"), "{got:?}");
         drop(got);
         assert!(cache.verify_for_load(&e, true).unwrap().was_hashed());
         // Same size and bytes, but rewritten: its identity moved, so it is

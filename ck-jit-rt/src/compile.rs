@@ -1186,21 +1186,27 @@ fn is_stripped(arg: &str) -> bool {
 /// dropped (no compile gets them), and placeholders stay unexpanded so that
 /// relocating the tree does not change the key.
 pub fn normalise_args(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
+    normalised(args).map(str::to_string).collect()
+}
+
+/// [`normalise_args`] without copying: the arguments kept, in order.
+pub(crate) fn normalised(args: &[String]) -> impl Iterator<Item = &str> {
     let mut skip_next = false;
-    for a in args {
+    args.iter().filter_map(move |a| {
         if skip_next {
             skip_next = false;
-            continue;
+            return None;
         }
         match a.as_str() {
-            "-MF" | "-MT" | "-MQ" => skip_next = true,
-            "-MD" | "-MMD" => {}
-            a if is_stripped(a) => {}
-            _ => out.push(a.clone()),
+            "-MF" | "-MT" | "-MQ" => {
+                skip_next = true;
+                None
+            }
+            "-MD" | "-MMD" => None,
+            a if is_stripped(a) => None,
+            a => Some(a),
         }
-    }
-    out
+    })
 }
 
 /// Where one compile's files go: the shared object (`{out}`), the object

@@ -10,10 +10,12 @@
 use std::ffi::CString;
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use ck_jit_manifest::SymbolSpec;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
+use crate::cache::ObjectBytes;
 use crate::error::Error;
 use crate::symbol::{self, DynSym};
 
@@ -23,7 +25,10 @@ pub struct Loaded {
     blob: String,
     path: PathBuf,
     lib: ManuallyDrop<Library>,
-    symbols: Vec<DynSym>,
+    /// The object's dynamic symbols: read when the object was read, else
+    /// on the first lookup that needs them (a prefix, or the candidates of
+    /// a symbol not found); an exact name goes to `dlsym` alone.
+    symbols: OnceLock<Result<Vec<DynSym>, String>>,
     /// The key of the inputs the object was built from, when the runtime
     /// loaded it from its cache.
     prekey: Option<String>,
@@ -59,6 +64,32 @@ impl Loaded {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
+        Loaded::dlopen(blob, path, OnceLock::from(Ok(symbols)), file)
+    }
+
+    /// Loads a verified object: as [`Loaded::open_through`] when its bytes
+    /// were read (hashed, or read for another reason), else without
+    /// reading them: an object vouched for by its identity had its ELF
+    /// header checked when it was published, the loader maps it, and its
+    /// symbol table is read only if a lookup needs it.
+    pub fn open_verified(
+        blob: &str,
+        path: &Path,
+        bytes: &ObjectBytes,
+        file: Option<&std::fs::File>,
+    ) -> Result<Loaded, Error> {
+        if bytes.is_read() {
+            return Loaded::open_through(blob, path, bytes, file);
+        }
+        Loaded::dlopen(blob, path, OnceLock::new(), file)
+    }
+
+    fn dlopen(
+        blob: &str,
+        path: &Path,
+        symbols: OnceLock<Result<Vec<DynSym>, String>>,
+        file: Option<&std::fs::File>,
+    ) -> Result<Loaded, Error> {
         // The descriptor stays open for the process, as the library does:
         // the loader remembers objects by the name they were opened by, and
         // a closed descriptor's number, reused for another object, would
@@ -111,17 +142,38 @@ impl Loaded {
         &self.path
     }
 
+    /// The object's dynamic symbols, read from its file the first time
+    /// they are needed if they were not read with it.
+    fn symbols(&self) -> Result<&[DynSym], Error> {
+        self.symbols
+            .get_or_init(|| {
+                let bytes = std::fs::read(&self.path).map_err(|e| format!("cannot read: {e}"))?;
+                symbol::dynamic_symbols(&bytes).map_err(|e| e.to_string())
+            })
+            .as_deref()
+            .map_err(|why| Error::BadObject {
+                blob: self.blob.clone(),
+                path: self.path.clone(),
+                why: why.clone(),
+            })
+    }
+
     /// Resolves an entry point; the address stays valid for the process.
     pub fn resolve(&self, spec: &SymbolSpec) -> Result<*const (), Error> {
         let name = match spec {
             SymbolSpec::Exact(n) => Some(n.clone()),
-            SymbolSpec::Prefix(p) => symbol::pick_prefix(&self.symbols, p).map(|s| s.name.clone()),
+            SymbolSpec::Prefix(p) => {
+                symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone())
+            }
         };
         let not_found = || Error::SymbolNotFound {
             blob: self.blob.clone(),
             path: self.path.clone(),
             spec: spec.clone(),
-            candidates: symbol::candidate_names(&self.symbols, 8),
+            candidates: self
+                .symbols()
+                .map(|s| symbol::candidate_names(s, 8))
+                .unwrap_or_default(),
         };
         let name = name.ok_or_else(not_found)?;
         let c = CString::new(name).map_err(|_| not_found())?;

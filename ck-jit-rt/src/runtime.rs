@@ -273,6 +273,10 @@ pub struct Runtime {
     /// Source directories with symlinks resolved, by their path as
     /// joined from the root (most blobs share a few).
     canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// The compiler variables of the key ([`compile::key_env`]), read at
+    /// the first plan: like the rest of the configuration, once per
+    /// runtime, not once per blob.
+    key_env: OnceCell<String>,
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Cache>,
@@ -312,6 +316,7 @@ impl Runtime {
             origin,
             root,
             canon_root: OnceCell::new(),
+            key_env: OnceCell::new(),
             canon_dirs: Mutex::new(HashMap::new()),
             cache_dir: None,
             config,
@@ -1014,7 +1019,10 @@ impl Runtime {
             store.as_deref(),
         )
         .map(|id| {
-            let prekey = inputs_key.prekey(&id, &compile::key_env(&self.config.key_env));
+            let env = self
+                .key_env
+                .get_or_init(|| compile::key_env(&self.config.key_env));
+            let prekey = inputs_key.prekey(&id, env);
             (id, prekey)
         });
         let cwd = match &g.cwd {
@@ -1161,7 +1169,7 @@ impl Runtime {
             } else {
                 None
             };
-            match Loaded::open_through(blob, &entry.object, &bytes, through) {
+            match Loaded::open_verified(blob, &entry.object, &bytes, through) {
                 Ok(l) => break l,
                 // Evicted (`ck-jit gc`/`clean` in another process) between
                 // the check and the dlopen: look again.

@@ -316,6 +316,27 @@ fn missing_symbol_lists_what_the_object_exports() {
     assert!(text.contains("exported functions: k"), "{text}");
 }
 
+/// A cache hit vouches for its object by identity and reads none of it
+/// (the loader maps it): the symbol table is read only when a lookup needs
+/// it, so a missing symbol still lists what the object exports, and a
+/// prefix still finds its match.
+#[test]
+fn a_cache_hit_reads_its_symbols_only_when_a_lookup_needs_them() {
+    let t = Tree::new("nosym-hit");
+    t.c_blob("k", 1, 1);
+    mocked(&t, &["k"], "").resolve("k", None).unwrap();
+    assert_eq!(t.compiles(), 1);
+    let rt = mocked(&t, &["k"], "");
+    let exact = ck_jit_rt::manifest::SymbolSpec::Exact("not_there".into());
+    let err = rt.resolve("k", Some(&exact)).unwrap_err();
+    assert_eq!(t.compiles(), 1, "the second runtime compiled: not a hit");
+    let text = err.to_string();
+    assert!(matches!(err, Error::SymbolNotFound { .. }), "{text}");
+    assert!(text.contains("exported functions: k"), "{text}");
+    let prefix = ck_jit_rt::manifest::SymbolSpec::Prefix("k".into());
+    assert!(rt.resolve("k", Some(&prefix)).is_ok());
+}
+
 /// A symbol the object lacks is looked for again once the source is
 /// fixed, within the process: the object the fixed source makes is loaded
 /// (the first stays loaded for pointers into it), as the README says a

@@ -8,7 +8,16 @@
 //!
 //! ```text
 //! cuda-bench [--rounds N] [--calls N]
+//! cuda-bench --launch-only [--rounds N] [--calls N]
 //! ```
+//!
+//! `--launch-only` measures nothing but the warm launch: a stream launcher
+//! (`scale_f32_stream`, 256 floats already on the device, no allocation
+//! or copy) called through the dispatcher and through a plain pointer to
+//! the same launcher, and through that pointer again as a control (what
+//! two identical arms differ by), rounds rotating the three arms' order;
+//! the stream is synchronised every 256 launches in every arm alike, so
+//! the launch queue never fills. Defaults there: 41 rounds of 20,000.
 //!
 //! Unless `CK_JIT_CACHE_DIR` is set, it compiles into a fresh cache
 //! directory and removes it at the end, so the first calls always compile.
@@ -36,6 +45,7 @@ const KERNELS: [(&str, Prepare); 5] = [
 
 struct Options {
     child: bool,
+    launch_only: bool,
     rounds: usize,
     calls: usize,
 }
@@ -43,8 +53,9 @@ struct Options {
 fn options() -> Result<Options, String> {
     let mut o = Options {
         child: false,
-        rounds: 7,
-        calls: 2000,
+        launch_only: false,
+        rounds: 0,
+        calls: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -56,14 +67,26 @@ fn options() -> Result<Options, String> {
         };
         match a.as_str() {
             "--child" => o.child = true,
+            "--launch-only" => o.launch_only = true,
             "--rounds" => o.rounds = number("--rounds")?,
             "--calls" => o.calls = number("--calls")?,
             "-h" | "--help" => {
-                println!("usage: cuda-bench [--rounds N] [--calls N]");
+                println!("usage: cuda-bench [--launch-only] [--rounds N] [--calls N]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument '{other}' (try --help)")),
         }
+    }
+    let (rounds, calls) = if o.launch_only {
+        (41, 20_000)
+    } else {
+        (7, 2000)
+    };
+    if o.rounds == 0 {
+        o.rounds = rounds;
+    }
+    if o.calls == 0 {
+        o.calls = calls;
     }
     Ok(o)
 }
@@ -223,6 +246,119 @@ fn per_call(calls: usize, mut f: impl FnMut()) -> f64 {
     t0.elapsed().as_secs_f64() * 1e9 / calls as f64
 }
 
+/// The value at fraction `q` (0..=1) of the sorted `v`.
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The warm launch alone: dispatcher, pointer and pointer again (the
+/// control), rotating, on a stream launcher over device memory.
+fn launch_only(o: &Options) -> Result<(), String> {
+    use cuda_kernels::kernels::{host, stream};
+    use std::os::raw::{c_int, c_void};
+
+    const N: usize = 256;
+    const SYNC_EVERY: usize = 256;
+    let check = |what: &str, s: c_int| {
+        if s == 0 {
+            Ok(())
+        } else {
+            Err(format!("{what}: CUDA status {s}"))
+        }
+    };
+    let ptr: stream::scale_f32_stream::Fn =
+        stream::scale_f32_stream::try_get().map_err(|e| e.to_string())?;
+    let (mut s, mut y) = (
+        std::ptr::null_mut::<c_void>(),
+        std::ptr::null_mut::<c_void>(),
+    );
+    // SAFETY: out-pointers to locals; sizes as allocated.
+    unsafe {
+        check("cudaStreamCreate", host::ckx_stream_create(&mut s))?;
+        check("cudaMalloc", host::ckx_malloc(&mut y, N * 4))?;
+        check(
+            "upload",
+            host::ckx_upload(y, [1.0f32; N].as_ptr().cast(), N * 4),
+        )?;
+    }
+    let y = y.cast::<f32>();
+    let mut status = 0;
+    // One arm: `calls` launches, the stream synchronised every SYNC_EVERY.
+    let mut arm = |calls: usize, launch: &mut dyn FnMut() -> c_int| {
+        let t0 = Instant::now();
+        for i in 0..calls {
+            status |= launch();
+            if i % SYNC_EVERY == SYNC_EVERY - 1 {
+                // SAFETY: the stream made above.
+                status |= unsafe { host::ckx_stream_sync(s) };
+            }
+        }
+        // SAFETY: as above.
+        status |= unsafe { host::ckx_stream_sync(s) };
+        t0.elapsed().as_secs_f64() * 1e9 / calls as f64
+    };
+    // SAFETY: y holds N floats on the device, s is a live stream.
+    let mut via_dispatcher = || unsafe { stream::scale_f32_stream(1.0, y, N, s) };
+    // SAFETY: as above; ptr is the same launcher.
+    let mut via_pointer = || unsafe { ptr(1.0, y, N, s) };
+    // One unmeasured round each, then the measured rounds.
+    arm(o.calls, &mut via_dispatcher);
+    arm(o.calls, &mut via_pointer);
+    let (mut d, mut p, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    println!(
+        "\nwarm launch only: scale_f32_stream over {N} floats on the device, stream synchronised every {SYNC_EVERY} launches;\n\
+         {} rounds of {} launches, the three arms' order rotating each round (ns a launch)",
+        o.rounds, o.calls
+    );
+    println!("  round   dispatcher      pointer    pointer again");
+    for round in 0..o.rounds {
+        let (mut td, mut tp, mut tc) = (0.0, 0.0, 0.0);
+        for k in 0..3 {
+            match (round + k) % 3 {
+                0 => td = arm(o.calls, &mut via_dispatcher),
+                1 => tp = arm(o.calls, &mut via_pointer),
+                _ => tc = arm(o.calls, &mut via_pointer),
+            }
+        }
+        println!("  {round:>5} {td:>12.1} {tp:>12.1} {tc:>16.1}");
+        d.push(td);
+        p.push(tp);
+        c.push(tc);
+    }
+    if status != 0 {
+        return Err(format!(
+            "a launch or synchronisation failed: CUDA status {status}"
+        ));
+    }
+    let mut ratios: Vec<f64> = d.iter().zip(&p).map(|(a, b)| a / b).collect();
+    let mut control: Vec<f64> = c.iter().zip(&p).map(|(a, b)| a / b).collect();
+    let slower = ratios.iter().filter(|r| **r > 1.0).count();
+    let control_slower = control.iter().filter(|r| **r > 1.0).count();
+    let (md, mp, mc) = (median(&mut d), median(&mut p), median(&mut c));
+    println!(
+        "  medians: dispatcher {md:.1} ns, pointer {mp:.1} ns, pointer again {mc:.1} ns; ratio of medians {:.4}",
+        md / mp
+    );
+    println!(
+        "  dispatcher / pointer, paired by round: median {:.4}, quartiles {:.4}..{:.4}, dispatcher slower in {slower} of {} rounds",
+        median(&mut ratios),
+        quantile(&mut ratios, 0.25),
+        quantile(&mut ratios, 0.75),
+        o.rounds
+    );
+    println!(
+        "  control, pointer again / pointer: median {:.4}, quartiles {:.4}..{:.4}, slower in {control_slower} of {} rounds",
+        median(&mut control),
+        quantile(&mut control, 0.25),
+        quantile(&mut control, 0.75),
+        o.rounds
+    );
+    // SAFETY: allocated above, no launch in flight after the last sync.
+    unsafe { host::ckx_free(y.cast()) };
+    Ok(())
+}
+
 /// Dispatcher against plain pointer, interleaved rounds, medians.
 fn warm_calls(o: &Options) -> Result<(), Error> {
     println!(
@@ -311,6 +447,18 @@ fn main() {
             std::env::set_var("CK_JIT_CACHE_DIR", &dir);
             made_cache = Some(dir);
         }
+    }
+    if o.launch_only {
+        header();
+        let r = launch_only(&o);
+        if let Some(dir) = made_cache {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Err(e) = r {
+            println!("  FAILED: {e}");
+            std::process::exit(1);
+        }
+        return;
     }
     let d = data();
     let ok = if o.child {
