@@ -96,6 +96,9 @@ use crate::error::Error;
 pub const CACHE_FORMAT: u32 = 2;
 const ENTRIES: &str = "v1";
 const DEPSETS: &str = "deps";
+/// In each prekey directory, a hard link to the record published last: a
+/// hit reads it instead of listing the directory.
+const HEAD: &str = "head";
 /// Every directory of a cache, made by [`Cache::open`] with its modes:
 /// entries, header sets, temps, objects moved aside, compile logs, and
 /// what processes keep for later ones (compiler versions, devices).
@@ -1085,6 +1088,9 @@ impl Cache {
         root: &Path,
     ) -> Result<Option<Entry>, Error> {
         let dir = self.prekey_dir(blob, prekey);
+        if let Some(entry) = self.lookup_head(&dir, prekey, root) {
+            return Ok(Some(entry));
+        }
         let rd = match fs::read_dir(&dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -1115,6 +1121,42 @@ impl Cache {
             }
         }
         Ok(None)
+    }
+
+    /// The entry the prekey directory's [`HEAD`] names, when that is still
+    /// a record of this directory (the head is a hard link to the newest
+    /// record published there: the same file, so one whose record was
+    /// removed or replaced since is not it) and its headers are unchanged.
+    /// Anything else is `None`, and the lookup lists the directory.
+    fn lookup_head(&self, dir: &Path, prekey: &str, root: &Path) -> Option<Entry> {
+        let (record, md) = self.read_record_file(&dir.join(HEAD), true)?;
+        if record.prekey != prekey || record.format != CACHE_FORMAT || !is_hex_key(&record.key) {
+            return None;
+        }
+        let record_path = dir.join(format!("{}.json", record.key));
+        let same = fs::symlink_metadata(&record_path)
+            .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
+        if !same || !deps_verified(&record.depset, &record.deps, root) {
+            return None;
+        }
+        Some(Entry {
+            object: dir.join(format!("{}.so", record.key)),
+            record_path,
+            record,
+            used: md.modified().ok(),
+            tier: self.tier(),
+        })
+    }
+
+    /// Makes the prekey directory's [`HEAD`] the record just published
+    /// (a hard link put in place by rename). Best effort: without it a
+    /// lookup lists the directory.
+    fn link_head(&self, dir: &Path, record_path: &Path) {
+        let tmp = dir.join(format!("{HEAD}.{}.tmp", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        if fs::hard_link(record_path, &tmp).is_ok() && fs::rename(&tmp, dir.join(HEAD)).is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
     }
 
     /// Checks an entry's object against its record (size, then checksum)
@@ -1269,6 +1311,7 @@ impl Cache {
         })?;
         // A rename: readers see the old record or the whole new one.
         self.write_renamed(&record.blob, &text, &record_path)?;
+        self.link_head(&dir, &record_path);
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -1431,13 +1474,18 @@ impl Cache {
     /// set that is missing or damaged; maintenance still sees that one
     /// (with no headers), so it can be evicted.
     fn read_record(&self, path: &Path, need_deps: bool) -> Option<(Record, Option<SystemTime>)> {
+        self.read_record_file(path, need_deps)
+            .map(|(record, md)| (record, md.modified().ok()))
+    }
+
+    /// [`Cache::read_record`], with the record file's metadata.
+    fn read_record_file(&self, path: &Path, need_deps: bool) -> Option<(Record, fs::Metadata)> {
         let mut f = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .ok()?;
         let md = f.metadata().ok()?;
-        let used = md.modified().ok();
         let text = read_capped(&mut f, md.len())?;
         let mut record: Record = serde_json::from_slice(&text).ok()?;
         if !record.depset.is_empty() {
@@ -1447,7 +1495,7 @@ impl Cache {
                 None => {}
             }
         }
-        Some((record, used))
+        Some((record, md))
     }
 
     /// Removes header sets no record names that are older than `min_age`;
@@ -1647,6 +1695,12 @@ impl Cache {
             }
         }
     }
+}
+
+/// Whether `key` has the form of a key (a file stem this cache writes):
+/// what a record names is joined to a path only then.
+fn is_hex_key(key: &str) -> bool {
+    key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn open_object(entry: &Entry) -> Result<(File, fs::Metadata), String> {
@@ -2207,6 +2261,44 @@ mod tests {
             .verify_for_load(&e, false)
             .unwrap_err()
             .starts_with("size"));
+    }
+
+    #[test]
+    fn a_lookup_trusts_the_head_only_while_it_is_the_record_it_names() {
+        use std::os::unix::fs::MetadataExt;
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path();
+        let cache = Cache::open(&root.join("c"), false).unwrap();
+        let e = publish_fake(&cache, "h", vec![]);
+        let dir = e.record_path.parent().unwrap().to_path_buf();
+        let head = dir.join(HEAD);
+        // Published: the head is the record file itself.
+        let ino = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        assert_eq!(ino(&head), ino(&e.record_path));
+        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
+        assert_eq!(found.record_path, e.record_path);
+        assert_eq!(found.object, e.object);
+        // A head naming a key that is no key (a planted one): ignored, the
+        // listing finds the real entry.
+        let mut planted = e.record.clone();
+        planted.key = "../../../elsewhere".into();
+        fs::remove_file(&head).unwrap();
+        fs::write(&head, serde_json::to_vec(&planted).unwrap()).unwrap();
+        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
+        assert_eq!(found.record_path, e.record_path);
+        // A copy of the record, not the record: ignored as well.
+        fs::remove_file(&head).unwrap();
+        fs::copy(&e.record_path, &head).unwrap();
+        assert_ne!(ino(&head), ino(&e.record_path));
+        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
+        assert_eq!(found.record_path, e.record_path);
+        // The entry removed (evicted): the head still holds its record's
+        // bytes, but it is no longer the record, so nothing is found.
+        fs::remove_file(&head).unwrap();
+        fs::hard_link(&e.record_path, &head).unwrap();
+        assert!(cache.remove(&e).unwrap());
+        assert!(head.exists());
+        assert!(cache.lookup("h", &e.record.prekey, root).unwrap().is_none());
     }
 
     #[test]
