@@ -319,7 +319,13 @@ enum Part {
 /// count of threads holding one are shared by every stub file of a library
 /// (inline variables of a namespace named with this code's version); the
 /// rest is per file, beside `ck_jit_stub_resolve`.
-const HELD_CALLS: &str = r#"namespace ck_jit_stub_v1 {
+const HELD_CALLS: &str = r#"// Run at each entry of a sequence stub's rare path; a program defines it
+// to observe when its stubs leave the warm path.
+#ifndef CK_JIT_STUB_ON_SLOW_PATH
+#define CK_JIT_STUB_ON_SLOW_PATH()
+#endif
+
+namespace ck_jit_stub_v1 {
 
 // A call held until the next blob call of its operation is made on this
 // thread (ck-jit-build's CallOrder). Run at thread exit should that call
@@ -391,6 +397,7 @@ template <bool Leading, class F, class... A>
 __attribute__((noinline, cold)) F
 ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, const A&... a)
 {
+    CK_JIT_STUB_ON_SLOW_PATH();
     // The call held before this one runs first, its blob compiled
     // together with this one and what comes with both.
     ck_jit_stub_v1::run_held(blob);

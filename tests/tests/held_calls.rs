@@ -21,6 +21,7 @@ fn options(sets: bool, ordered: bool) -> Options {
         delays_ms: [0, 0, 0],
         main: MAIN,
         overlap: true,
+        count_slow_paths: false,
     }
 }
 
