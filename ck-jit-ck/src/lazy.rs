@@ -18,8 +18,9 @@
 //!
 //! After the first call a stub costs a function-local static's guard check
 //! and an indirect call; one of an operation's several calls ([`CallOrder`]:
-//! CK's bwd kernels, a splitkv pair) an atomic load, a check that no
-//! thread holds a call, and an indirect call.
+//! CK's bwd kernels, a splitkv pair) an atomic load, a check that its
+//! thread holds no call (a thread-local flag, read in the same branch),
+//! and an indirect call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -316,10 +317,31 @@ enum Part {
 }
 
 /// The stubs' code for held calls ([`CallOrder`]). The held call and the
-/// count of threads holding one are shared by every stub file of a library
-/// (inline variables of a namespace named with this code's version); the
-/// rest is per file, beside `ck_jit_stub_resolve`.
-const HELD_CALLS: &str = r#"namespace ck_jit_stub_v1 {
+/// flag saying the thread holds one are per thread, shared by every stub
+/// file of a library (inline variables of a namespace named with this
+/// code's version: v2 since the flag replaced v1's process-wide count);
+/// the rest is per file, beside `ck_jit_stub_resolve`.
+///
+/// The warm path of a sequence stub reads the slot (an acquire load) and
+/// the flag, one branch on both. The flag is a `bool`, constant-initialised
+/// and trivially destructible, declared initial-exec: a library loaded at
+/// run time (aiter's, by Python) reads it at a fixed offset from the
+/// thread pointer, with no call of `__tls_get_addr` or of a TLS wrapper.
+/// Such a library takes static TLS space, which glibc has little of to
+/// spare for libraries loaded after the program started; where loading it
+/// fails ("cannot allocate memory in static TLS block"), compiling the
+/// stubs with `CK_JIT_STUB_TLS_DYNAMIC` defined drops the attribute (the
+/// flag is then reached as the compiler's default TLS model for the code
+/// says: a call of `__tls_get_addr` in a shared library). The
+/// `held_call` object, which has a destructor, is touched on the rare
+/// path only.
+const HELD_CALLS: &str = r#"// Run at each entry of a sequence stub's rare path; a program defines it
+// to observe when its stubs leave the warm path.
+#ifndef CK_JIT_STUB_ON_SLOW_PATH
+#define CK_JIT_STUB_ON_SLOW_PATH()
+#endif
+
+namespace ck_jit_stub_v2 {
 
 // A call held until the next blob call of its operation is made on this
 // thread (ck-jit-build's CallOrder). Run at thread exit should that call
@@ -331,7 +353,16 @@ struct held_call
     ~held_call();
 };
 inline thread_local held_call held;
-inline std::atomic<int> holding{0};
+
+// Whether this thread holds a call: what a sequence stub's warm path
+// checks, beside its slot. Initial-exec, so that a library loaded at run
+// time reads it without a call; CK_JIT_STUB_TLS_DYNAMIC drops that, for a
+// process whose static TLS space is used up.
+#ifdef CK_JIT_STUB_TLS_DYNAMIC
+inline thread_local bool held_here = false;
+#else
+inline thread_local bool held_here __attribute__((tls_model("initial-exec"))) = false;
+#endif
 
 inline void run_held(const char* next)
 {
@@ -342,8 +373,7 @@ inline void run_held(const char* next)
     std::function<void()> run = std::move(h.run);
     h.run = nullptr;
     h.blob = nullptr;
-    // Other threads' stubs go back to their one check before the compile.
-    holding.fetch_sub(1, std::memory_order_relaxed);
+    held_here = false;
     if(next != nullptr)
     {
 #ifdef CK_JIT_STUB_MANIFEST
@@ -367,7 +397,7 @@ inline held_call::~held_call()
     }
 }
 
-} // namespace ck_jit_stub_v1
+} // namespace ck_jit_stub_v2
 
 namespace {
 
@@ -391,9 +421,10 @@ template <bool Leading, class F, class... A>
 __attribute__((noinline, cold)) F
 ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, const A&... a)
 {
+    CK_JIT_STUB_ON_SLOW_PATH();
     // The call held before this one runs first, its blob compiled
     // together with this one and what comes with both.
-    ck_jit_stub_v1::run_held(blob);
+    ck_jit_stub_v2::run_held(blob);
     F fn = slot.load(std::memory_order_acquire);
     if constexpr(Leading)
     {
@@ -404,13 +435,13 @@ ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, con
 #endif
         if(fn == nullptr && ck_jit_may_defer(manifest, blob) == 1)
         {
-            ck_jit_stub_v1::held_call& h = ck_jit_stub_v1::held;
+            ck_jit_stub_v2::held_call& h = ck_jit_stub_v2::held;
             h.run = [&slot, blob, prefix, args = std::make_tuple(a...)]() mutable {
                 if(F f = ck_jit_stub_load(slot, blob, prefix))
                     std::apply(f, args);
             };
             h.blob = blob;
-            ck_jit_stub_v1::holding.fetch_add(1, std::memory_order_relaxed);
+            ck_jit_stub_v2::held_here = true;
             return nullptr;
         }
     }
@@ -419,15 +450,18 @@ ck_jit_stub_slow(std::atomic<F>& slot, const char* blob, const char* prefix, con
     return fn;
 }
 
-// A stub of a call sequence: one load and one check once resolved, while
-// no thread holds a call.
+// A stub of a call sequence: once resolved, one load, one check (the slot
+// and this thread's flag together) and the call, while this thread holds
+// no call; other threads' held calls are not its business.
 template <bool Leading, class F, class... A>
 inline __attribute__((always_inline)) decltype(auto)
 ck_jit_stub_call(std::atomic<F>& slot, const char* blob, const char* prefix, A&&... a)
 {
     F fn = slot.load(std::memory_order_acquire);
-    if(__builtin_expect(fn == nullptr ||
-                            ck_jit_stub_v1::holding.load(std::memory_order_relaxed) != 0,
+    // A sum, not || or |: GCC branches on each operand of those; on the
+    // sum, GCC and Clang both make one branch.
+    if(__builtin_expect(static_cast<int>(fn == nullptr) +
+                            static_cast<int>(ck_jit_stub_v2::held_here),
                         0))
     {
         fn = ck_jit_stub_slow<Leading, F, std::decay_t<A>...>(slot, blob, prefix, a...);
@@ -529,7 +563,7 @@ mod tests {
         };
         let (text, n) = stub_source_ordered(&[("b".into(), blob.into())], &order).unwrap();
         assert_eq!(n, 3);
-        assert!(text.contains("namespace ck_jit_stub_v1"), "{text}");
+        assert!(text.contains("namespace ck_jit_stub_v2"), "{text}");
         assert!(
             text.contains("return ck_jit_stub_call<true>(fn, \"b\", \"_Z12dot_oneshot_I\", s, a);"),
             "{text}"
@@ -542,10 +576,10 @@ mod tests {
         // Without an order, no held calls at all; nor in a file none of
         // whose stubs is in a sequence (it needs no more of ck_jit.h).
         let (plain, _) = stub_source(&[("b".into(), blob.into())]).unwrap();
-        assert!(!plain.contains("ck_jit_stub_v1"), "{plain}");
+        assert!(!plain.contains("ck_jit_stub_v2"), "{plain}");
         let other = blob.replace("d0", "d1");
         let (apart, _) = stub_source_ordered(&[("c".into(), other)], &order).unwrap();
-        assert!(!apart.contains("ck_jit_stub_v1"), "{apart}");
+        assert!(!apart.contains("ck_jit_stub_v2"), "{apart}");
     }
 
     #[test]

@@ -152,7 +152,18 @@ pub struct Options {
     /// Hold each compile until the compiles started with it have started
     /// ([`crate::wait_for_siblings`]), for tests that count overlaps.
     pub overlap: bool,
+    /// Compile with [`SLOW_PATH_HOOK`] included: every entry of a sequence
+    /// stub's rare path calls `ck_jit_test_slow_path()`, which `main`
+    /// then defines.
+    pub count_slow_paths: bool,
 }
+
+/// A header defining the stubs' `CK_JIT_STUB_ON_SLOW_PATH()` hook as a
+/// call of `ck_jit_test_slow_path()`, which the program defines.
+pub const SLOW_PATH_HOOK: &str = r#"#pragma once
+extern "C" void ck_jit_test_slow_path(void);
+#define CK_JIT_STUB_ON_SLOW_PATH() ck_jit_test_slow_path()
+"#;
 
 /// What [`build`] made.
 #[derive(Debug, Clone)]
@@ -241,7 +252,13 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     let manifest = t.write_manifest(&m);
 
     let path = t.path("bwd-program");
-    link_with_stubs(t, capi, &manifest, &[&api, &stubs, &main], &path);
+    let mut flags = Vec::new();
+    if o.count_slow_paths {
+        let hook = t.write("slow_path_hook.hpp", SLOW_PATH_HOOK);
+        flags.push("-include".to_string());
+        flags.push(hook.to_string_lossy().into_owned());
+    }
+    link(t, capi, &manifest, &[&api, &stubs, &main], &flags, &path);
     Program {
         path,
         manifest,
@@ -290,10 +307,16 @@ pub fn cxx_manifest(
 /// Links `sources` (C++, with stubs naming `manifest`) against `capi`
 /// (`libck_jit_capi.a`) into `out`. Panics on failure.
 pub fn link_with_stubs(t: &Tree, capi: &Path, manifest: &Path, sources: &[&Path], out: &Path) {
+    link(t, capi, manifest, sources, &[], out)
+}
+
+/// [`link_with_stubs`], with `flags` given to the compiler too.
+fn link(t: &Tree, capi: &Path, manifest: &Path, sources: &[&Path], flags: &[String], out: &Path) {
     let done = Command::new("c++")
         .args(["-std=c++17", "-O1", "-I"])
         .arg(&t.dir)
         .arg(format!("-DCK_JIT_STUB_MANIFEST=\"{}\"", manifest.display()))
+        .args(flags)
         .args(sources)
         .arg(capi)
         .args(["-lpthread", "-ldl", "-lm", "-o"])

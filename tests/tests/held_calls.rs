@@ -21,6 +21,7 @@ fn options(sets: bool, ordered: bool) -> Options {
         delays_ms: [0, 0, 0],
         main: MAIN,
         overlap: true,
+        count_slow_paths: false,
     }
 }
 
@@ -123,4 +124,80 @@ fn a_held_call_nothing_follows_runs_when_its_thread_ends_and_says_so() {
         stderr.contains("the call of blob bwd_dot_d0 waited for the next call of its operation, which never came"),
         "{stderr}"
     );
+}
+
+/// Thread `a` holds the shared kernel's call (cold, its sets disagree) and
+/// waits; meanwhile thread `b` warms the other operation's `dq` and
+/// `convert` stubs, then calls them a thousand times each. Every entry of
+/// a sequence stub's rare path is counted per thread
+/// (`CK_JIT_STUB_ON_SLOW_PATH`).
+const PER_THREAD: &str = r#"#include <atomic>
+#include <cstdio>
+#include <thread>
+#include "ops.hpp"
+
+static thread_local long slow_paths = 0;
+extern "C" void ck_jit_test_slow_path(void) { slow_paths++; }
+
+int main()
+{
+    std::atomic<int> stage{0};
+    log_t la{}, lb{};
+    int held_before = -1, held_after = -1;
+    long b_cold = -1, b_warm = -1;
+    std::thread a([&] {
+        dot_oneshot_<d0>(cfg{0}, args{&la});
+        held_before = la.n;
+        stage.store(1);
+        while(stage.load() != 2)
+            std::this_thread::yield();
+        held_after = la.n;
+        dq_oneshot_<q0>(cfg{0}, args{&la});
+        convert_oneshot_<c0>(cfg{0}, args{&la});
+    });
+    std::thread b([&] {
+        while(stage.load() != 1)
+            std::this_thread::yield();
+        dq_oneshot_<q1>(cfg{0}, args{&lb});
+        convert_oneshot_<c1>(cfg{0}, args{&lb});
+        b_cold = slow_paths;
+        for(int i = 0; i < 1000; i++)
+        {
+            dq_oneshot_<q1>(cfg{0}, args{&lb});
+            convert_oneshot_<c1>(cfg{0}, args{&lb});
+        }
+        b_warm = slow_paths - b_cold;
+        stage.store(2);
+    });
+    a.join();
+    b.join();
+    std::printf("a held: %d %d\n", held_before, held_after);
+    std::printf("a:");
+    for(int i = 0; i < la.n; i++)
+        std::printf(" %d", la.ids[i]);
+    std::printf("\nb calls: %d\n", lb.n);
+    std::printf("b slow paths cold: %ld\n", b_cold);
+    std::printf("b slow paths warm: %ld\n", b_warm);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_call_held_on_one_thread_leaves_other_threads_on_the_warm_path() {
+    let t = Tree::new("held-calls-per-thread");
+    let mut o = options(true, true);
+    o.main = PER_THREAD;
+    o.overlap = false;
+    o.count_slow_paths = true;
+    let p = held::build(&t, &capi(), &o);
+    let out = held::run(&p, &t.cache_dir(), 3);
+    // `a`'s first call was held, and still was while `b` made its calls;
+    // then it ran before `a`'s next, in the dispatcher's order.
+    assert_eq!(line(&out, "a held"), "0 0", "{out}");
+    assert_eq!(line(&out, "a"), "1 2 3", "{out}");
+    assert_eq!(line(&out, "b calls"), "2002", "{out}");
+    // `b`'s cold calls took the rare path (the hook counts)...
+    assert_eq!(line(&out, "b slow paths cold"), "2", "{out}");
+    // ...its warm ones never, though `a` held a call all along.
+    assert_eq!(line(&out, "b slow paths warm"), "0", "{out}");
 }

@@ -121,6 +121,7 @@ fn main() {
                 delays_ms: delays,
                 main: FIRST_CALL,
                 overlap: false,
+                count_slow_paths: false,
             },
         );
         (t, p)
