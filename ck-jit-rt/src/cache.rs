@@ -1918,11 +1918,25 @@ impl Dirs {
                 .ok();
         }
         let fd = self.fd.as_ref()?;
-        let name = std::ffi::CString::new(name.as_bytes()).ok()?;
+        // The name NUL-terminated on the stack (a file name is at most 255
+        // bytes), not in an allocation per header.
+        let name = name.as_bytes();
+        let mut buf = [0u8; 256];
+        if name.len() >= buf.len() || name.contains(&0) {
+            return None;
+        }
+        buf[..name.len()].copy_from_slice(name);
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: an open directory, a NUL-terminated name and a buffer of
         // the size the call writes.
-        let r = unsafe { libc::fstatat(fd.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) };
+        let r = unsafe {
+            libc::fstatat(
+                fd.as_raw_fd(),
+                buf.as_ptr().cast::<libc::c_char>(),
+                st.as_mut_ptr(),
+                0,
+            )
+        };
         if r != 0 {
             return None;
         }
@@ -1956,17 +1970,47 @@ fn stat_key(md: &fs::Metadata) -> StatKey {
 /// lookup far less than formatting each header's identity to compare
 /// text. `None` for anything else (the header is then hashed).
 fn parse_stat(s: &str) -> Option<StatKey> {
-    fn time(t: &str) -> Option<(i64, i64)> {
-        let (sec, nsec) = t.split_once('.')?;
-        (nsec.len() == 9).then_some(())?;
-        Some((sec.parse().ok()?, nsec.parse().ok()?))
+    // By hand, byte by byte: a lookup reads one of these per header (600
+    // for a CK blob), and `str::parse` on split parts cost ten times this.
+    // Digits up to (and past) `end`, or to the end of the text for `None`:
+    // at least one, `exact` many if given, a value that fits a u64.
+    fn number(b: &mut &[u8], end: Option<u8>, exact: Option<usize>) -> Option<u64> {
+        let mut v = 0u64;
+        let mut n = 0;
+        loop {
+            match b.split_first() {
+                Some((&c, rest)) if Some(c) == end => {
+                    *b = rest;
+                    break;
+                }
+                Some((&c, rest)) if c.is_ascii_digit() => {
+                    v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                    n += 1;
+                    *b = rest;
+                }
+                None if end.is_none() => break,
+                _ => return None,
+            }
+        }
+        (n > 0 && exact.is_none_or(|e| e == n)).then_some(v)
     }
-    let mut parts = s.split(':');
-    let size = parts.next()?.parse().ok()?;
-    let (m, mn) = time(parts.next()?)?;
-    let (c, cn) = time(parts.next()?)?;
-    let ino = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some((size, m, mn, c, cn, ino))
+    // Seconds may be negative (a time before 1970).
+    fn seconds(b: &mut &[u8]) -> Option<i64> {
+        let negative = b.first() == Some(&b'-');
+        if negative {
+            *b = &b[1..];
+        }
+        let v = i64::try_from(number(b, Some(b'.'), None)?).ok()?;
+        Some(if negative { -v } else { v })
+    }
+    let b = &mut s.as_bytes();
+    let size = number(b, Some(b':'), None)?;
+    let m = seconds(b)?;
+    let mn = number(b, Some(b':'), Some(9))? as i64;
+    let c = seconds(b)?;
+    let cn = number(b, Some(b':'), Some(9))? as i64;
+    let ino = number(b, None, None)?;
+    Some((size, m, mn, c, cn, ino))
 }
 
 /// A file's identity for [`Dep::stat`].
@@ -2039,6 +2083,10 @@ mod tests {
             parse_stat("12:-5.000000001:7.100000000:3"),
             Some((12, -5, 1, 7, 100_000_000, 3))
         );
+        assert_eq!(
+            parse_stat("0:0.000000000:0.000000000:18446744073709551615"),
+            Some((0, 0, 0, 0, 0, u64::MAX))
+        );
         for bad in [
             "",
             "12",
@@ -2047,6 +2095,10 @@ mod tests {
             "12:5.000000000:7.100000000",
             "12:5.000000000:7.100000000:3:4",
             "x:5.000000000:7.100000000:3",
+            "12:5.000000000:7.100000000:18446744073709551616",
+            "12:5.000000000:7.100000000:-3",
+            "12:--5.000000000:7.100000000:3",
+            "12:5.000000000:7.1000000000:3",
         ] {
             assert_eq!(parse_stat(bad), None, "{bad:?}");
         }
