@@ -1461,7 +1461,7 @@ impl Cache {
         if short_hash(&blake3::hash(&text)) != digest {
             return None;
         }
-        let deps: Arc<Vec<Dep>> = Arc::new(serde_json::from_slice(&text).ok()?);
+        let deps: Arc<Vec<Dep>> = Arc::new(parse_depset(&text)?);
         if let Ok(mut m) = DEPSET_MEMO.lock() {
             m.insert(digest.to_string(), deps.clone());
         }
@@ -1693,6 +1693,52 @@ impl Cache {
                     }
                 }
             }
+        }
+    }
+}
+
+/// A header set's JSON (what [`Cache::write_depset`] writes). Sets are read
+/// on a first hit of every process, 600 headers and 130 KB for a CK blob,
+/// so the form `serde_json` writes them in is read by hand, strings without
+/// escapes; anything else (an escaped character in a path, another order)
+/// goes to `serde_json`, which reads the same text to the same value.
+fn parse_depset(text: &[u8]) -> Option<Vec<Dep>> {
+    plain_depset(text).or_else(|| serde_json::from_slice(text).ok())
+}
+
+/// [`parse_depset`]'s fast reading: `None` for anything but
+/// `[{"path":"..","hash":"..","stat":".."},...]` (`stat` optional) whose
+/// strings are plain.
+fn plain_depset(text: &[u8]) -> Option<Vec<Dep>> {
+    fn string(b: &[u8]) -> Option<(String, &[u8])> {
+        let b = b.strip_prefix(b"\"")?;
+        let end = b
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if b[end] != b'"' {
+            return None;
+        }
+        let s = std::str::from_utf8(&b[..end]).ok()?.to_string();
+        Some((s, &b[end + 1..]))
+    }
+    let mut b = text.strip_prefix(b"[")?;
+    let mut out = Vec::with_capacity(text.len() / 200 + 1);
+    if b == b"]" {
+        return Some(out);
+    }
+    loop {
+        let (path, rest) = string(b.strip_prefix(b"{\"path\":")?)?;
+        let (hash, rest) = string(rest.strip_prefix(b",\"hash\":")?)?;
+        let (stat, rest) = match rest.strip_prefix(b",\"stat\":") {
+            Some(r) => string(r)?,
+            None => (String::new(), rest),
+        };
+        out.push(Dep { path, hash, stat });
+        b = rest.strip_prefix(b"}")?;
+        match b.split_first()? {
+            (b',', rest) => b = rest,
+            (b']', rest) if rest.is_empty() => return Some(out),
+            _ => return None,
         }
     }
 }
@@ -2313,6 +2359,48 @@ mod tests {
             .verify_for_load(&e, false)
             .unwrap_err()
             .starts_with("size"));
+    }
+
+    #[test]
+    fn header_sets_read_by_hand_read_as_serde_json_reads_them() {
+        let dep = |path: &str, stat: &str| Dep {
+            path: path.into(),
+            hash: "ab".repeat(32),
+            stat: stat.into(),
+        };
+        let sets = [
+            vec![],
+            vec![dep("{root}/include/a.h", "1:2.000000003:4.000000005:6")],
+            vec![
+                dep("/usr/include/b.h", ""),
+                dep("/opt/ü/c.hpp", "7:8.000000009:1.000000002:3"),
+            ],
+            // Escaped characters: read by serde_json.
+            vec![dep("/tmp/quote\"d/tab\t.h", "1:2.000000003:4.000000005:6")],
+        ];
+        for deps in sets {
+            let text = serde_json::to_vec(&deps).unwrap();
+            assert_eq!(parse_depset(&text), Some(deps.clone()));
+            let by_hand = plain_depset(&text);
+            let escaped = deps.iter().any(|d| d.path.contains(['"', '\t']));
+            assert_eq!(
+                by_hand.is_none(),
+                escaped,
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+        // Text serde_json reads but not in the written form: still read.
+        let spaced = br#"[ {"hash":"x","path":"/a.h"} ]"#;
+        assert_eq!(plain_depset(spaced), None);
+        assert_eq!(parse_depset(spaced).unwrap()[0].path, "/a.h");
+        // Torn or trailing text: neither reads it.
+        for bad in [
+            &br#"[{"path":"/a.h","hash":"x"}"#[..],
+            br#"[{"path":"/a.h","hash":"x"}]x"#,
+        ] {
+            assert_eq!(parse_depset(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
