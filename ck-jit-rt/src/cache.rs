@@ -303,6 +303,18 @@ impl ObjectBytes {
         self.hashed
     }
 
+    /// For bytes not read yet, another handle on the same file that reads
+    /// (or, large, maps) it when asked: what a loaded object keeps to read
+    /// its symbol table later without holding these.
+    pub(crate) fn unread_again(&self) -> Option<ObjectBytes> {
+        match &self.bytes {
+            Bytes::Unread { path, len, read } if read.get().is_none() => {
+                Some(ObjectBytes::unread(path, *len))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the bytes are in memory (read, mapped, or read since on
     /// demand); `false` for an object vouched for by its identity whose
     /// bytes nothing has asked for.

@@ -29,6 +29,10 @@ pub struct Loaded {
     /// on the first lookup that needs them (a prefix, or the candidates of
     /// a symbol not found); an exact name goes to `dlsym` alone.
     symbols: OnceLock<Result<Vec<DynSym>, String>>,
+    /// Where those symbols are read from when they were not read with the
+    /// object: its file, read on demand (mapped when large, as a verified
+    /// object's bytes are).
+    unread: Option<ObjectBytes>,
     /// The key of the inputs the object was built from, when the runtime
     /// loaded it from its cache.
     prekey: Option<String>,
@@ -64,7 +68,7 @@ impl Loaded {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
-        Loaded::dlopen(blob, path, OnceLock::from(Ok(symbols)), file)
+        Loaded::dlopen(blob, path, OnceLock::from(Ok(symbols)), None, file)
     }
 
     /// Loads a verified object: as [`Loaded::open_through`] when its bytes
@@ -78,16 +82,17 @@ impl Loaded {
         bytes: &ObjectBytes,
         file: Option<&std::fs::File>,
     ) -> Result<Loaded, Error> {
-        if bytes.is_read() {
-            return Loaded::open_through(blob, path, bytes, file);
+        match bytes.unread_again() {
+            Some(unread) => Loaded::dlopen(blob, path, OnceLock::new(), Some(unread), file),
+            None => Loaded::open_through(blob, path, bytes, file),
         }
-        Loaded::dlopen(blob, path, OnceLock::new(), file)
     }
 
     fn dlopen(
         blob: &str,
         path: &Path,
         symbols: OnceLock<Result<Vec<DynSym>, String>>,
+        unread: Option<ObjectBytes>,
         file: Option<&std::fs::File>,
     ) -> Result<Loaded, Error> {
         // The descriptor stays open for the process, as the library does:
@@ -122,6 +127,7 @@ impl Loaded {
             path: path.to_path_buf(),
             lib: ManuallyDrop::new(lib),
             symbols,
+            unread,
             prekey: None,
         })
     }
@@ -146,9 +152,9 @@ impl Loaded {
     /// they are needed if they were not read with it.
     fn symbols(&self) -> Result<&[DynSym], Error> {
         self.symbols
-            .get_or_init(|| {
-                let bytes = std::fs::read(&self.path).map_err(|e| format!("cannot read: {e}"))?;
-                symbol::dynamic_symbols(&bytes).map_err(|e| e.to_string())
+            .get_or_init(|| match &self.unread {
+                Some(bytes) => symbol::dynamic_symbols(bytes).map_err(|e| e.to_string()),
+                None => Err("its symbols were not kept".to_string()),
             })
             .as_deref()
             .map_err(|why| Error::BadObject {
