@@ -38,6 +38,24 @@ pub struct Source<'a> {
     pub root: &'a Path,
 }
 
+/// [`select`] over a runtime's manifest (`path`: where it was read from,
+/// for messages) and effective root: what every command that selects does.
+pub fn from_runtime(
+    rt: &ck_jit_rt::Runtime,
+    path: &Path,
+    sel: &Selection,
+    all: bool,
+    when_empty: WhenEmpty,
+) -> Result<Vec<String>, CliError> {
+    let origin = path.display().to_string();
+    let src = Source {
+        manifest: rt.manifest(),
+        origin: &origin,
+        root: rt.root(),
+    };
+    select(src, sel, all, when_empty)
+}
+
 /// The names of the selected blobs, in manifest (name) order, each once.
 pub fn select(
     src: Source<'_>,

@@ -16,7 +16,7 @@ use crate::args::BuildArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output;
-use crate::select::{self, Source, WhenEmpty};
+use crate::select::{self, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct BlobDoc {
@@ -53,13 +53,9 @@ struct Report {
 /// Runs `ck-jit build`.
 pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
     let (rt, path) = ctx.runtime()?;
-    let origin = path.display().to_string();
-    let names = select::select(
-        Source {
-            manifest: rt.manifest(),
-            origin: &origin,
-            root: rt.root(),
-        },
+    let names = select::from_runtime(
+        &rt,
+        &path,
         &args.select,
         args.all,
         WhenEmpty::Refuse("build"),
@@ -125,7 +121,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
     let count = |o: &str| blobs.iter().filter(|b| b.outcome == o).count();
     let stats = ck_jit_rt::stats();
     let report = Report {
-        manifest: origin,
+        manifest: path.display().to_string(),
         cache: cache_root,
         jobs,
         force: args.force,

@@ -15,7 +15,7 @@ use crate::commands::removal::{entry_bytes, remove_unless_busy, EntryDoc, Remova
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output;
-use crate::select::{self, Source, WhenEmpty};
+use crate::select::{self, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -35,17 +35,8 @@ pub fn run(ctx: &Context, args: &CleanArgs) -> Result<(), CliError> {
         (ctx.cache()?, None)
     } else {
         let (rt, path) = ctx.runtime()?;
-        let origin = path.display().to_string();
-        let names = select::select(
-            Source {
-                manifest: rt.manifest(),
-                origin: &origin,
-                root: rt.root(),
-            },
-            &args.select,
-            false,
-            WhenEmpty::Refuse("clean"),
-        )?;
+        let names =
+            select::from_runtime(&rt, &path, &args.select, false, WhenEmpty::Refuse("clean"))?;
         (
             rt.cache()?.clone(),
             Some(names.into_iter().collect::<BTreeSet<_>>()),

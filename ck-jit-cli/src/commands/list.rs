@@ -10,7 +10,7 @@ use crate::args::ListArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output;
-use crate::select::{self, Source, WhenEmpty};
+use crate::select::{self, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct Row {
@@ -40,17 +40,7 @@ struct Report {
 /// Runs `ck-jit list`.
 pub fn run(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
     let (rt, path) = ctx.runtime()?;
-    let origin = path.display().to_string();
-    let names = select::select(
-        Source {
-            manifest: rt.manifest(),
-            origin: &origin,
-            root: rt.root(),
-        },
-        &args.select,
-        args.all,
-        WhenEmpty::All,
-    )?;
+    let names = select::from_runtime(&rt, &path, &args.select, args.all, WhenEmpty::All)?;
     let cache = rt.cache()?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for e in cache.entries() {
@@ -81,7 +71,7 @@ pub fn run(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
         });
     }
     let report = Report {
-        manifest: origin,
+        manifest: path.display().to_string(),
         root: rt.root().display().to_string(),
         cache: cache.root().display().to_string(),
         blobs: rows,

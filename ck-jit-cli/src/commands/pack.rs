@@ -11,7 +11,7 @@ use crate::args::{PackArgs, UnpackArgs};
 use crate::context::{self, Context};
 use crate::error::CliError;
 use crate::output;
-use crate::select::{self, Source, WhenEmpty};
+use crate::select::{self, WhenEmpty};
 
 #[derive(Debug, Serialize)]
 struct PackReport {
@@ -35,20 +35,16 @@ pub fn run(ctx: &Context, args: &PackArgs) -> Result<(), CliError> {
         }
         None => rt,
     };
-    let origin = path.display().to_string();
-    let names = select::select(
-        Source {
-            manifest: rt.manifest(),
-            origin: &origin,
-            root: rt.root(),
-        },
+    let names = select::from_runtime(
+        &rt,
+        &path,
         &args.select,
         args.all,
         WhenEmpty::Refuse("pack"),
     )?;
     let packed = pack::write(&rt, &names, &args.out)?;
     let report = PackReport {
-        manifest: origin,
+        manifest: path.display().to_string(),
         pack: packed.path.display().to_string(),
         bytes: packed.bytes,
         arch: packed.index.arch.clone(),
