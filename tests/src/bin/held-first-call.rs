@@ -243,6 +243,19 @@ fn main() {
         h[2] / d,
         h[1] / d
     );
+    // Threads started per call make it swing with the machine's load:
+    // each round's figure, in round order, before the medians sort them.
+    let rounds_of = |xs: &[f64], digits: usize| -> String {
+        xs.iter()
+            .map(|x| format!("{x:.digits$}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "  original's bwd path by round: warm call {} ns; first call {} ms",
+        rounds_of(&original_runs[2], 0),
+        rounds_of(&original_runs[1], 1)
+    );
     let [ow, oc, oh] = original_runs.map(|mut x| median(&mut x));
     let b: Vec<f64> = bare.iter_mut().map(|x| median(x)).collect();
     let ob = median(&mut original_bare);
