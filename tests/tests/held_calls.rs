@@ -201,3 +201,26 @@ fn a_call_held_on_one_thread_leaves_other_threads_on_the_warm_path() {
     // ...its warm ones never, though `a` held a call all along.
     assert_eq!(line(&out, "b slow paths warm"), "0", "{out}");
 }
+
+/// The original tool's bwd path around the same kernels (what
+/// `held-first-call` measures it by): its first call compiles the three
+/// blobs at once, every call runs them in the dispatcher's order, and a
+/// second operation compiles only the two blobs it does not share.
+#[test]
+fn the_original_tools_bwd_path_runs_the_same_kernels_in_order() {
+    let t = Tree::new("held-calls-original");
+    let o = held::build_original(&t, MAIN, [0, 0, 0], true, 1);
+    let out = o.command(&t.cache_dir()).output().expect("program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(line(&stdout, "first"), "1 2 3");
+    assert_eq!(line(&stdout, "second"), "1 4 5");
+    assert_eq!(line(&stdout, "again"), "1 2 3");
+    assert_eq!(line(&stdout, "thread0"), "1 2 3 ".repeat(8).trim());
+    assert_eq!(line(&stdout, "thread1"), "1 4 5 ".repeat(8).trim());
+    assert_eq!(o.spans(), (3, 5), "{stdout}");
+}
