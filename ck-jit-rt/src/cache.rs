@@ -2439,20 +2439,25 @@ mod tests {
         let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
         assert_eq!(found.record_path, e.record_path);
         assert_eq!(found.object, e.object);
-        // A head naming a key that is no key (a planted one): ignored, the
-        // listing finds the real entry.
+        // A head naming a key that is no key: a record planted beside the
+        // key directories, the head linked to it, naming the key
+        // "../planted". It is that record (same file), and the path it
+        // names is there; only the key's form refuses it, and the listing
+        // finds the real entry.
         let mut planted = e.record.clone();
-        planted.key = "../../../elsewhere".into();
+        planted.key = "../planted".into();
+        let blob_dir = dir.parent().unwrap();
+        fs::write(
+            blob_dir.join("planted.json"),
+            serde_json::to_vec(&planted).unwrap(),
+        )
+        .unwrap();
+        fs::copy(&e.object, blob_dir.join("planted.so")).unwrap();
         fs::remove_file(&head).unwrap();
-        fs::write(&head, serde_json::to_vec(&planted).unwrap()).unwrap();
+        fs::hard_link(blob_dir.join("planted.json"), &head).unwrap();
         let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
         assert_eq!(found.record_path, e.record_path);
-        // A copy of the record, not the record: ignored as well.
-        fs::remove_file(&head).unwrap();
-        fs::copy(&e.record_path, &head).unwrap();
-        assert_ne!(ino(&head), ino(&e.record_path));
-        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
-        assert_eq!(found.record_path, e.record_path);
+        assert_eq!(found.object, e.object);
         // The entry removed (evicted): the head still holds its record's
         // bytes, but it is no longer the record, so nothing is found.
         fs::remove_file(&head).unwrap();
