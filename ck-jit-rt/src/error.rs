@@ -676,20 +676,7 @@ mod tests {
                 stderr_tail: "k.c:1: error: expected ';'\n1 error generated.".into(),
                 log: "/c/k.log".into(),
             },
-            Error::CompileKilled {
-                blob: "k".into(),
-                command: "cc -c k.c".into(),
-                kill: Box::new(Kill {
-                    signal: 9,
-                    exit_code: None,
-                    peak_rss: Some(800 << 20),
-                    estimate: Some(700 << 20),
-                    budget: Some(2 << 30),
-                    retried: true,
-                }),
-                stderr_tail: String::new(),
-                log: "/c/k.log".into(),
-            },
+            killed_with_figures(),
             Error::CompileKilled {
                 blob: "k".into(),
                 command: "cc -c k.c".into(),
@@ -803,9 +790,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_killed_compile_names_its_signal_and_memory_and_is_not_remembered() {
-        let e = Error::CompileKilled {
+    /// A compile killed by SIGKILL after a retry, with every memory figure.
+    fn killed_with_figures() -> Error {
+        Error::CompileKilled {
             blob: "k".into(),
             command: "cc -c k.c".into(),
             kill: Box::new(Kill {
@@ -818,7 +805,12 @@ mod tests {
             }),
             stderr_tail: String::new(),
             log: "/c/k.log".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_killed_compile_names_its_signal_and_memory_and_is_not_remembered() {
+        let e = killed_with_figures();
         let s = e.to_string();
         for part in [
             "killed by signal 9 (SIGKILL)",

@@ -19,20 +19,28 @@ use crate::cache::ObjectBytes;
 use crate::error::Error;
 use crate::symbol::{self, DynSym};
 
+/// A loaded object's dynamic symbols: read with the object, or, for an
+/// object whose bytes were never read (vouched for by its identity), read
+/// on the first lookup that needs them (a prefix, or the candidates of a
+/// symbol not found) from its file, mapped when large; an exact name goes
+/// to `dlsym` alone.
+#[derive(Debug)]
+enum Symbols {
+    Read(Vec<DynSym>),
+    Later {
+        file: ObjectBytes,
+        read: OnceLock<Result<Vec<DynSym>, String>>,
+    },
+}
+
 /// A loaded blob object.
 #[derive(Debug)]
 pub struct Loaded {
     blob: String,
     path: PathBuf,
     lib: ManuallyDrop<Library>,
-    /// The object's dynamic symbols: read when the object was read, else
-    /// on the first lookup that needs them (a prefix, or the candidates of
-    /// a symbol not found); an exact name goes to `dlsym` alone.
-    symbols: OnceLock<Result<Vec<DynSym>, String>>,
-    /// Where those symbols are read from when they were not read with the
-    /// object: its file, read on demand (mapped when large, as a verified
-    /// object's bytes are).
-    unread: Option<ObjectBytes>,
+    /// The object's dynamic symbols.
+    symbols: Symbols,
     /// The key of the inputs the object was built from, when the runtime
     /// loaded it from its cache.
     prekey: Option<String>,
@@ -68,7 +76,7 @@ impl Loaded {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
-        Loaded::dlopen(blob, path, OnceLock::from(Ok(symbols)), None, file)
+        Loaded::dlopen(blob, path, Symbols::Read(symbols), file)
     }
 
     /// Loads a verified object: as [`Loaded::open_through`] when its bytes
@@ -83,7 +91,13 @@ impl Loaded {
         file: Option<&std::fs::File>,
     ) -> Result<Loaded, Error> {
         match bytes.unread_again() {
-            Some(unread) => Loaded::dlopen(blob, path, OnceLock::new(), Some(unread), file),
+            Some(file_bytes) => {
+                let symbols = Symbols::Later {
+                    file: file_bytes,
+                    read: OnceLock::new(),
+                };
+                Loaded::dlopen(blob, path, symbols, file)
+            }
             None => Loaded::open_through(blob, path, bytes, file),
         }
     }
@@ -91,8 +105,7 @@ impl Loaded {
     fn dlopen(
         blob: &str,
         path: &Path,
-        symbols: OnceLock<Result<Vec<DynSym>, String>>,
-        unread: Option<ObjectBytes>,
+        symbols: Symbols,
         file: Option<&std::fs::File>,
     ) -> Result<Loaded, Error> {
         // The descriptor stays open for the process, as the library does:
@@ -127,7 +140,6 @@ impl Loaded {
             path: path.to_path_buf(),
             lib: ManuallyDrop::new(lib),
             symbols,
-            unread,
             prekey: None,
         })
     }
@@ -151,17 +163,17 @@ impl Loaded {
     /// The object's dynamic symbols, read from its file the first time
     /// they are needed if they were not read with it.
     fn symbols(&self) -> Result<&[DynSym], Error> {
-        self.symbols
-            .get_or_init(|| match &self.unread {
-                Some(bytes) => symbol::dynamic_symbols(bytes).map_err(|e| e.to_string()),
-                None => Err("its symbols were not kept".to_string()),
-            })
-            .as_deref()
-            .map_err(|why| Error::BadObject {
-                blob: self.blob.clone(),
-                path: self.path.clone(),
-                why: why.clone(),
-            })
+        match &self.symbols {
+            Symbols::Read(v) => Ok(v),
+            Symbols::Later { file, read } => read
+                .get_or_init(|| symbol::dynamic_symbols(file).map_err(|e| e.to_string()))
+                .as_deref()
+                .map_err(|why| Error::BadObject {
+                    blob: self.blob.clone(),
+                    path: self.path.clone(),
+                    why: why.clone(),
+                }),
+        }
     }
 
     /// Resolves an entry point; the address stays valid for the process.

@@ -71,6 +71,24 @@ fn probe(t: &Tree, cache: &Path, blob: &str, env: &[(&str, &str)]) -> Run {
     run(c)
 }
 
+/// `ck-jit unpack PACK --cache CACHE --arch ARCH`.
+fn unpack_for(t: &Tree, pack: &Path, cache: &Path, arch: &str) -> Run {
+    ck(
+        t,
+        &["unpack", s(pack), "--cache", s(cache), "--arch", arch],
+        &[],
+    )
+}
+
+/// Asserts that `r` failed (exit 1) with every one of `words` in its
+/// error output.
+fn refused(r: &Run, words: &[&str]) {
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    for w in words {
+        assert!(r.stderr.contains(w), "no {w:?} in: {}", r.stderr);
+    }
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
@@ -214,24 +232,8 @@ fn a_pack_for_another_architecture_or_compiler_is_refused_naming_both() {
     let for_gfx942 = pack(&t, &first, "gfx942.tar.zst", &["--arch", "gfx942"], &[]);
 
     let other = t.path("other");
-    let r = ck(
-        &t,
-        &[
-            "unpack",
-            s(&for_gfx942),
-            "--cache",
-            s(&other),
-            "--arch",
-            "gfx90a",
-        ],
-        &[],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("built for gfx942") && r.stderr.contains("this device is gfx90a"),
-        "{}",
-        r.stderr
-    );
+    let r = unpack_for(&t, &for_gfx942, &other, "gfx90a");
+    refused(&r, &["built for gfx942", "this device is gfx90a"]);
     assert!(objects(&other).is_empty());
     // CK_JIT_ARCH is the device too; without either, it is asked for.
     let r = ck(
@@ -239,24 +241,8 @@ fn a_pack_for_another_architecture_or_compiler_is_refused_naming_both() {
         &["unpack", s(&for_gfx942), "--cache", s(&other)],
         &[("CK_JIT_ARCH", "gfx950")],
     );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("gfx942") && r.stderr.contains("gfx950"),
-        "{}",
-        r.stderr
-    );
-    let r = ck(
-        &t,
-        &[
-            "unpack",
-            s(&for_gfx942),
-            "--cache",
-            s(&other),
-            "--arch",
-            "gfx942",
-        ],
-        &[],
-    );
+    refused(&r, &["gfx942", "gfx950"]);
+    let r = unpack_for(&t, &for_gfx942, &other, "gfx942");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(objects(&other).len(), 3);
 
@@ -436,24 +422,8 @@ fn of_two_packs_the_devices_own_entry_is_installed_and_a_foreign_one_never() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.json()["value"], 20);
     // The gfx90a pack alone on a gfx942: refused.
-    let r = ck(
-        &t,
-        &[
-            "unpack",
-            s(&packs[0]),
-            "--cache",
-            s(&target),
-            "--arch",
-            "gfx942",
-        ],
-        &[],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("gfx90a") && r.stderr.contains("gfx942"),
-        "{}",
-        r.stderr
-    );
+    let r = unpack_for(&t, &packs[0], &target, "gfx942");
+    refused(&r, &["gfx90a", "gfx942"]);
 }
 
 #[test]
