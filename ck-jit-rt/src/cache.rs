@@ -73,7 +73,6 @@
 //! process), and never follow a symlink out of the cache root.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -165,6 +164,10 @@ pub struct Record {
     /// [`Record::depset`]); filled in when a record is read.
     #[serde(default, skip_serializing)]
     pub deps: Arc<Vec<Dep>>,
+    /// The set [`Record::depset`] names, as a lookup reads it (then
+    /// [`Record::deps`] is left empty).
+    #[serde(skip)]
+    pub(crate) headers: Option<Arc<HeaderSet>>,
     /// The command that produced the object (for `ck-jit list`, logs).
     pub command: Vec<String>,
     /// Seconds since the epoch at publish.
@@ -204,6 +207,17 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// This entry with [`Record::deps`] listing its headers, as a lookup
+    /// read them (a lookup keeps them in the form it checks them in).
+    pub fn with_deps(mut self) -> Entry {
+        if self.record.deps.is_empty() {
+            if let Some(set) = &self.record.headers {
+                self.record.deps = Arc::new(set.deps());
+            }
+        }
+        self
+    }
+
     /// The read-only cache (a tier of `CK_JIT_CACHE_PATH`) this entry was
     /// found in, or `None` when it is in the writable cache.
     pub fn tier(&self) -> Option<&Path> {
@@ -1121,7 +1135,11 @@ impl Cache {
         }
         records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
         for (record_path, record, used) in records {
-            if deps_verified(&record.depset, &record.deps, root) {
+            if record
+                .headers
+                .as_ref()
+                .is_none_or(|h| deps_verified(&record.depset, h, root))
+            {
                 let object = dir.join(format!("{}.so", record.key));
                 return Ok(Some(Entry {
                     object,
@@ -1148,7 +1166,13 @@ impl Cache {
         let record_path = dir.join(format!("{}.json", record.key));
         let same = fs::symlink_metadata(&record_path)
             .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
-        if !same || !deps_verified(&record.depset, &record.deps, root) {
+        let unchanged = || {
+            record
+                .headers
+                .as_ref()
+                .is_none_or(|h| deps_verified(&record.depset, h, root))
+        };
+        if !same || !unchanged() {
             return None;
         }
         Some(Entry {
@@ -1461,7 +1485,7 @@ impl Cache {
 
     /// Reads a header set by digest, checking the bytes against it; parsed
     /// sets are kept for the process (a digest names one content).
-    fn read_depset(&self, digest: &str) -> Option<Arc<Vec<Dep>>> {
+    fn read_depset(&self, digest: &str) -> Option<Arc<HeaderSet>> {
         if let Some(d) = DEPSET_MEMO.lock().ok()?.get(digest) {
             return Some(d.clone());
         }
@@ -1473,7 +1497,7 @@ impl Cache {
         if short_hash(&blake3::hash(&text)) != digest {
             return None;
         }
-        let deps: Arc<Vec<Dep>> = Arc::new(parse_depset(&text)?);
+        let deps = Arc::new(HeaderSet::parse(text)?);
         if let Ok(mut m) = DEPSET_MEMO.lock() {
             m.insert(digest.to_string(), deps.clone());
         }
@@ -1484,7 +1508,8 @@ impl Cache {
     /// the record file's modification time. `None` for anything torn or
     /// unparsable, and, when `need_deps` (a lookup), for a record naming a
     /// set that is missing or damaged; maintenance still sees that one
-    /// (with no headers), so it can be evicted.
+    /// (with no headers), so it can be evicted. A lookup's record has the
+    /// set in [`Record::headers`] only, maintenance's in [`Record::deps`].
     fn read_record(&self, path: &Path, need_deps: bool) -> Option<(Record, Option<SystemTime>)> {
         self.read_record_file(path, need_deps)
             .map(|(record, md)| (record, md.modified().ok()))
@@ -1502,10 +1527,16 @@ impl Cache {
         let mut record: Record = serde_json::from_slice(&text).ok()?;
         if !record.depset.is_empty() {
             match self.read_depset(&record.depset) {
-                Some(deps) => record.deps = deps,
+                Some(set) if need_deps => record.headers = Some(set),
+                Some(set) => record.deps = Arc::new(set.deps()),
                 None if need_deps => return None,
                 None => {}
             }
+        }
+        if need_deps && record.headers.is_none() && !record.deps.is_empty() {
+            // Headers in the record itself (no writer of this format puts
+            // them there, but they are checked all the same).
+            record.headers = Some(Arc::new(HeaderSet::from_deps(&record.deps)));
         }
         Some((record, md))
     }
@@ -1709,20 +1740,95 @@ impl Cache {
     }
 }
 
-/// A header set's JSON (what [`Cache::write_depset`] writes, read back
-/// after its digest matched). Sets are read on a first hit of every
-/// process, 600 headers and 130 KB for a CK blob, so the form `serde_json`
-/// writes them in is read by hand, strings without escapes; anything else
-/// (an escaped character in a path, another order) goes to `serde_json`,
-/// which reads such text to the same value.
-fn parse_depset(text: &[u8]) -> Option<Vec<Dep>> {
-    plain_depset(text).or_else(|| serde_json::from_slice(text).ok())
+/// A header set as lookups read it: its text kept whole (what
+/// [`Cache::write_depset`] wrote, read back after its digest matched),
+/// each header's fields found in it. Sets are read on a first hit of
+/// every process, 600 headers and 130 KB for a CK blob: nothing is
+/// allocated per header, and each identity is parsed once.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct HeaderSet {
+    text: String,
+    items: Vec<Header>,
 }
 
-/// [`parse_depset`]'s fast reading: `None` for anything but
+/// Where one header's fields are in [`HeaderSet::text`], and its
+/// identity read back ([`parse_stat`]).
+#[derive(Debug, PartialEq, Eq)]
+struct Header {
+    path: (u32, u32),
+    hash: (u32, u32),
+    stat: (u32, u32),
+    identity: Option<StatKey>,
+}
+
+impl HeaderSet {
+    /// Reads a set's JSON: the form `serde_json` writes, strings without
+    /// escapes, by hand; anything else (an escaped character in a path,
+    /// another order) through `serde_json`, which reads such text to the
+    /// same headers.
+    fn parse(text: Vec<u8>) -> Option<HeaderSet> {
+        let text = String::from_utf8(text).ok()?;
+        match plain_items(text.as_bytes()) {
+            Some(items) => Some(HeaderSet { text, items }),
+            None => Some(HeaderSet::from_deps(
+                &serde_json::from_str::<Vec<Dep>>(&text).ok()?,
+            )),
+        }
+    }
+
+    /// The set of `deps`, its text made of their fields.
+    fn from_deps(deps: &[Dep]) -> HeaderSet {
+        let mut text = String::new();
+        let mut put = |s: &str| {
+            let at = text.len() as u32;
+            text.push_str(s);
+            (at, s.len() as u32)
+        };
+        let items = deps
+            .iter()
+            .map(|d| Header {
+                path: put(&d.path),
+                hash: put(&d.hash),
+                stat: put(&d.stat),
+                identity: parse_stat(&d.stat),
+            })
+            .collect();
+        HeaderSet { text, items }
+    }
+
+    fn field(&self, (at, len): (u32, u32)) -> &str {
+        &self.text[at as usize..(at + len) as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn path(&self, i: usize) -> &str {
+        self.field(self.items[i].path)
+    }
+
+    fn hash(&self, i: usize) -> &str {
+        self.field(self.items[i].hash)
+    }
+
+    /// The headers as records list them.
+    fn deps(&self) -> Vec<Dep> {
+        self.items
+            .iter()
+            .map(|h| Dep {
+                path: self.field(h.path).to_string(),
+                hash: self.field(h.hash).to_string(),
+                stat: self.field(h.stat).to_string(),
+            })
+            .collect()
+    }
+}
+
+/// [`HeaderSet::parse`]'s fast reading: `None` for anything but
 /// `[{"path":"..","hash":"..","stat":".."},...]` (`stat` optional) whose
-/// strings are plain.
-fn plain_depset(text: &[u8]) -> Option<Vec<Dep>> {
+/// strings are plain. `text` is UTF-8, so a field between two quotes is.
+fn plain_items(text: &[u8]) -> Option<Vec<Header>> {
     // The first `c` in `b` (the C library's memchr: a set is 130 KB, and
     // a byte-by-byte search cost more than serde_json's whole parse).
     fn find(b: &[u8], c: u8) -> Option<usize> {
@@ -1730,7 +1836,9 @@ fn plain_depset(text: &[u8]) -> Option<Vec<Dep>> {
         let p = unsafe { libc::memchr(b.as_ptr().cast(), c.into(), b.len()) };
         (!p.is_null()).then(|| p as usize - b.as_ptr() as usize)
     }
-    fn string(b: &[u8]) -> Option<(String, &[u8])> {
+    // A string at the start of `b`: its place in `text` (at `base`),
+    // and what follows.
+    fn string(b: &[u8], base: usize) -> Option<((u32, u32), &[u8])> {
         let b = b.strip_prefix(b"\"")?;
         let end = find(b, b'"')?;
         let s = &b[..end];
@@ -1740,21 +1848,32 @@ fn plain_depset(text: &[u8]) -> Option<Vec<Dep>> {
         if find(s, b'\\').is_some() {
             return None;
         }
-        Some((std::str::from_utf8(s).ok()?.to_string(), &b[end + 1..]))
+        let at = u32::try_from(s.as_ptr() as usize - base).ok()?;
+        Some(((at, u32::try_from(end).ok()?), &b[end + 1..]))
     }
+    let base = text.as_ptr() as usize;
     let mut b = text.strip_prefix(b"[")?;
     let mut out = Vec::with_capacity(text.len() / 200 + 1);
     if b == b"]" {
         return Some(out);
     }
     loop {
-        let (path, rest) = string(b.strip_prefix(b"{\"path\":")?)?;
-        let (hash, rest) = string(rest.strip_prefix(b",\"hash\":")?)?;
+        let (path, rest) = string(b.strip_prefix(b"{\"path\":")?, base)?;
+        let (hash, rest) = string(rest.strip_prefix(b",\"hash\":")?, base)?;
         let (stat, rest) = match rest.strip_prefix(b",\"stat\":") {
-            Some(r) => string(r)?,
-            None => (String::new(), rest),
+            Some(r) => string(r, base)?,
+            None => ((0, 0), rest),
         };
-        out.push(Dep { path, hash, stat });
+        let (at, len) = (stat.0 as usize, stat.1 as usize);
+        let identity = std::str::from_utf8(&text[at..at + len])
+            .ok()
+            .and_then(parse_stat);
+        out.push(Header {
+            path,
+            hash,
+            stat,
+            identity,
+        });
         b = rest.strip_prefix(b"}")?;
         match b.split_first()? {
             (b',', rest) => b = rest,
@@ -1845,19 +1964,16 @@ fn read_len(f: &mut File, len: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Parsed header sets of this process, by digest.
-static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<Vec<Dep>>>>> =
+static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 
-/// Headers and header sets found unchanged in this process, and when
-/// ([`CHECK_REUSE`]).
+/// Header sets found unchanged in this process: (tree root, set digest)
+/// → the set and when its oldest header check was made
+/// ([`CHECK_REUSE`]). A header of a set found so is trusted by another
+/// set that lists it with the same contents, within the same window.
 #[derive(Default)]
 struct Checked {
-    /// Header path → (the hash it was found to have, when). Keyed by the
-    /// path's bytes: hashing a `Path` walks its components, which at
-    /// CK's 600 headers a blob cost more than the look-up saves.
-    headers: HashMap<OsString, (String, Instant)>,
-    /// (tree root, set digest) → when its oldest header check was made.
-    sets: HashMap<(PathBuf, String), Instant>,
+    sets: HashMap<(PathBuf, String), (Arc<HeaderSet>, Instant)>,
 }
 
 static CHECKED: Lazy<Mutex<Checked>> = Lazy::new(|| Mutex::new(Checked::default()));
@@ -1879,59 +1995,87 @@ pub fn forget_checks() {
 }
 
 /// Whether every header of a set still has its recorded contents: trusted
-/// without a look when the set, or the header, was found so less than
-/// [`CHECK_REUSE`] ago in this process.
-fn deps_verified(depset: &str, deps: &[Dep], root: &Path) -> bool {
+/// without a look when the set, or the header (as listed by another set
+/// found unchanged), was found so less than [`CHECK_REUSE`] ago in this
+/// process.
+fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, root: &Path) -> bool {
     let now = Instant::now();
     let set_key = (!depset.is_empty()).then(|| (root.to_path_buf(), depset.to_string()));
-    if let Some(k) = &set_key {
-        if let Ok(c) = CHECKED.lock() {
-            if c.sets.get(k).is_some_and(|t| fresh(*t, now)) {
-                return true;
+    // The sets this process found unchanged lately, under this root.
+    let recent: Vec<(Arc<HeaderSet>, Instant)> = match CHECKED.lock() {
+        Ok(c) => {
+            if let Some((_, t)) = set_key.as_ref().and_then(|k| c.sets.get(k)) {
+                if fresh(*t, now) {
+                    return true;
+                }
             }
+            c.sets
+                .iter()
+                .filter(|((r, _), (_, t))| r == root && fresh(*t, now))
+                .map(|(_, (d, t))| (d.clone(), *t))
+                .collect()
         }
-    }
-    let mut oldest = now;
-    // The headers this process checked lately, taken out of the lock once:
-    // the checks themselves (a `stat` each) run outside it.
-    let known: Vec<Option<Instant>> = match CHECKED.lock() {
-        Ok(c) if !c.headers.is_empty() => deps
-            .iter()
-            .map(|d| {
-                c.headers
-                    .get(dep_path(&d.path, root).as_os_str())
-                    .filter(|(h, t)| *h == d.hash && fresh(*t, now))
-                    .map(|(_, t)| *t)
-            })
-            .collect(),
-        _ => Vec::new(),
+        Err(_) => Vec::new(),
     };
-    let mut checked_now = Vec::new();
-    let mut dirs = Dirs::default();
-    for (i, d) in deps.iter().enumerate() {
-        if let Some(t) = known.get(i).copied().flatten() {
-            oldest = oldest.min(t);
-            continue;
-        }
-        let p = dep_path(&d.path, root);
-        let checked = Instant::now();
-        if !dep_matches(d, &p, &mut dirs) {
-            return false;
-        }
-        checked_now.push((p.into_os_string(), d.hash.clone(), checked));
-        oldest = oldest.min(checked);
+    let mut known: Vec<Option<Instant>> = Vec::new();
+    for (set, t) in &recent {
+        mark_known(deps, set, *t, &mut known);
     }
-    if let Ok(mut c) = CHECKED.lock() {
-        for (p, hash, checked) in checked_now {
-            c.headers.insert(p, (hash, checked));
-        }
-    }
+    let Some(oldest) = check_headers(deps, &known, root) else {
+        return false;
+    };
     if let Some(k) = set_key {
         if let Ok(mut c) = CHECKED.lock() {
-            c.sets.insert(k, oldest);
+            c.sets.retain(|_, (_, t)| fresh(*t, now));
+            c.sets.insert(k, (deps.clone(), oldest.min(now)));
         }
     }
     true
+}
+
+/// Marks in `known` (one slot per header of `deps`, grown as needed) the
+/// headers `seen`, a set found unchanged at `at`, lists with the same
+/// contents. Sets list their headers sorted by path, so this is one merge;
+/// a set that is not sorted marks nothing (its headers are looked at).
+fn mark_known(deps: &HeaderSet, seen: &HeaderSet, at: Instant, known: &mut Vec<Option<Instant>>) {
+    let sorted = |d: &HeaderSet| (1..d.len()).all(|i| d.path(i - 1) < d.path(i));
+    if !sorted(deps) || !sorted(seen) {
+        return;
+    }
+    known.resize(deps.len(), None);
+    let (mut i, mut j) = (0, 0);
+    while i < deps.len() && j < seen.len() {
+        match deps.path(i).cmp(seen.path(j)) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                if deps.hash(i) == seen.hash(j) {
+                    let k = &mut known[i];
+                    *k = Some(k.map_or(at, |t| t.max(at)));
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+}
+
+/// Looks at every header of `deps` not `known`; `Some(when the oldest
+/// check trusted was made)` when all are unchanged. (Looking with several
+/// threads at once was measured slower: they contend for the same
+/// directories, and a first call on a busy machine waited for them.)
+fn check_headers(deps: &HeaderSet, known: &[Option<Instant>], root: &Path) -> Option<Instant> {
+    let started = Instant::now();
+    let oldest_known = known.iter().flatten().min().copied();
+    headers_unchanged(deps, known, root).then(|| oldest_known.map_or(started, |t| t.min(started)))
+}
+
+/// Whether the headers of `deps` not `known` (by index) all have their
+/// recorded contents.
+fn headers_unchanged(deps: &HeaderSet, known: &[Option<Instant>], root: &Path) -> bool {
+    let mut dirs = Dirs::new(root);
+    (0..deps.len())
+        .all(|i| known.get(i).is_some_and(Option::is_some) || dep_matches(deps, i, &mut dirs, root))
 }
 
 /// Expands a recorded dependency path.
@@ -1950,46 +2094,68 @@ pub fn dep_name(path: &Path, root: &Path) -> String {
     }
 }
 
-fn dep_matches(d: &Dep, p: &Path, dirs: &mut Dirs) -> bool {
-    if let Some(recorded) = parse_stat(&d.stat) {
-        if dirs.stat(p) == Some(recorded) {
+/// Whether header `i` of `set` has its recorded contents: the same
+/// identity, or else the same hash.
+fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, root: &Path) -> bool {
+    let path = set.path(i);
+    if let Some(recorded) = set.items[i].identity {
+        if dirs.stat(path) == Some(recorded) {
             return true;
         }
     }
-    file_hash(p).map(|h| h == d.hash).unwrap_or(false)
+    file_hash(&dep_path(path, root))
+        .map(|h| h == set.hash(i))
+        .unwrap_or(false)
 }
 
 /// Header identities looked at relative to their directory, opened once
 /// for the headers that follow in it (a set lists them sorted): walking
 /// each header's whole path (15 components under a CK tree) was most of a
-/// lookup's time. The same file as `stat` on the path finds, symbolic
-/// links followed.
-#[derive(Default)]
-struct Dirs {
-    dir: OsString,
+/// lookup's time. The same file as `stat` on the expanded path finds,
+/// symbolic links followed; nothing is allocated per header.
+struct Dirs<'a> {
+    root: &'a Path,
+    /// The open directory, as the recorded paths spell it.
+    dir: String,
     fd: Option<File>,
 }
 
-impl Dirs {
-    /// `p`'s identity; `None` when it cannot be had this way.
-    fn stat(&mut self, p: &Path) -> Option<StatKey> {
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Dirs<'a> {
+        Dirs {
+            root,
+            dir: String::new(),
+            fd: None,
+        }
+    }
+
+    /// The identity of the recorded path `path` (`{root}/...` or
+    /// absolute); `None` when it cannot be had this way.
+    fn stat(&mut self, path: &str) -> Option<StatKey> {
         use std::os::fd::AsRawFd;
-        use std::os::unix::ffi::OsStrExt;
-        let (dir, name) = (p.parent()?, p.file_name()?);
-        if self.fd.is_none() || self.dir.as_os_str() != dir.as_os_str() {
-            self.dir = dir.as_os_str().to_owned();
+        let cut = path.rfind('/')?;
+        let (dir, name) = (&path[..cut], &path.as_bytes()[cut + 1..]);
+        if self.fd.is_none() || self.dir != dir {
+            let full = match dir {
+                "" => PathBuf::from("/"),
+                "{root}" => self.root.to_path_buf(),
+                d if d.starts_with("{root}/") || d.starts_with('/') => dep_path(d, self.root),
+                // A relative path: looked at as `stat` would, not here.
+                _ => return None,
+            };
+            self.dir.clear();
+            self.dir.push_str(dir);
             self.fd = OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
-                .open(dir)
+                .open(full)
                 .ok();
         }
         let fd = self.fd.as_ref()?;
         // The name NUL-terminated on the stack (a file name is at most 255
         // bytes), not in an allocation per header.
-        let name = name.as_bytes();
         let mut buf = [0u8; 256];
-        if name.len() >= buf.len() || name.contains(&0) {
+        if name.is_empty() || name.len() >= buf.len() || name.contains(&0) {
             return None;
         }
         buf[..name.len()].copy_from_slice(name);
@@ -2132,15 +2298,29 @@ mod tests {
         assert_eq!(parse_stat(&stat_string(&md)), Some(stat_key(&md)));
         // Looked at relative to its directory, through a link and a `..`:
         // the same identity.
-        let mut dirs = Dirs::default();
-        assert_eq!(dirs.stat(&f), Some(stat_key(&md)));
+        let mut dirs = Dirs::new(&dir);
+        let text = |p: PathBuf| p.to_str().unwrap().to_string();
+        assert_eq!(dirs.stat(&text(f.clone())), Some(stat_key(&md)));
         fs::create_dir_all(dir.join("sub")).unwrap();
         let _ = fs::remove_file(dir.join("sub/link.hpp"));
         std::os::unix::fs::symlink(&f, dir.join("sub/link.hpp")).unwrap();
-        assert_eq!(dirs.stat(&dir.join("sub/link.hpp")), Some(stat_key(&md)));
-        assert_eq!(dirs.stat(&dir.join("sub/../h.hpp")), Some(stat_key(&md)));
-        assert_eq!(dirs.stat(&dir.join("sub/none.hpp")), None);
-        assert_eq!(dirs.stat(&dir.join("none/h.hpp")), None);
+        assert_eq!(
+            dirs.stat(&text(dir.join("sub/link.hpp"))),
+            Some(stat_key(&md))
+        );
+        assert_eq!(
+            dirs.stat(&text(dir.join("sub/../h.hpp"))),
+            Some(stat_key(&md))
+        );
+        assert_eq!(dirs.stat(&text(dir.join("sub/none.hpp"))), None);
+        assert_eq!(dirs.stat(&text(dir.join("none/h.hpp"))), None);
+        // As records spell them: under the root, and the root itself.
+        assert_eq!(dirs.stat("{root}/sub/link.hpp"), Some(stat_key(&md)));
+        assert_eq!(dirs.stat("{root}/h.hpp"), Some(stat_key(&md)));
+        // Nothing that is not a path to a file: left to `stat`.
+        for odd in ["h.hpp", "sub/link.hpp", "{root}/sub/", ""] {
+            assert_eq!(Dirs::new(&dir).stat(odd), None, "{odd:?}");
+        }
         let (size, m, mn, c, cn, ino) = stat_key(&md);
         assert_eq!(
             parse_stat(&format!("{size}:{m}.{mn:09}:{c}.{cn:09}:{}", ino + 1)),
@@ -2276,6 +2456,7 @@ mod tests {
             object_stat: String::new(),
             depset: String::new(),
             deps: Arc::new(deps),
+            headers: None,
             command: vec![],
             created: 0,
         };
@@ -2382,6 +2563,60 @@ mod tests {
             .starts_with("size"));
     }
 
+    /// A header another set found unchanged just now is trusted when a
+    /// second set lists it with the same contents (no look, so an edit
+    /// in the window goes unseen, as the module says); one the other set
+    /// did not list, or listed with other contents, is looked at.
+    #[test]
+    fn a_header_found_unchanged_by_one_set_is_trusted_by_the_next() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path();
+        let dep = |name: &str| {
+            let p = root.join(name);
+            Dep {
+                path: format!("{{root}}/{name}"),
+                hash: file_hash(&p).unwrap(),
+                stat: stat_string(&fs::metadata(&p).unwrap()),
+            }
+        };
+        for (name, text) in [("a.h", "a"), ("b.h", "b"), ("c.h", "c")] {
+            fs::write(root.join(name), text).unwrap();
+        }
+        let one = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("b.h")]));
+        let two = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("c.h")]));
+        let digest = |n: &str| format!("{n:0>32}");
+        forget_checks();
+        assert!(deps_verified(&digest("1"), &one, root));
+        // a.h edited: set two trusts the look set one just made...
+        fs::write(root.join("a.h"), "edited").unwrap();
+        let t = Instant::now();
+        let trusted = deps_verified(&digest("2"), &two, root);
+        if t.elapsed() < CHECK_REUSE / 2 {
+            assert!(trusted, "a header checked just now by another set");
+        }
+        // ...but looks at what only it lists (a.h back as it was: its
+        // contents match again).
+        forget_checks();
+        fs::write(root.join("a.h"), "a").unwrap();
+        assert!(deps_verified(&digest("2a"), &two, root));
+        forget_checks();
+        assert!(deps_verified(
+            &digest("1b"),
+            &Arc::new(HeaderSet::from_deps(&[dep("b.h")])),
+            root
+        ));
+        fs::write(root.join("c.h"), "edited").unwrap();
+        assert!(!deps_verified(&digest("2b"), &two, root));
+        // A set out of order trusts nothing another set found.
+        forget_checks();
+        let sorted = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("b.h")]));
+        assert!(deps_verified(&digest("3"), &sorted, root));
+        let unsorted = Arc::new(HeaderSet::from_deps(&[dep("b.h"), dep("a.h")]));
+        fs::write(root.join("b.h"), "edited too").unwrap();
+        assert!(!deps_verified(&digest("4"), &unsorted, root));
+        forget_checks();
+    }
+
     #[test]
     fn header_sets_read_by_hand_read_as_serde_json_reads_them() {
         let dep = |path: &str, stat: &str| Dep {
@@ -2399,10 +2634,15 @@ mod tests {
             // Escaped characters: read by serde_json.
             vec![dep("/tmp/quote\"d/tab\t.h", "1:2.000000003:4.000000005:6")],
         ];
+        let parse = |t: &[u8]| HeaderSet::parse(t.to_vec()).map(|s| s.deps());
         for deps in sets {
             let text = serde_json::to_vec(&deps).unwrap();
-            assert_eq!(parse_depset(&text), Some(deps.clone()));
-            let by_hand = plain_depset(&text);
+            assert_eq!(parse(&text), Some(deps.clone()));
+            let set = HeaderSet::parse(text.clone()).unwrap();
+            for (i, d) in deps.iter().enumerate() {
+                assert_eq!(set.items[i].identity, parse_stat(&d.stat), "{}", d.path);
+            }
+            let by_hand = plain_items(&text);
             let escaped = deps.iter().any(|d| d.path.contains(['"', '\t']));
             assert_eq!(
                 by_hand.is_none(),
@@ -2413,14 +2653,15 @@ mod tests {
         }
         // Text serde_json reads but not in the written form: still read.
         let spaced = br#"[ {"hash":"x","path":"/a.h"} ]"#;
-        assert_eq!(plain_depset(spaced), None);
-        assert_eq!(parse_depset(spaced).unwrap()[0].path, "/a.h");
-        // Torn or trailing text: neither reads it.
+        assert_eq!(plain_items(spaced), None);
+        assert_eq!(parse(spaced).unwrap()[0].path, "/a.h");
+        // Torn or trailing text, or not UTF-8: neither reads it.
         for bad in [
             &br#"[{"path":"/a.h","hash":"x"}"#[..],
             br#"[{"path":"/a.h","hash":"x"}]x"#,
+            b"[{\"path\":\"/\xff.h\",\"hash\":\"x\"}]",
         ] {
-            assert_eq!(parse_depset(bad), None, "{}", String::from_utf8_lossy(bad));
+            assert_eq!(parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
     }
 

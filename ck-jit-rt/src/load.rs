@@ -180,9 +180,16 @@ impl Loaded {
     pub fn resolve(&self, spec: &SymbolSpec) -> Result<*const (), Error> {
         let name = match spec {
             SymbolSpec::Exact(n) => Some(n.clone()),
-            SymbolSpec::Prefix(p) => {
-                symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone())
-            }
+            SymbolSpec::Prefix(p) => match &self.symbols {
+                // Not read yet: the one name looked for in the file's table.
+                Symbols::Later { file, read } if read.get().is_none() => {
+                    match symbol::find_prefix_elf64le(file, p) {
+                        Some(found) => found.map(str::to_string),
+                        None => symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone()),
+                    }
+                }
+                _ => symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone()),
+            },
         };
         let not_found = || Error::SymbolNotFound {
             blob: self.blob.clone(),

@@ -1055,6 +1055,15 @@ impl Runtime {
     /// the object is checked: see [`Cache::verify_for_load`]
     /// (`CK_JIT_VERIFY=full` always hashes it).
     pub fn cached_entry(&self, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
+        Ok(self
+            .entry_to_load(plan)?
+            .map(|(e, bytes)| (e.with_deps(), bytes)))
+    }
+
+    /// [`Runtime::cached_entry`] as a lazy call wants it: the record's
+    /// headers left as the lookup read them ([`Entry::with_deps`] lists
+    /// them).
+    fn entry_to_load(&self, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         // The read-only tiers first, in order; they are looked in even
         // when the writable cache cannot be opened (a read-only image).
         for tier in self.tiers() {
@@ -1216,7 +1225,9 @@ impl Runtime {
     /// if needed (or always, with `force`), and returns it with its bytes.
     /// This is the exact path a lazy call takes, minus the `dlopen`.
     pub fn ensure(&self, blob: &str, force: bool) -> Result<(Entry, ObjectBytes, Outcome), Error> {
-        self.ensure_planned(blob, force).map_err(|f| *f.error)
+        self.ensure_planned(blob, force)
+            .map(|(e, bytes, o)| (e.with_deps(), bytes, o))
+            .map_err(|f| *f.error)
     }
 
     /// [`Runtime::ensure`], saying which prekey a failure happened under.
@@ -1237,7 +1248,7 @@ impl Runtime {
             let plan = self.plan(blob)?;
             last_source = plan.source.clone();
             if !force {
-                if let Some((e, bytes)) = self.cached_entry(&plan)? {
+                if let Some((e, bytes)) = self.entry_to_load(&plan)? {
                     stats::HITS.add(1);
                     self.tally_hit(&e);
                     return Ok((e, bytes, Outcome::Cached));
@@ -1277,7 +1288,7 @@ impl Runtime {
                     let _ = fs::remove_file(&e.record_path);
                     let _ = fs::remove_file(&e.object);
                 }
-            } else if let Some((e, bytes)) = self.cached_entry(&plan)? {
+            } else if let Some((e, bytes)) = self.entry_to_load(&plan)? {
                 // Another thread or process compiled it while we waited
                 // (counted for the cache as the miss it was).
                 stats::HITS.add(1);
@@ -1362,6 +1373,7 @@ impl Runtime {
             object_stat: String::new(),
             depset: String::new(),
             deps: Arc::new(deps),
+            headers: None,
             command: jobs.iter().map(|j| j.argv.join(" ")).collect(),
             created: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)

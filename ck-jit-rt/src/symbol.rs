@@ -201,6 +201,86 @@ pub fn find_prefix(bytes: &[u8], prefix: &str) -> Result<Option<String>, ElfErro
     Ok(pick_prefix(&dynamic_symbols(bytes)?, prefix).map(|s| s.name.clone()))
 }
 
+/// [`find_prefix`] for a 64-bit little-endian object, read in place:
+/// the same table walked in the same order with the same rule, no name
+/// copied but the one found. A lazy call's first resolve reads one
+/// object's table this way. `None` when the object is of another class
+/// or order, or its tables are not where its headers say (then
+/// [`find_prefix`] reads it, and reports what is wrong).
+pub fn find_prefix_elf64le<'a>(bytes: &'a [u8], prefix: &str) -> Option<Option<&'a str>> {
+    let u16_at = |at: usize| -> Option<u16> {
+        Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?))
+    };
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    let u64_at = |at: usize| -> Option<usize> {
+        usize::try_from(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?)).ok()
+    };
+    // e_ident: magic, ELFCLASS64, ELFDATA2LSB.
+    if bytes.len() < 64 || !bytes.starts_with(&elf::ELFMAG) || bytes[4] != elf::ELFCLASS64 {
+        return None;
+    }
+    if bytes[5] != elf::ELFDATA2LSB {
+        return None;
+    }
+    let (shoff, shentsize, shnum) = (
+        u64_at(0x28)?,
+        usize::from(u16_at(0x3a)?),
+        usize::from(u16_at(0x3c)?),
+    );
+    // The whole table of section headers is there, as the full reading
+    // requires.
+    if shentsize < 64 || shoff.checked_add(shnum.checked_mul(shentsize)?)? > bytes.len() {
+        return None;
+    }
+    let section = |i: usize| -> Option<(u32, usize, usize, usize, usize)> {
+        let at = shoff.checked_add(i.checked_mul(shentsize)?)?;
+        // sh_type, sh_offset, sh_size, sh_link, sh_entsize
+        Some((
+            u32_at(at + 4)?,
+            u64_at(at + 0x18)?,
+            u64_at(at + 0x20)?,
+            u32_at(at + 0x28)? as usize,
+            u64_at(at + 0x38)?,
+        ))
+    };
+    let Some(dynsym) = (0..shnum).find_map(|i| section(i).filter(|s| s.0 == elf::SHT_DYNSYM))
+    else {
+        // No table: no symbol, as `find_prefix` says.
+        return Some(None);
+    };
+    let (_, off, size, link, entsize) = dynsym;
+    let (_, str_off, str_size, _, _) = section(link)?;
+    let strings = bytes.get(str_off..str_off.checked_add(str_size)?)?;
+    let table = bytes.get(off..off.checked_add(size)?)?;
+    if entsize != 24 || size % 24 != 0 {
+        return None;
+    }
+    for sym in table.chunks_exact(24) {
+        let name = u32::from_le_bytes(sym[0..4].try_into().ok()?) as usize;
+        let info = sym[4];
+        let shndx = u16::from_le_bytes(sym[6..8].try_into().ok()?);
+        let (kind, bind) = (info & 0xf, info >> 4);
+        if shndx == elf::SHN_UNDEF
+            || !matches!(kind, elf::STT_FUNC | elf::STT_GNU_IFUNC)
+            || !matches!(bind, elf::STB_GLOBAL | elf::STB_WEAK)
+        {
+            continue;
+        }
+        let rest = strings.get(name..)?;
+        if !rest.starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let end = rest.iter().position(|&b| b == 0)?;
+        match std::str::from_utf8(&rest[..end]) {
+            Ok(n) if !n.is_empty() => return Some(Some(n)),
+            _ => continue,
+        }
+    }
+    Some(None)
+}
+
 /// The names of exported functions, for "symbol not found" messages (see
 /// [`candidate_names`]); empty when the bytes cannot be read.
 pub fn function_names(bytes: &[u8], limit: usize) -> Vec<String> {
@@ -286,5 +366,58 @@ mod tests {
         // The test binary is an ELF file (PIE: ET_DYN on most systems).
         let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         assert!(dynamic_symbols(&exe).is_ok());
+    }
+
+    /// The in-place reading of a real object (the C compiler's) finds
+    /// what the full reading finds, for every prefix tried: data symbols,
+    /// undefined references and local functions are passed over, weak
+    /// functions are not, table order decides.
+    #[test]
+    fn the_in_place_prefix_reading_finds_what_the_full_reading_finds() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-sym-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("s.c");
+        std::fs::write(
+            &src,
+            "int kern_data = 1;\n\
+             extern int kern_undef(int);\n\
+             static int kern_local(int x) { return x + kern_data; }\n\
+             __attribute__((weak)) int kern_weak(int x) { return kern_local(x); }\n\
+             int kern_a1(int x) { return kern_undef(x) + 1; }\n\
+             int kern_a2(int x) { return x + 2; }\n\
+             int other(int x) { return x; }\n",
+        )
+        .unwrap();
+        let so = dir.join("s.so");
+        let st = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .status()
+            .expect("a C compiler (cc)");
+        assert!(st.success());
+        let bytes = std::fs::read(&so).unwrap();
+        for prefix in [
+            "kern_", "kern_a", "kern_a2", "kern_d", "kern_u", "kern_l", "kern_w", "o", "",
+            "nothing",
+        ] {
+            let full = find_prefix(&bytes, prefix).unwrap();
+            let fast = find_prefix_elf64le(&bytes, prefix).expect("a 64-bit little-endian object");
+            assert_eq!(fast.map(str::to_string), full, "prefix {prefix:?}");
+        }
+        assert_eq!(find_prefix_elf64le(&bytes, "kern_d"), Some(None));
+        assert_eq!(
+            find_prefix_elf64le(&bytes, "kern_w"),
+            Some(Some("kern_weak"))
+        );
+        // Cut anywhere, it never panics, and where both read the cut
+        // object they agree.
+        for cut in (0..bytes.len()).step_by(97) {
+            let fast = find_prefix_elf64le(&bytes[..cut], "kern_a");
+            if let (Some(found), Ok(full)) = (fast, find_prefix(&bytes[..cut], "kern_a")) {
+                assert_eq!(found.map(str::to_string), full, "cut at {cut}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
