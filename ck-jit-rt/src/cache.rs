@@ -366,7 +366,7 @@ impl Bytes {
                         .open(path)
                         .ok()
                         .and_then(|mut f| {
-                            if *len <= MAP_ABOVE {
+                            if *len <= LOOK_MAP_ABOVE {
                                 read_len(&mut f, *len).ok().map(Bytes::Owned)
                             } else {
                                 map(&f, *len as usize)
@@ -1493,8 +1493,8 @@ impl Cache {
             return None;
         }
         let path = self.root.join(DEPSETS).join(format!("{digest}.json"));
-        let text = read_small(&path)?;
-        if short_hash(&blake3::hash(&text)) != digest {
+        let text = read_set(&path)?;
+        if short_hash(&blake3::hash(text.as_slice())) != digest {
             return None;
         }
         let deps = Arc::new(HeaderSet::parse(text)?);
@@ -1745,10 +1745,33 @@ impl Cache {
 /// each header's fields found in it. Sets are read on a first hit of
 /// every process, 600 headers and 130 KB for a CK blob: nothing is
 /// allocated per header, and each identity is parsed once.
-#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct HeaderSet {
-    text: String,
+    /// UTF-8 (checked when the set was made); mapped when large.
+    text: Bytes,
     items: Vec<Header>,
+}
+
+// SAFETY: as `ObjectBytes`: a mapping is read-only, private to this
+// value, and unmapped only on drop.
+unsafe impl Send for HeaderSet {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for HeaderSet {}
+
+impl PartialEq for HeaderSet {
+    fn eq(&self, other: &HeaderSet) -> bool {
+        self.text() == other.text() && self.items == other.items
+    }
+}
+
+impl Eq for HeaderSet {}
+
+impl fmt::Debug for HeaderSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeaderSet")
+            .field("headers", &self.items.len())
+            .field("mapped", &self.text.is_mapped())
+            .finish()
+    }
 }
 
 /// Where one header's fields are in [`HeaderSet::text`], and its
@@ -1766,14 +1789,19 @@ impl HeaderSet {
     /// escapes, by hand; anything else (an escaped character in a path,
     /// another order) through `serde_json`, which reads such text to the
     /// same headers.
-    fn parse(text: Vec<u8>) -> Option<HeaderSet> {
-        let text = String::from_utf8(text).ok()?;
-        match plain_items(text.as_bytes()) {
+    fn parse(text: Bytes) -> Option<HeaderSet> {
+        let s = std::str::from_utf8(text.as_slice()).ok()?;
+        match plain_items(s.as_bytes()) {
             Some(items) => Some(HeaderSet { text, items }),
             None => Some(HeaderSet::from_deps(
-                &serde_json::from_str::<Vec<Dep>>(&text).ok()?,
+                &serde_json::from_str::<Vec<Dep>>(s).ok()?,
             )),
         }
+    }
+
+    fn text(&self) -> &str {
+        // SAFETY: checked to be UTF-8 when the set was made.
+        unsafe { std::str::from_utf8_unchecked(self.text.as_slice()) }
     }
 
     /// The set of `deps`, its text made of their fields.
@@ -1793,11 +1821,14 @@ impl HeaderSet {
                 identity: parse_stat(&d.stat),
             })
             .collect();
-        HeaderSet { text, items }
+        HeaderSet {
+            text: Bytes::Owned(text.into_bytes()),
+            items,
+        }
     }
 
     fn field(&self, (at, len): (u32, u32)) -> &str {
-        &self.text[at as usize..(at + len) as usize]
+        &self.text()[at as usize..(at + len) as usize]
     }
 
     fn len(&self) -> usize {
@@ -1934,15 +1965,29 @@ fn process_alive(pid: i32) -> bool {
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-fn read_small(path: &Path) -> Option<Vec<u8>> {
+/// A header set's file: mapped when large (a CK blob's is 130 KB, which
+/// read into a fresh buffer cost a page fault per page; a mapping of
+/// the cached file faults a few times), else read. Sets are replaced by
+/// rename, never rewritten in place, so a mapping stays what was read.
+fn read_set(path: &Path) -> Option<Bytes> {
     let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .ok()?;
     let len = f.metadata().ok()?.len();
-    read_capped(&mut f, len)
+    if len > LOOK_MAP_ABOVE && len <= 16 << 20 {
+        if let Some(m) = map(&f, len as usize) {
+            return Some(m);
+        }
+    }
+    read_capped(&mut f, len).map(Bytes::Owned)
 }
+
+/// Files of the cache larger than this are mapped, not read, when they
+/// are only looked at: header sets ([`read_set`]), an object whose
+/// symbol table a lookup reads (the table is a few of its pages).
+const LOOK_MAP_ABOVE: u64 = 32 << 10;
 
 /// Reads a file of the cache that is never rewritten in place (records and
 /// header sets are replaced by rename), `len` bytes long by `fstat`, up to
@@ -2634,11 +2679,11 @@ mod tests {
             // Escaped characters: read by serde_json.
             vec![dep("/tmp/quote\"d/tab\t.h", "1:2.000000003:4.000000005:6")],
         ];
-        let parse = |t: &[u8]| HeaderSet::parse(t.to_vec()).map(|s| s.deps());
+        let parse = |t: &[u8]| HeaderSet::parse(Bytes::Owned(t.to_vec())).map(|s| s.deps());
         for deps in sets {
             let text = serde_json::to_vec(&deps).unwrap();
             assert_eq!(parse(&text), Some(deps.clone()));
-            let set = HeaderSet::parse(text.clone()).unwrap();
+            let set = HeaderSet::parse(Bytes::Owned(text.clone())).unwrap();
             for (i, d) in deps.iter().enumerate() {
                 assert_eq!(set.items[i].identity, parse_stat(&d.stat), "{}", d.path);
             }

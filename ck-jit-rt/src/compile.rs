@@ -163,6 +163,27 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         .find(|p| is_exe(p))
 }
 
+/// The path with every symbolic link, `.` and `..` resolved, as
+/// `fs::canonicalize` gives it, in three system calls whatever its depth:
+/// the path opened (`O_PATH`, nothing read) and the kernel asked which
+/// file that is. `fs::canonicalize` reads every component's link (15 for
+/// a header under a CK tree); without `/proc`, or for a file removed
+/// meanwhile, that is what answers.
+pub(crate) fn real_path(p: &Path) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(p)?;
+    match fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())) {
+        Ok(r) if r.is_absolute() && !r.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
+            Ok(r)
+        }
+        _ => fs::canonicalize(p),
+    }
+}
+
 /// Resolves and identifies a compiler (cached per process; `CK_JIT_<PROG>`
 /// overrides the program), by `check`; `store` is where identities are kept
 /// between processes (the cache directory's `compilers/`), when there is
@@ -258,7 +279,7 @@ fn identify_uncached(
             }
         })?,
     };
-    let real = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let real = real_path(&path).unwrap_or_else(|_| path.clone());
     let file_id = match check {
         CompilerCheck::Command => None,
         CompilerCheck::String(text) => {
@@ -385,7 +406,7 @@ const HIP_WRAPPERS: [&str; 3] = ["hipcc", "hipcc.pl", "hipcc.bin"];
 pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let mut add = |p: PathBuf| {
-        if let Ok(r) = fs::canonicalize(&p) {
+        if let Ok(r) = real_path(&p) {
             if r != real && fs::metadata(&r).is_ok_and(|m| m.is_file()) && !out.contains(&r) {
                 out.push(r);
             }
@@ -1439,6 +1460,48 @@ pub fn expand(arg: &str, root: &Path, src: &Path, out: &Path, name: &str) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `real_path` names the file `fs::canonicalize` names, through links
+    /// to directories and files, `..` and a relative path, and fails
+    /// where it fails.
+    #[test]
+    fn the_real_path_is_the_canonical_path() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        fs::create_dir_all(b.join("real/deep/er")).unwrap();
+        fs::write(b.join("real/deep/er/f.h"), "x").unwrap();
+        std::os::unix::fs::symlink(b.join("real/deep"), b.join("dirlink")).unwrap();
+        std::os::unix::fs::symlink("er/f.h", b.join("real/deep/filelink")).unwrap();
+        std::os::unix::fs::symlink(b.join("nowhere"), b.join("dangling")).unwrap();
+        for p in [
+            b.join("real/deep/er/f.h"),
+            b.join("dirlink/er/f.h"),
+            b.join("dirlink/filelink"),
+            b.join("dirlink/er/../er/./f.h"),
+            b.join("dirlink"),
+            b.to_path_buf(),
+        ] {
+            assert_eq!(
+                real_path(&p).unwrap(),
+                fs::canonicalize(&p).unwrap(),
+                "{}",
+                p.display()
+            );
+        }
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            real_path(Path::new(".")).unwrap(),
+            fs::canonicalize(&cwd).unwrap()
+        );
+        for p in [
+            b.join("dangling"),
+            b.join("real/none.h"),
+            b.join("real/deep/er/f.h/x"),
+        ] {
+            assert!(real_path(&p).is_err(), "{}", p.display());
+            assert!(fs::canonicalize(&p).is_err());
+        }
+    }
 
     /// Three errors: the first is the cause, the rest and the notes
     /// follow from it. The error keeps the first lines and the last ones.

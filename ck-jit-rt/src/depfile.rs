@@ -21,11 +21,11 @@ use crate::cache::{self, Dep};
 /// and a header that vanished before it could be hashed is left out.
 pub fn headers(depfile: &Path, cwd: &Path, source: &Path, root: &Path) -> Vec<Dep> {
     let text = fs::read_to_string(depfile).unwrap_or_default();
-    let source_canon = fs::canonicalize(source).ok();
+    let source_canon = crate::compile::real_path(source).ok();
     let mut seen = BTreeMap::new();
     for d in parse(&text) {
         let p = cwd.join(&d);
-        let canon = fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        let canon = crate::compile::real_path(&p).unwrap_or_else(|_| p.clone());
         if Some(&canon) == source_canon.as_ref() || p == source {
             continue;
         }

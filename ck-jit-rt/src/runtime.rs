@@ -1007,7 +1007,7 @@ impl Runtime {
         let source = self.root.join(&*info.source);
         let canon_root = self
             .canon_root
-            .get_or_init(|| fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone()));
+            .get_or_init(|| compile::real_path(&self.root).unwrap_or_else(|_| self.root.clone()));
         let source_hash = blake3::hash(&self.read_source(blob, &source, canon_root)?);
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         // Kept in the cache, opened (made with its modes) first.
@@ -1517,7 +1517,7 @@ impl Runtime {
                 let canon_dir = match known {
                     Some(d) => d,
                     None => {
-                        let d = fs::canonicalize(dir).map_err(err)?;
+                        let d = compile::real_path(dir).map_err(err)?;
                         if let Ok(mut m) = self.canon_dirs.lock() {
                             m.insert(dir.to_path_buf(), d.clone());
                         }
@@ -1540,7 +1540,7 @@ impl Runtime {
         let (canon, file) = match opened {
             Some(o) => o,
             None => {
-                let canon = fs::canonicalize(source).map_err(err)?;
+                let canon = compile::real_path(source).map_err(err)?;
                 let f = fs::File::open(&canon).map_err(err)?;
                 (canon, f)
             }
