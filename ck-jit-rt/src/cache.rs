@@ -1873,14 +1873,14 @@ fn plain_items(text: &[u8]) -> Option<Vec<Header>> {
         let b = b.strip_prefix(b"\"")?;
         let end = find(b, b'"')?;
         let s = &b[..end];
-        // An escape: serde_json's to read. (Raw control characters, which
-        // JSON forbids, cannot be there: the text matched its digest, and
-        // serde_json escapes them when it writes a set.)
-        if find(s, b'\\').is_some() {
-            return None;
-        }
         let at = u32::try_from(s.as_ptr() as usize - base).ok()?;
         Some(((at, u32::try_from(end).ok()?), &b[end + 1..]))
+    }
+    // An escape anywhere: serde_json's to read. (Raw control characters,
+    // which JSON forbids, cannot be there: the text matched its digest,
+    // and serde_json escapes them when it writes a set.)
+    if find(text, b'\\').is_some() {
+        return None;
     }
     let base = text.as_ptr() as usize;
     let mut b = text.strip_prefix(b"[")?;
@@ -2153,25 +2153,94 @@ fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, root: &Path) -> b
         .unwrap_or(false)
 }
 
-/// Header identities looked at relative to their directory, opened once
-/// for the headers that follow in it (a set lists them sorted): walking
-/// each header's whole path (15 components under a CK tree) was most of a
-/// lookup's time. The same file as `stat` on the expanded path finds,
-/// symbolic links followed; nothing is allocated per header.
+/// Header identities looked at relative to their directory: walking each
+/// header's whole path (15 components under a CK tree) was most of a
+/// lookup's time. A directory is opened once per set, relative to the
+/// nearest one already open above it (a set lists its headers sorted, so
+/// `/usr/include` comes back after each of its subdirectories). The same
+/// file as `stat` on the expanded path finds, symbolic links followed;
+/// nothing is allocated per header.
 struct Dirs<'a> {
     root: &'a Path,
-    /// The open directory, as the recorded paths spell it.
-    dir: String,
-    fd: Option<File>,
+    /// Directories opened, as the recorded paths spell them (`None`: it
+    /// could not be opened), at most [`Dirs::KEPT`].
+    open: Vec<(String, Option<File>)>,
+    /// Which of them the last header was in.
+    last: usize,
 }
 
 impl<'a> Dirs<'a> {
+    /// Directories kept open at once.
+    const KEPT: usize = 64;
+
     fn new(root: &'a Path) -> Dirs<'a> {
         Dirs {
             root,
-            dir: String::new(),
-            fd: None,
+            open: Vec::new(),
+            last: 0,
         }
+    }
+
+    /// The open directory the recorded spelling `dir` names.
+    fn dir(&mut self, dir: &str) -> Option<&File> {
+        let found = match self.open.get(self.last) {
+            Some((d, _)) if d == dir => Some(self.last),
+            _ => self.open.iter().rposition(|(d, _)| d == dir),
+        };
+        let at = match found {
+            Some(i) => i,
+            None => {
+                if self.open.len() >= Self::KEPT {
+                    self.open.clear();
+                }
+                let opened = self.open_dir(dir);
+                self.open.push((dir.to_string(), opened));
+                self.open.len() - 1
+            }
+        };
+        self.last = at;
+        self.open[at].1.as_ref()
+    }
+
+    fn open_dir(&self, dir: &str) -> Option<File> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // The nearest open directory above it: the rest is opened from
+        // there, as a walk of the whole path would go on from it.
+        let above = self
+            .open
+            .iter()
+            .filter(|(d, f)| {
+                f.is_some()
+                    && dir.len() > d.len() + 1
+                    && dir.starts_with(d.as_str())
+                    && dir.as_bytes()[d.len()] == b'/'
+            })
+            .max_by_key(|(d, _)| d.len());
+        if let Some((d, Some(f))) = above {
+            let rest = std::ffi::CString::new(&dir[d.len() + 1..]).ok()?;
+            // SAFETY: an open directory and a NUL-terminated path.
+            let fd = unsafe {
+                libc::openat(
+                    f.as_raw_fd(),
+                    rest.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            // SAFETY: a descriptor just opened, owned from here on.
+            return (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) });
+        }
+        let full = match dir {
+            "" => PathBuf::from("/"),
+            "{root}" => self.root.to_path_buf(),
+            d if d.starts_with("{root}/") || d.starts_with('/') => dep_path(d, self.root),
+            // A relative path: looked at as `stat` would, not here.
+            _ => return None,
+        };
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(full)
+            .ok()
     }
 
     /// The identity of the recorded path `path` (`{root}/...` or
@@ -2180,23 +2249,10 @@ impl<'a> Dirs<'a> {
         use std::os::fd::AsRawFd;
         let cut = path.rfind('/')?;
         let (dir, name) = (&path[..cut], &path.as_bytes()[cut + 1..]);
-        if self.fd.is_none() || self.dir != dir {
-            let full = match dir {
-                "" => PathBuf::from("/"),
-                "{root}" => self.root.to_path_buf(),
-                d if d.starts_with("{root}/") || d.starts_with('/') => dep_path(d, self.root),
-                // A relative path: looked at as `stat` would, not here.
-                _ => return None,
-            };
-            self.dir.clear();
-            self.dir.push_str(dir);
-            self.fd = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
-                .open(full)
-                .ok();
+        if !dir.is_empty() && !dir.starts_with('/') && !dir.starts_with("{root}") {
+            return None;
         }
-        let fd = self.fd.as_ref()?;
+        let fd = self.dir(dir)?;
         // The name NUL-terminated on the stack (a file name is at most 255
         // bytes), not in an allocation per header.
         let mut buf = [0u8; 256];
@@ -2359,6 +2415,21 @@ mod tests {
         );
         assert_eq!(dirs.stat(&text(dir.join("sub/none.hpp"))), None);
         assert_eq!(dirs.stat(&text(dir.join("none/h.hpp"))), None);
+        // Opened from a directory already open above it, through a link
+        // and back out of it: what a walk of the whole path finds.
+        fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+        fs::write(dir.join("sub/deeper/d.hpp"), "d").unwrap();
+        let _ = fs::remove_file(dir.join("lnk"));
+        std::os::unix::fs::symlink(dir.join("sub/deeper"), dir.join("lnk")).unwrap();
+        for p in [
+            "sub/deeper/d.hpp",
+            "lnk/d.hpp",
+            "lnk/../deeper/d.hpp",
+            "lnk/../../h.hpp",
+        ] {
+            let md = fs::metadata(dir.join(p)).unwrap();
+            assert_eq!(dirs.stat(&text(dir.join(p))), Some(stat_key(&md)), "{p}");
+        }
         // As records spell them: under the root, and the root itself.
         assert_eq!(dirs.stat("{root}/sub/link.hpp"), Some(stat_key(&md)));
         assert_eq!(dirs.stat("{root}/h.hpp"), Some(stat_key(&md)));
