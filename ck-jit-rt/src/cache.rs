@@ -1135,11 +1135,7 @@ impl Cache {
         }
         records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
         for (record_path, record, used) in records {
-            if record
-                .headers
-                .as_ref()
-                .is_none_or(|h| deps_verified(&record.depset, h, root))
-            {
+            if headers_unchanged(&record, root) {
                 let object = dir.join(format!("{}.so", record.key));
                 return Ok(Some(Entry {
                     object,
@@ -1166,13 +1162,7 @@ impl Cache {
         let record_path = dir.join(format!("{}.json", record.key));
         let same = fs::symlink_metadata(&record_path)
             .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
-        let unchanged = || {
-            record
-                .headers
-                .as_ref()
-                .is_none_or(|h| deps_verified(&record.depset, h, root))
-        };
-        if !same || !unchanged() {
+        if !same || !headers_unchanged(&record, root) {
             return None;
         }
         Some(Entry {
@@ -2112,15 +2102,19 @@ fn mark_known(deps: &HeaderSet, seen: &HeaderSet, at: Instant, known: &mut Vec<O
 fn check_headers(deps: &HeaderSet, known: &[Option<Instant>], root: &Path) -> Option<Instant> {
     let started = Instant::now();
     let oldest_known = known.iter().flatten().min().copied();
-    headers_unchanged(deps, known, root).then(|| oldest_known.map_or(started, |t| t.min(started)))
-}
-
-/// Whether the headers of `deps` not `known` (by index) all have their
-/// recorded contents.
-fn headers_unchanged(deps: &HeaderSet, known: &[Option<Instant>], root: &Path) -> bool {
     let mut dirs = Dirs::new(root);
     (0..deps.len())
         .all(|i| known.get(i).is_some_and(Option::is_some) || dep_matches(deps, i, &mut dirs, root))
+        .then(|| oldest_known.map_or(started, |t| t.min(started)))
+}
+
+/// Whether the headers a lookup read with `record` (none: nothing to
+/// check) all have their recorded contents.
+fn headers_unchanged(record: &Record, root: &Path) -> bool {
+    record
+        .headers
+        .as_ref()
+        .is_none_or(|h| deps_verified(&record.depset, h, root))
 }
 
 /// Expands a recorded dependency path.
@@ -2249,9 +2243,6 @@ impl<'a> Dirs<'a> {
         use std::os::fd::AsRawFd;
         let cut = path.rfind('/')?;
         let (dir, name) = (&path[..cut], &path.as_bytes()[cut + 1..]);
-        if !dir.is_empty() && !dir.starts_with('/') && !dir.starts_with("{root}") {
-            return None;
-        }
         let fd = self.dir(dir)?;
         // The name NUL-terminated on the stack (a file name is at most 255
         // bytes), not in an allocation per header.

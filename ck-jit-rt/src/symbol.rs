@@ -164,14 +164,21 @@ fn symbols<Elf: FileHeader<Endian = Endianness>>(bytes: &[u8]) -> Result<Vec<Dyn
         if name.is_empty() {
             continue;
         }
-        let is_function = matches!(sym.st_type(), elf::STT_FUNC | elf::STT_GNU_IFUNC)
-            && matches!(sym.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
+        let is_function = is_entry_kind(sym.st_type(), sym.st_bind());
         out.push(DynSym {
             name: name.to_string(),
             is_function,
         });
     }
     Ok(out)
+}
+
+/// Whether a symbol of this type and binding can be an entry point
+/// ([`DynSym::is_function`]): a function or indirect function, global or
+/// weak.
+fn is_entry_kind(kind: u8, bind: u8) -> bool {
+    matches!(kind, elf::STT_FUNC | elf::STT_GNU_IFUNC)
+        && matches!(bind, elf::STB_GLOBAL | elf::STB_WEAK)
 }
 
 /// The entry point a prefix selects among `symbols`: the first
@@ -262,10 +269,7 @@ pub fn find_prefix_elf64le<'a>(bytes: &'a [u8], prefix: &str) -> Option<Option<&
         let info = sym[4];
         let shndx = u16::from_le_bytes(sym[6..8].try_into().ok()?);
         let (kind, bind) = (info & 0xf, info >> 4);
-        if shndx == elf::SHN_UNDEF
-            || !matches!(kind, elf::STT_FUNC | elf::STT_GNU_IFUNC)
-            || !matches!(bind, elf::STB_GLOBAL | elf::STB_WEAK)
-        {
+        if shndx == elf::SHN_UNDEF || !is_entry_kind(kind, bind) {
             continue;
         }
         let rest = strings.get(name..)?;
