@@ -573,14 +573,15 @@ impl InputsKey {
         InputsKey(h.finalize())
     }
 
-    /// The key of these inputs compiled by `compiler` (its resolved path,
-    /// `--version` output and files) in an environment whose compiler
-    /// variables are `env` (see `KEY_ENV`).
+    /// The key of these inputs compiled by `compiler` (its `--version`
+    /// output and its files' contents, never its path or file times) in
+    /// an environment whose compiler variables are `env` (see `KEY_ENV`).
     pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
         let mut h = blake3::Hasher::new();
         h.update(self.0.as_bytes());
-        h.update(compiler.real.as_os_str().as_encoded_bytes());
-        h.update(b"\0");
+        // Keys made when the identity held the compiler's path and file
+        // times never equal these.
+        h.update(b"\0compiler by content\0");
         h.update(compiler.version.as_bytes());
         h.update(b"\0files\0");
         h.update(compiler.files.as_bytes());
@@ -1111,10 +1112,10 @@ impl Cache {
         &self,
         blob: &str,
         prekey: &str,
-        root: &Path,
+        roots: Roots<'_>,
     ) -> Result<Option<Entry>, Error> {
         let dir = self.prekey_dir(blob, prekey);
-        if let Some(entry) = self.lookup_head(&dir, prekey, root) {
+        if let Some(entry) = self.lookup_head(&dir, prekey, roots) {
             return Ok(Some(entry));
         }
         let rd = match fs::read_dir(&dir) {
@@ -1135,7 +1136,7 @@ impl Cache {
         }
         records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
         for (record_path, record, used) in records {
-            if headers_unchanged(&record, root) {
+            if headers_unchanged(&record, roots) {
                 let object = dir.join(format!("{}.so", record.key));
                 return Ok(Some(Entry {
                     object,
@@ -1154,7 +1155,7 @@ impl Cache {
     /// record published there: the same file, so one whose record was
     /// removed or replaced since is not it) and its headers are unchanged.
     /// Anything else is `None`, and the lookup lists the directory.
-    fn lookup_head(&self, dir: &Path, prekey: &str, root: &Path) -> Option<Entry> {
+    fn lookup_head(&self, dir: &Path, prekey: &str, roots: Roots<'_>) -> Option<Entry> {
         let (record, md) = self.read_record_file(&dir.join(HEAD), true)?;
         if record.prekey != prekey || record.format != CACHE_FORMAT || !is_hex_key(&record.key) {
             return None;
@@ -1162,7 +1163,7 @@ impl Cache {
         let record_path = dir.join(format!("{}.json", record.key));
         let same = fs::symlink_metadata(&record_path)
             .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
-        if !same || !headers_unchanged(&record, root) {
+        if !same || !headers_unchanged(&record, roots) {
             return None;
         }
         Some(Entry {
@@ -2002,14 +2003,17 @@ fn read_len(f: &mut File, len: u64) -> io::Result<Vec<u8>> {
 static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 
-/// Header sets found unchanged in this process: (tree root, set digest)
-/// → the set and when its oldest header check was made
+/// Header sets found unchanged in this process: (tree root, compiler
+/// prefix, set digest) → the set and when its oldest header check was made
 /// ([`CHECK_REUSE`]). A header of a set found so is trusted by another
 /// set that lists it with the same contents, within the same window.
 #[derive(Default)]
 struct Checked {
-    sets: HashMap<(PathBuf, String), (Arc<HeaderSet>, Instant)>,
+    sets: HashMap<(RootsKey, String), (Arc<HeaderSet>, Instant)>,
 }
+
+/// The roots a set was checked under, owned.
+type RootsKey = (PathBuf, Option<PathBuf>);
 
 static CHECKED: Lazy<Mutex<Checked>> = Lazy::new(|| Mutex::new(Checked::default()));
 
@@ -2033,9 +2037,13 @@ pub fn forget_checks() {
 /// without a look when the set, or the header (as listed by another set
 /// found unchanged), was found so less than [`CHECK_REUSE`] ago in this
 /// process.
-fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, root: &Path) -> bool {
+fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, roots: Roots<'_>) -> bool {
     let now = Instant::now();
-    let set_key = (!depset.is_empty()).then(|| (root.to_path_buf(), depset.to_string()));
+    let root: RootsKey = (
+        roots.tree.to_path_buf(),
+        roots.compiler.map(Path::to_path_buf),
+    );
+    let set_key = (!depset.is_empty()).then(|| (root.clone(), depset.to_string()));
     // The sets this process found unchanged lately, under this root.
     let recent: Vec<(Arc<HeaderSet>, Instant)> = match CHECKED.lock() {
         Ok(c) => {
@@ -2046,7 +2054,7 @@ fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, root: &Path) -> bool {
             }
             c.sets
                 .iter()
-                .filter(|((r, _), (_, t))| r == root && fresh(*t, now))
+                .filter(|((r, _), (_, t))| *r == root && fresh(*t, now))
                 .map(|(_, (d, t))| (d.clone(), *t))
                 .collect()
         }
@@ -2056,7 +2064,7 @@ fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, root: &Path) -> bool {
     for (set, t) in &recent {
         mark_known(deps, set, *t, &mut known);
     }
-    let Some(oldest) = check_headers(deps, &known, root) else {
+    let Some(oldest) = check_headers(deps, &known, roots) else {
         return false;
     };
     if let Some(k) = set_key {
@@ -2099,52 +2107,99 @@ fn mark_known(deps: &HeaderSet, seen: &HeaderSet, at: Instant, known: &mut Vec<O
 /// check trusted was made)` when all are unchanged. (Looking with several
 /// threads at once was measured slower: they contend for the same
 /// directories, and a first call on a busy machine waited for them.)
-fn check_headers(deps: &HeaderSet, known: &[Option<Instant>], root: &Path) -> Option<Instant> {
+fn check_headers(deps: &HeaderSet, known: &[Option<Instant>], roots: Roots<'_>) -> Option<Instant> {
     let started = Instant::now();
     let oldest_known = known.iter().flatten().min().copied();
-    let mut dirs = Dirs::new(root);
+    let mut dirs = Dirs::new(roots);
     (0..deps.len())
-        .all(|i| known.get(i).is_some_and(Option::is_some) || dep_matches(deps, i, &mut dirs, root))
+        .all(|i| {
+            known.get(i).is_some_and(Option::is_some) || dep_matches(deps, i, &mut dirs, roots)
+        })
         .then(|| oldest_known.map_or(started, |t| t.min(started)))
 }
 
 /// Whether the headers a lookup read with `record` (none: nothing to
 /// check) all have their recorded contents.
-fn headers_unchanged(record: &Record, root: &Path) -> bool {
+fn headers_unchanged(record: &Record, roots: Roots<'_>) -> bool {
     record
         .headers
         .as_ref()
-        .is_none_or(|h| deps_verified(&record.depset, h, root))
+        .is_none_or(|h| deps_verified(&record.depset, h, roots))
 }
 
-/// Expands a recorded dependency path.
-pub fn dep_path(path: &str, root: &Path) -> PathBuf {
-    match path.strip_prefix("{root}/") {
-        Some(rel) => root.join(rel),
-        None => PathBuf::from(path),
+/// What recorded header paths are relative to: the tree's root
+/// (`{root}/...`, so a relocated tree still matches) and the installation
+/// prefix of the compiler that read them (`{compiler}/...`, so the same
+/// toolchain at another path reads its own copies of its headers).
+#[derive(Debug, Clone, Copy)]
+pub struct Roots<'a> {
+    /// The tree root (the manifest's).
+    pub tree: &'a Path,
+    /// The compiler's installation prefix, when it has one of its own
+    /// ([`CompilerId::prefix`]).
+    pub compiler: Option<&'a Path>,
+}
+
+impl<'a> Roots<'a> {
+    /// The tree root alone.
+    pub fn tree(tree: &'a Path) -> Roots<'a> {
+        Roots {
+            tree,
+            compiler: None,
+        }
     }
 }
 
-/// Records a dependency path relative to the root where it is under it.
-pub fn dep_name(path: &Path, root: &Path) -> String {
-    match path.strip_prefix(root) {
-        Ok(rel) => format!("{{root}}/{}", rel.display()),
-        Err(_) => path.display().to_string(),
+/// Expands a recorded dependency path; `None` for a `{compiler}/` path
+/// when no compiler prefix is known (it names nothing then).
+pub fn dep_path(path: &str, roots: Roots<'_>) -> Option<PathBuf> {
+    if let Some(rel) = path.strip_prefix("{root}/") {
+        return Some(roots.tree.join(rel));
+    }
+    if let Some(rel) = path.strip_prefix("{compiler}/") {
+        return roots.compiler.map(|c| c.join(rel));
+    }
+    Some(PathBuf::from(path))
+}
+
+/// Records a dependency path relative to the root it is under (the more
+/// specific one when it is under both), else as it is.
+pub fn dep_name(path: &Path, roots: Roots<'_>) -> String {
+    let under = |root: &Path, name: &str| {
+        path.strip_prefix(root).ok().map(|rel| {
+            (
+                root.as_os_str().len(),
+                format!("{{{name}}}/{}", rel.display()),
+            )
+        })
+    };
+    let tree = under(roots.tree, "root");
+    let compiler = roots.compiler.and_then(|c| under(c, "compiler"));
+    match (tree, compiler) {
+        (Some(t), Some(c)) => {
+            if c.0 > t.0 {
+                c.1
+            } else {
+                t.1
+            }
+        }
+        (Some((_, n)), None) | (None, Some((_, n))) => n,
+        (None, None) => path.display().to_string(),
     }
 }
 
 /// Whether header `i` of `set` has its recorded contents: the same
 /// identity, or else the same hash.
-fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, root: &Path) -> bool {
+fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, roots: Roots<'_>) -> bool {
     let path = set.path(i);
     if let Some(recorded) = set.items[i].identity {
         if dirs.stat(path) == Some(recorded) {
             return true;
         }
     }
-    file_hash(&dep_path(path, root))
-        .map(|h| h == set.hash(i))
-        .unwrap_or(false)
+    dep_path(path, roots)
+        .and_then(|p| file_hash(&p).ok())
+        .is_some_and(|h| h == set.hash(i))
 }
 
 /// Header identities looked at relative to their directory: walking each
@@ -2155,7 +2210,7 @@ fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, root: &Path) -> b
 /// file as `stat` on the expanded path finds, symbolic links followed;
 /// nothing is allocated per header.
 struct Dirs<'a> {
-    root: &'a Path,
+    roots: Roots<'a>,
     /// Directories opened, as the recorded paths spell them (`None`: it
     /// could not be opened), at most [`Dirs::KEPT`].
     open: Vec<(String, Option<File>)>,
@@ -2167,9 +2222,9 @@ impl<'a> Dirs<'a> {
     /// Directories kept open at once.
     const KEPT: usize = 64;
 
-    fn new(root: &'a Path) -> Dirs<'a> {
+    fn new(roots: Roots<'a>) -> Dirs<'a> {
         Dirs {
-            root,
+            roots,
             open: Vec::new(),
             last: 0,
         }
@@ -2225,8 +2280,11 @@ impl<'a> Dirs<'a> {
         }
         let full = match dir {
             "" => PathBuf::from("/"),
-            "{root}" => self.root.to_path_buf(),
-            d if d.starts_with("{root}/") || d.starts_with('/') => dep_path(d, self.root),
+            "{root}" => self.roots.tree.to_path_buf(),
+            "{compiler}" => self.roots.compiler?.to_path_buf(),
+            d if d.starts_with("{root}/") || d.starts_with("{compiler}/") || d.starts_with('/') => {
+                dep_path(d, self.roots)?
+            }
             // A relative path: looked at as `stat` would, not here.
             _ => return None,
         };
@@ -2390,7 +2448,7 @@ mod tests {
         assert_eq!(parse_stat(&stat_string(&md)), Some(stat_key(&md)));
         // Looked at relative to its directory, through a link and a `..`:
         // the same identity.
-        let mut dirs = Dirs::new(&dir);
+        let mut dirs = Dirs::new(Roots::tree(&dir));
         let text = |p: PathBuf| p.to_str().unwrap().to_string();
         assert_eq!(dirs.stat(&text(f.clone())), Some(stat_key(&md)));
         fs::create_dir_all(dir.join("sub")).unwrap();
@@ -2426,7 +2484,7 @@ mod tests {
         assert_eq!(dirs.stat("{root}/h.hpp"), Some(stat_key(&md)));
         // Nothing that is not a path to a file: left to `stat`.
         for odd in ["h.hpp", "sub/link.hpp", "{root}/sub/", ""] {
-            assert_eq!(Dirs::new(&dir).stat(odd), None, "{odd:?}");
+            assert_eq!(Dirs::new(Roots::tree(&dir)).stat(odd), None, "{odd:?}");
         }
         let (size, m, mn, c, cn, ino) = stat_key(&md);
         assert_eq!(
@@ -2693,11 +2751,11 @@ mod tests {
         let two = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("c.h")]));
         let digest = |n: &str| format!("{n:0>32}");
         forget_checks();
-        assert!(deps_verified(&digest("1"), &one, root));
+        assert!(deps_verified(&digest("1"), &one, Roots::tree(root)));
         // a.h edited: set two trusts the look set one just made...
         fs::write(root.join("a.h"), "edited").unwrap();
         let t = Instant::now();
-        let trusted = deps_verified(&digest("2"), &two, root);
+        let trusted = deps_verified(&digest("2"), &two, Roots::tree(root));
         if t.elapsed() < CHECK_REUSE / 2 {
             assert!(trusted, "a header checked just now by another set");
         }
@@ -2705,22 +2763,22 @@ mod tests {
         // contents match again).
         forget_checks();
         fs::write(root.join("a.h"), "a").unwrap();
-        assert!(deps_verified(&digest("2a"), &two, root));
+        assert!(deps_verified(&digest("2a"), &two, Roots::tree(root)));
         forget_checks();
         assert!(deps_verified(
             &digest("1b"),
             &Arc::new(HeaderSet::from_deps(&[dep("b.h")])),
-            root
+            Roots::tree(root)
         ));
         fs::write(root.join("c.h"), "edited").unwrap();
-        assert!(!deps_verified(&digest("2b"), &two, root));
+        assert!(!deps_verified(&digest("2b"), &two, Roots::tree(root)));
         // A set out of order trusts nothing another set found.
         forget_checks();
         let sorted = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("b.h")]));
-        assert!(deps_verified(&digest("3"), &sorted, root));
+        assert!(deps_verified(&digest("3"), &sorted, Roots::tree(root)));
         let unsorted = Arc::new(HeaderSet::from_deps(&[dep("b.h"), dep("a.h")]));
         fs::write(root.join("b.h"), "edited too").unwrap();
-        assert!(!deps_verified(&digest("4"), &unsorted, root));
+        assert!(!deps_verified(&digest("4"), &unsorted, Roots::tree(root)));
         forget_checks();
     }
 
@@ -2784,7 +2842,10 @@ mod tests {
         // Published: the head is the record file itself.
         let ino = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         assert_eq!(ino(&head), ino(&e.record_path));
-        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
+        let found = cache
+            .lookup("h", &e.record.prekey, Roots::tree(root))
+            .unwrap()
+            .unwrap();
         assert_eq!(found.record_path, e.record_path);
         assert_eq!(found.object, e.object);
         // A head naming a key that is no key: a record planted beside the
@@ -2803,7 +2864,10 @@ mod tests {
         fs::copy(&e.object, blob_dir.join("planted.so")).unwrap();
         fs::remove_file(&head).unwrap();
         fs::hard_link(blob_dir.join("planted.json"), &head).unwrap();
-        let found = cache.lookup("h", &e.record.prekey, root).unwrap().unwrap();
+        let found = cache
+            .lookup("h", &e.record.prekey, Roots::tree(root))
+            .unwrap()
+            .unwrap();
         assert_eq!(found.record_path, e.record_path);
         assert_eq!(found.object, e.object);
         // The entry removed (evicted): the head still holds its record's
@@ -2812,7 +2876,10 @@ mod tests {
         fs::hard_link(&e.record_path, &head).unwrap();
         assert!(cache.remove(&e).unwrap());
         assert!(head.exists());
-        assert!(cache.lookup("h", &e.record.prekey, root).unwrap().is_none());
+        assert!(cache
+            .lookup("h", &e.record.prekey, Roots::tree(root))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

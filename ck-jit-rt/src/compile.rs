@@ -1,7 +1,7 @@
-//! Runs the compiler: finds it, identifies it (resolved path and
-//! `--version`, once per process, and with the default
-//! [`CompilerCheck::Mtime`] once per compiler file and cache), builds the argv of each step from the
-//! group's template ([`jobs`]: flags in [`STRIPPED_FLAGS`] dropped,
+//! Runs the compiler: finds it, identifies it (its files by content and
+//! its `--version` output, once per process, and with the default
+//! [`CompilerCheck::Content`] once per set of compiler files and cache),
+//! builds the argv of each step from the group's template ([`jobs`]: flags in [`STRIPPED_FLAGS`] dropped,
 //! placeholders filled in, split for a launcher, `-MD -MF` added), runs them
 //! with a time limit, keeps the full output in a log file and a bounded
 //! tail in memory, and reads back what the compiler wrote.
@@ -29,23 +29,34 @@ use crate::symbol;
 /// Most bytes of compiler output kept in memory for an error message.
 pub const TAIL_BYTES: usize = 8 * 1024;
 
-/// Who a compiler is: its resolved path and what `--version` printed.
+/// Who a compiler is, as a cache key sees it: what decides the object
+/// code it writes, never where it lives or when its files were written, so
+/// the same compiler bytes on another host, at another path or installed
+/// at another time (pip keeps no file times) give the same key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompilerId {
     /// The program as found (what goes in argv: resolving links would turn
     /// `clang++` into `clang`, which is a different driver mode).
     pub path: PathBuf,
-    /// The fully resolved file, part of the identity.
+    /// The fully resolved file (for messages; not part of the identity).
     pub real: PathBuf,
-    /// Its `--version` output.
+    /// Its `--version` output, less what names where it is installed
+    /// ([`version_text`]).
     pub version: String,
-    /// The compiler's files themselves, as the policy identifies them:
-    /// size and modification time of each (`mtime`), or a hash of each
-    /// (`content`), over the compiler and the files behind a wrapper; empty
-    /// for `command` and `string:`. An upgrade in place that prints the
-    /// same `--version` text is still a new key. Inode and device are not
-    /// part of it, so machines that install the same package share keys.
+    /// The compiler's files by content: a BLAKE3 of each, over the
+    /// compiler and the files behind a wrapper ([`wrapped_files`]), in a
+    /// fixed order; a script's with the paths it names made neutral
+    /// ([`script_text`]). Empty for `command` and `string:`. An upgrade in
+    /// place that prints the same `--version` text is still a new key.
     pub files: String,
+    /// Where the compiler is installed ([`install_prefix`]): headers under
+    /// it are recorded as `{compiler}/...`, so a toolchain at another path
+    /// reads its own copies.
+    pub prefix: Option<PathBuf>,
+    /// The files' local identity (path, size, times, inode) when they
+    /// were identified: what the memo in the cache is kept under and what
+    /// [`identity_changed`] compares. Never part of a key.
+    pub stat: String,
 }
 
 /// Variables, besides the arguments, that change what a compiler produces:
@@ -100,23 +111,21 @@ pub fn key_env(extra: &[String]) -> String {
 }
 
 /// How a compiler is identified for the cache key (`CK_JIT_COMPILER_CHECK`),
-/// the policies users of ccache know as `compiler_check`. Whatever the
-/// policy, the identity is computed at most once per process.
+/// after the policies users of ccache know as `compiler_check`. Whatever
+/// the policy, the identity is computed at most once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompilerCheck {
-    /// `mtime` (the default): the compiler's `--version` output, run once
-    /// per compiler file (resolved path, size, modification time, inode)
-    /// and kept in the cache directory, so a later process with a cache hit
-    /// starts no compiler. A compiler replaced in place is a new file. A
-    /// wrapper is followed to the files behind it ([`wrapped_files`]:
-    /// `hipcc` to its clang, a shell script to the programs it names), so
-    /// upgrading the compiler behind an unchanged wrapper is a new identity.
-    Mtime,
-    /// `content`: as `mtime`, with the file identified by a hash of its
-    /// contents instead of its metadata (a copy or a rebuild of the same
-    /// bytes is the same compiler; it reads the file once per process).
+    /// `content` (the default; `mtime`, the name of an earlier default, is
+    /// read as this): the compiler's files by content and its `--version`
+    /// output ([`CompilerId`]). Both are worked out once per set of files
+    /// (resolved path, size, modification and change time, inode) and kept
+    /// in the cache directory, so a later process with a cache hit starts
+    /// no compiler and hashes nothing. A wrapper is followed to the files
+    /// behind it ([`wrapped_files`]), so upgrading the compiler behind an
+    /// unchanged wrapper is a new identity.
     Content,
-    /// `command`: runs `--version` in every process.
+    /// `command`: runs `--version` in every process; the identity is its
+    /// output alone.
     Command,
     /// `string:<text>`: the identity is `<text>`; the compiler is never run
     /// to identify it.
@@ -129,8 +138,7 @@ impl CompilerCheck {
     /// Reads a `CK_JIT_COMPILER_CHECK` value (`None`: the default).
     pub fn parse(value: Option<&str>) -> CompilerCheck {
         match value.map(str::trim) {
-            None | Some("") | Some("mtime") => CompilerCheck::Mtime,
-            Some("content") => CompilerCheck::Content,
+            None | Some("") | Some("content") | Some("mtime") => CompilerCheck::Content,
             Some("command") => CompilerCheck::Command,
             Some(v) => match v.strip_prefix("string:") {
                 Some(text) => CompilerCheck::String(text.to_string()),
@@ -212,27 +220,13 @@ pub fn identify(
 /// compiler's files: one was replaced or changed in place since (an
 /// upgrade a long-running process would otherwise not see until its
 /// restart). Then it is forgotten, and the next [`identify`] looks again.
-/// Checked before a compile: a stat of each file (`mtime`), a hash of each
-/// (`content`), nothing for `command` and `string:`.
+/// Checked before a compile: a `stat` of each file for `content`, nothing
+/// for `command` and `string:`.
 pub fn identity_changed(id: &CompilerId, check: &CompilerCheck) -> bool {
-    if !matches!(check, CompilerCheck::Mtime | CompilerCheck::Content) {
+    if *check != CompilerCheck::Content {
         return false;
     }
-    let mut files = String::new();
-    for file in std::iter::once(id.real.clone()).chain(wrapped_files(&id.real)) {
-        match file_identity(&file, check) {
-            Ok((key, _)) => {
-                files.push_str(&key);
-                files.push('\0');
-            }
-            // Gone: changed, and what is there now is for `identify` to say.
-            Err(_) => {
-                files.clear();
-                break;
-            }
-        }
-    }
-    if files == id.files {
+    if files_stat(&compiler_files(&id.real)).is_ok_and(|s| s == id.stat) {
         return false;
     }
     if let Ok(mut m) = IDS.lock() {
@@ -280,111 +274,209 @@ fn identify_uncached(
         })?,
     };
     let real = real_path(&path).unwrap_or_else(|_| path.clone());
-    let file_id = match check {
-        CompilerCheck::Command => None,
+    let prefix = install_prefix(&path);
+    let id = |version: String, files: String, stat: String| {
+        Arc::new(CompilerId {
+            path: path.clone(),
+            real: real.clone(),
+            version,
+            files,
+            prefix: prefix.clone(),
+            stat,
+        })
+    };
+    match check {
         CompilerCheck::String(text) => {
-            return Ok(Arc::new(CompilerId {
-                path,
-                real,
-                version: format!("string:{text}"),
-                files: String::new(),
-            }))
+            return Ok(id(format!("string:{text}"), String::new(), String::new()))
         }
         CompilerCheck::Invalid(v) => {
             return Err(format!(
-                "CK_JIT_COMPILER_CHECK='{v}' is not a policy: use mtime (the default), content, \
+                "CK_JIT_COMPILER_CHECK='{v}' is not a policy: use content (the default), \
                  command or string:<text>"
             ))
         }
-        CompilerCheck::Mtime | CompilerCheck::Content => {
-            let mut id = check.tag();
-            let mut files = String::new();
-            for file in std::iter::once(real.clone()).chain(wrapped_files(&real)) {
-                let (key, local) = file_identity(&file, check)?;
-                files.push_str(&key);
-                files.push('\0');
-                id.push('\0');
-                id.push_str(&key);
-                id.push_str(&local);
-            }
-            Some((id, files))
+        CompilerCheck::Command => {
+            let version = run_version(&path, prefix.as_deref())?;
+            return Ok(id(version, String::new(), String::new()));
         }
-    };
-    let (file_id, files) = match file_id {
-        Some((id, files)) => (Some(id), files),
-        None => (None, String::new()),
-    };
-    // The version text of this very file, when an earlier process kept it.
-    let kept = match (&file_id, store) {
-        (Some(id), Some(dir)) => Some(dir.join(blake3::hash(id.as_bytes()).to_hex().as_str())),
-        _ => None,
-    };
-    if let Some(text) = kept.as_ref().and_then(|k| fs::read_to_string(k).ok()) {
-        return Ok(Arc::new(CompilerId {
-            path,
-            real,
-            version: text,
-            files,
-        }));
+        CompilerCheck::Content => {}
     }
-    let out = Command::new(&path)
+    let files = compiler_files(&real);
+    let stat = files_stat(&files)?;
+    // What an earlier process worked out for these very files.
+    let memo = store.map(|dir| {
+        let name = blake3::hash(format!("{MEMO_MAGIC}\0{prefix:?}\0{stat}").as_bytes());
+        dir.join(name.to_hex().as_str())
+    });
+    if let Some((digests, version)) = memo.as_ref().and_then(|m| read_memo(m)) {
+        return Ok(id(version, digests, stat));
+    }
+    let digests = files_content(&files, prefix.as_deref())?;
+    let version = run_version(&path, prefix.as_deref())?;
+    // The files changed while they were read: nothing is kept, and the
+    // next process looks again.
+    if files_stat(&files).is_ok_and(|now| now == stat) {
+        if let Some(m) = &memo {
+            keep_text(m, &format!("{MEMO_MAGIC}\n{digests}\n{version}"));
+        }
+    }
+    Ok(id(version, digests, stat))
+}
+
+/// The first line of a memo file in a cache's `compilers/`; a file
+/// without it (an earlier identity's, kept under another name) is never
+/// read as one.
+const MEMO_MAGIC: &str = "ck-jit compiler identity 2";
+
+/// A memo's file digests and version text, when it is one.
+fn read_memo(path: &Path) -> Option<(String, String)> {
+    let text = fs::read_to_string(path).ok()?;
+    let rest = text.strip_prefix(MEMO_MAGIC)?.strip_prefix('\n')?;
+    let (digests, version) = rest.split_once('\n')?;
+    let well_formed = digests
+        .split(',')
+        .all(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+    well_formed.then(|| (digests.to_string(), version.to_string()))
+}
+
+/// The compiler file and the files behind it, in a fixed order.
+fn compiler_files(real: &Path) -> Vec<PathBuf> {
+    std::iter::once(real.to_path_buf())
+        .chain(wrapped_files(real))
+        .collect()
+}
+
+/// The local identity of `files`: path, size, modification and change
+/// time, inode and device of each. Equal while none was written (a change
+/// time moves on every write and cannot be set back).
+fn files_stat(files: &[PathBuf]) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = String::new();
+    for f in files {
+        let m = fs::metadata(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        out.push_str(&format!(
+            "{}\0{}\0{}.{}\0{}.{}\0{}\0{}\0",
+            f.display(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.ino(),
+            m.dev()
+        ));
+    }
+    Ok(out)
+}
+
+/// The content identity of `files`: one BLAKE3 each, comma-separated; a
+/// script's over [`script_text`].
+fn files_content(files: &[PathBuf], prefix: Option<&Path>) -> Result<String, String> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let bytes = fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let digest = match script_text(f, &bytes, prefix) {
+            Some(text) => blake3::hash(text.as_bytes()),
+            None => blake3::hash(&bytes),
+        };
+        out.push(digest.to_hex().to_string());
+    }
+    Ok(out.join(","))
+}
+
+/// What of a wrapper script counts for the identity: its text with each
+/// executable it names by absolute path ([`script_targets`], whose own
+/// contents are part of the identity in their place) written `{exe}`, and
+/// then its installation prefix and the compiler's
+/// ([`install_prefix`]) written `{prefix}`. Everything else counts as
+/// written: flags, variables, the interpreter. So two wrappers that run
+/// the same compiler with the same arguments are the same compiler
+/// wherever each lives, and any other change to one is another compiler.
+/// `None` for a file that is not a script (`#!`, at most 64 KiB, UTF-8).
+pub fn script_text(file: &Path, bytes: &[u8], prefix: Option<&Path>) -> Option<String> {
+    if !bytes.starts_with(b"#!") || bytes.len() > SCRIPT_MOST as usize {
+        return None;
+    }
+    let mut text = std::str::from_utf8(bytes).ok()?.to_string();
+    let mut targets: Vec<String> = script_targets(file)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    // The longest first, so a path that extends another is replaced whole.
+    targets.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    for t in &targets {
+        text = text.replace(t.as_str(), "{exe}");
+    }
+    let mut prefixes: Vec<String> = [install_prefix(file), prefix.map(Path::to_path_buf)]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in &prefixes {
+        text = text.replace(p.as_str(), "{prefix}");
+    }
+    Some(text)
+}
+
+/// Where the program at `path` (as found, links not followed) is
+/// installed: the directory above the `bin` it is in, else its own
+/// directory. `None` for the system's own directories (`/`, `/usr`,
+/// `/usr/local`): a compiler there is part of the system, which does not
+/// move, and the system's headers keep their absolute paths.
+pub fn install_prefix(path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let prefix = if dir.file_name().is_some_and(|n| n == "bin") {
+        dir.parent()?
+    } else {
+        dir
+    };
+    let system = ["/", "/usr", "/usr/local", ""];
+    (!system.iter().any(|s| prefix == Path::new(s))).then(|| prefix.to_path_buf())
+}
+
+/// Runs `path --version` and returns its identifying text.
+fn run_version(path: &Path, prefix: Option<&Path>) -> Result<String, String> {
+    let out = Command::new(path)
         .arg("--version")
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
-    let version = version_text(&out);
-    if let Some(k) = &kept {
-        keep_text(k, &version);
-    }
-    Ok(Arc::new(CompilerId {
-        path,
-        real,
-        version,
-        files,
-    }))
+    Ok(version_text(&out, prefix))
 }
 
 /// What identifies a compiler by its `--version` run: standard output when
 /// the run succeeded and printed something there, else both streams. Noise
 /// a wrapper prints on standard error (Debian's `hipcc` prints a Python
 /// traceback when no GPU driver is loaded) never enters the key, so the
-/// same installation has the same identity with and without a GPU.
-fn version_text(out: &std::process::Output) -> String {
+/// same installation has the same identity with and without a GPU. Where
+/// it is installed does not either: clang's `InstalledDir:` and
+/// `Configuration file:` lines are left out, and the installation prefix
+/// is written `{prefix}`.
+fn version_text(out: &std::process::Output, prefix: Option<&Path>) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() && !stdout.trim().is_empty() {
-        return stdout.into_owned();
+    let mut text = if out.status.success() && !stdout.trim().is_empty() {
+        stdout.into_owned()
+    } else {
+        let mut text = stdout.into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        text
+    };
+    if text.contains("InstalledDir:") || text.contains("Configuration file:") {
+        text = text
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("InstalledDir:") && !l.starts_with("Configuration file:"))
+            .collect();
     }
-    let mut text = stdout.into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if let Some(p) = prefix {
+        text = text.replace(&*p.display().to_string(), "{prefix}");
+    }
     text
 }
 
-/// One file's part of a compiler identity, in two pieces: what goes in
-/// the cache key (its resolved path with its size and modification time
-/// for `mtime`, or a hash of its bytes for `content`), and what else tells
-/// this machine's file apart (inode and device, for `mtime`), which only
-/// decides whether a kept `--version` text still applies.
-fn file_identity(file: &Path, check: &CompilerCheck) -> Result<(String, String), String> {
-    use std::os::unix::fs::MetadataExt;
-    if *check == CompilerCheck::Content {
-        let bytes = fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        return Ok((
-            format!("{}\0{}", file.display(), blake3::hash(&bytes).to_hex()),
-            String::new(),
-        ));
-    }
-    let m = fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok((
-        format!(
-            "{}\0{}\0{}.{}",
-            file.display(),
-            m.size(),
-            m.mtime(),
-            m.mtime_nsec()
-        ),
-        format!("\0{}\0{}", m.ino(), m.dev()),
-    ))
-}
+/// The largest script read as one: a wrapper is a few lines; a larger
+/// file that starts with `#!` is a program of its own.
+const SCRIPT_MOST: u64 = 64 * 1024;
 
 /// Program names of wrappers whose real compiler is a clang found beside
 /// them or under the ROCm tree (`hipcc` in its Perl, binary and script
@@ -400,12 +492,13 @@ const HIP_WRAPPERS: [&str; 3] = ["hipcc", "hipcc.pl", "hipcc.bin"];
 ///   `<hipcc's dir>/../llvm/bin`, then `hipcc`'s own directory, each
 ///   searched for `clang++`, `clang`, then a versioned `clang++-N` (Debian);
 /// - any small script (`#!`): the executable files it names by absolute
-///   path (a shell wrapper that `exec`s a compiler).
+///   path (a shell wrapper that `exec`s a compiler), and theirs, up to
+///   [`WRAPPER_DEPTH`] scripts deep.
 ///
 /// Resolved to real files, without duplicates, in a fixed order.
 pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |p: PathBuf| {
+    let add = |out: &mut Vec<PathBuf>, p: PathBuf| {
         if let Ok(r) = real_path(&p) {
             if r != real && fs::metadata(&r).is_ok_and(|m| m.is_file()) && !out.contains(&r) {
                 out.push(r);
@@ -416,7 +509,7 @@ pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
     let dir = real.parent().unwrap_or(Path::new("/"));
     if HIP_WRAPPERS.contains(&name) {
         for sibling in ["hipcc.pl", "hipvars.pm", "hipcc.bin"] {
-            add(dir.join(sibling));
+            add(&mut out, dir.join(sibling));
         }
         let mut dirs: Vec<PathBuf> = Vec::new();
         if let Some(d) = std::env::var_os("HIP_CLANG_PATH") {
@@ -428,14 +521,31 @@ pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
         dirs.push(dir.join("../llvm/bin"));
         dirs.push(dir.to_path_buf());
         if let Some(clang) = dirs.iter().find_map(|d| find_clang(d)) {
-            add(clang);
+            add(&mut out, clang);
         }
     }
-    for target in script_targets(real) {
-        add(target);
+    // A script's targets, and theirs in turn (a `hipcc` script that runs a
+    // `clang` script that runs the compiler), a few levels deep.
+    let mut scripts = vec![real.to_path_buf()];
+    for _ in 0..WRAPPER_DEPTH {
+        let mut next = Vec::new();
+        for script in &scripts {
+            for target in script_targets(script) {
+                let before = out.len();
+                add(&mut out, target);
+                next.extend(out[before..].iter().cloned());
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        scripts = next;
     }
     out
 }
+
+/// How many wrapper scripts deep [`wrapped_files`] follows.
+const WRAPPER_DEPTH: usize = 4;
 
 /// `clang++`, `clang` or the highest versioned `clang++-N` in `dir`
 /// (probed by name: listing a directory like `/usr/bin` costs more; a
@@ -452,13 +562,12 @@ fn find_clang(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Executable files a small script names by absolute path.
+/// Executable files a small script names by absolute path, as written.
 fn script_targets(file: &Path) -> Vec<PathBuf> {
-    const MOST: u64 = 64 * 1024;
     let Ok(m) = fs::metadata(file) else {
         return Vec::new();
     };
-    if m.len() > MOST {
+    if m.len() > SCRIPT_MOST {
         return Vec::new();
     }
     let Ok(bytes) = fs::read(file) else {
@@ -1506,6 +1615,79 @@ mod tests {
     /// Three errors: the first is the cause, the rest and the notes
     /// follow from it. The error keeps the first lines and the last ones.
     #[test]
+    fn an_install_prefix_is_above_bin_and_never_the_systems() {
+        let prefix = |p: &str| install_prefix(Path::new(p));
+        assert_eq!(prefix("/opt/rocm/bin/hipcc"), Some("/opt/rocm".into()));
+        assert_eq!(prefix("/venv/lib/zig/zig"), Some("/venv/lib/zig".into()));
+        assert_eq!(prefix("/usr/bin/cc"), None);
+        assert_eq!(prefix("/usr/local/bin/nvcc"), None);
+        assert_eq!(prefix("/bin/cc"), None);
+        assert_eq!(prefix("cc"), None);
+    }
+
+    #[test]
+    fn the_version_text_leaves_out_where_the_compiler_is_installed() {
+        let out = |stdout: &str| std::process::Output {
+            status: ExitStatus::from_raw(0),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: b"noise".to_vec(),
+        };
+        let a = "clang version 20.1.2\nTarget: x86_64-unknown-linux-musl\nThread model: \
+                 posix\nInstalledDir: /opt/a/zig\nConfiguration file: /opt/a/bin/x.cfg\n";
+        let b = a.replace("/opt/a", "/srv/other/b");
+        let prefix_a = Some(Path::new("/opt/a"));
+        let text = version_text(&out(a), prefix_a);
+        assert_eq!(
+            text,
+            "clang version 20.1.2\nTarget: x86_64-unknown-linux-musl\nThread model: posix\n"
+        );
+        assert_eq!(
+            text,
+            version_text(&out(&b), Some(Path::new("/srv/other/b")))
+        );
+        // The prefix written elsewhere in it is written `{prefix}`.
+        assert_eq!(
+            version_text(&out("tc 1 (/opt/a/share)\n"), prefix_a),
+            "tc 1 ({prefix}/share)\n"
+        );
+        // Another version is another text.
+        assert_ne!(
+            text,
+            version_text(&out(&a.replace("20.1.2", "20.1.3")), prefix_a)
+        );
+    }
+
+    #[test]
+    fn a_scripts_text_counts_less_its_paths_and_a_binary_is_no_script() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path();
+        let write = |prefix: &str, exe: &str, flags: &str| {
+            let p = dir.join(prefix);
+            fs::create_dir_all(p.join("bin")).unwrap();
+            fs::create_dir_all(p.join("libexec")).unwrap();
+            let target = p.join(exe);
+            fs::write(&target, "\x7fELF").unwrap();
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
+            let text = format!(
+                "#!/bin/sh\nexec \"{}\" {flags} -I{}/include \"$@\"\n",
+                target.display(),
+                p.display()
+            );
+            let script = p.join("bin/cc");
+            fs::write(&script, &text).unwrap();
+            script_text(&script, text.as_bytes(), None).unwrap()
+        };
+        let one = write("one", "libexec/cc1", "-O2");
+        assert_eq!(
+            one,
+            "#!/bin/sh\nexec \"{exe}\" -O2 -I{prefix}/include \"$@\"\n"
+        );
+        assert_eq!(one, write("two/three", "libexec/cc1", "-O2"));
+        assert_ne!(one, write("four", "libexec/cc1", "-O3"));
+        assert_eq!(script_text(Path::new("/x"), b"\x7fELF\x02", None), None);
+    }
+
+    #[test]
     fn a_long_log_keeps_its_first_error_and_its_end() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("k.log");
@@ -1576,7 +1758,13 @@ mod tests {
 
     #[test]
     fn missing_program_is_not_found() {
-        let e = identify("ck-jit-no-such-compiler", "b", &CompilerCheck::Mtime, None).unwrap_err();
+        let e = identify(
+            "ck-jit-no-such-compiler",
+            "b",
+            &CompilerCheck::Content,
+            None,
+        )
+        .unwrap_err();
         assert!(matches!(e, Error::CompilerNotFound { .. }), "{e}");
         assert!(
             e.to_string().contains("CK_JIT_CK_JIT_NO_SUCH_COMPILER"),
@@ -1611,6 +1799,8 @@ mod tests {
             real: "/usr/bin/g++".into(),
             version: "1".into(),
             files: String::new(),
+            prefix: None,
+            stat: String::new(),
         };
         let req = Request {
             blob: "k",

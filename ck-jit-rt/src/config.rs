@@ -23,7 +23,7 @@
 //! | `CK_JIT_CACHE_MAX_SIZE` | size limit kept after every publish (least recently used entries go) and by `ck-jit gc` given no limit, e.g. `2G` |
 //! | `CK_JIT_CACHE_MAX_ENTRIES` | entry limit, kept the same way |
 //! | `CK_JIT_<PROGRAM>` | path of a compiler, e.g. `CK_JIT_HIPCC`, `CK_JIT_NVCC`, `CK_JIT_CXX` |
-//! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `mtime` (default: `--version` once per compiler file, kept in the cache), `content`, `command` (every process), `string:<text>` |
+//! | `CK_JIT_COMPILER_CHECK` | how a compiler is identified: `content` (default: its files by content and its `--version` output, worked out once per set of compiler files and kept in the cache; `mtime` is read as this), `command` (`--version` in every process), `string:<text>` |
 //! | `CK_JIT_KEY_ENV` | more variables whose values enter the cache key |
 //! | `CK_JIT_RECORD` | file the name of every blob a process loads is added to (each name once), for `ck-jit build --blob-list` |
 //! | `MAKEFLAGS`, `CARGO_MAKEFLAGS` | the jobserver of `make -jN` or cargo: compiles also take its slots (read by the `jobserver` crate when the first compile starts) |
@@ -180,10 +180,10 @@ impl Reader {
         match CompilerCheck::parse(v.as_deref()) {
             CompilerCheck::Invalid(bad) => {
                 self.problems.push(format!(
-                    "CK_JIT_COMPILER_CHECK='{bad}' is not a policy (mtime, content, command or \
-                     string:<text>); using mtime"
+                    "CK_JIT_COMPILER_CHECK='{bad}' is not a policy (content, command or \
+                     string:<text>); using content"
                 ));
-                CompilerCheck::Mtime
+                CompilerCheck::Content
             }
             check => check,
         }

@@ -19,7 +19,7 @@ use crate::cache::{self, Dep};
 /// shortcut. Paths are relative to `cwd`; the source itself is left out
 /// (it is in the prekey). A missing or unreadable depfile means no headers,
 /// and a header that vanished before it could be hashed is left out.
-pub fn headers(depfile: &Path, cwd: &Path, source: &Path, root: &Path) -> Vec<Dep> {
+pub fn headers(depfile: &Path, cwd: &Path, source: &Path, roots: cache::Roots<'_>) -> Vec<Dep> {
     let text = fs::read_to_string(depfile).unwrap_or_default();
     let source_canon = crate::compile::real_path(source).ok();
     let mut seen = BTreeMap::new();
@@ -38,7 +38,7 @@ pub fn headers(depfile: &Path, cwd: &Path, source: &Path, root: &Path) -> Vec<De
                 (Ok(b), Ok(a)) if a == b => a,
                 _ => String::new(),
             };
-            seen.insert(cache::dep_name(&p, root), (hash, stat));
+            seen.insert(cache::dep_name(&p, roots), (hash, stat));
         }
     }
     seen.into_iter()

@@ -94,9 +94,10 @@ pub struct PackCompiler {
     pub path: String,
     /// The first line of its `--version` output (for messages).
     pub version: String,
-    /// The hash of everything the key holds of it: resolved path, whole
-    /// `--version` output, its files as `CK_JIT_COMPILER_CHECK` identifies
-    /// them, and the compiler variables (`CPATH`, `HIP_PATH`, ...).
+    /// The hash of everything the key holds of it: its whole `--version`
+    /// output, its files as `CK_JIT_COMPILER_CHECK` identifies them (by
+    /// content, by default), and the compiler variables (`CPATH`,
+    /// `HIP_PATH`, ...); never its path or its files' times.
     pub identity: String,
 }
 
@@ -134,6 +135,25 @@ pub struct PackFile {
     pub size: u64,
     /// Its BLAKE3.
     pub checksum: String,
+}
+
+impl Index {
+    /// The GPU targets it serves: the architecture it was built for, else
+    /// the targets its entries were compiled for (each once, sorted);
+    /// empty when it holds host code only. What `ck-jit pack` says it
+    /// wrote is what `ck-jit unpack` judges it by.
+    pub fn targets(&self) -> Vec<String> {
+        match &self.arch {
+            Some(a) => vec![a.clone()],
+            None => self
+                .entries
+                .iter()
+                .flat_map(|e| e.arch.iter().cloned())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        }
+    }
 }
 
 impl PackEntry {
@@ -255,9 +275,7 @@ fn blake3_hex(bytes: &[u8]) -> String {
 /// `InputsKey::prekey`), in a compiler variables' environment `env`.
 fn identity(id: &CompilerId, env: &str) -> String {
     let mut h = blake3::Hasher::new();
-    h.update(b"ck-jit compiler\0");
-    h.update(id.real.as_os_str().as_encoded_bytes());
-    h.update(b"\0");
+    h.update(b"ck-jit compiler by content\0");
     h.update(id.version.as_bytes());
     h.update(b"\0files\0");
     h.update(id.files.as_bytes());
@@ -836,10 +854,10 @@ pub fn unpack(
                 Ok(id) => {
                     let here = describe(&id, &env, &c.program);
                     if here.identity != c.identity {
-                        let what = if here.path == c.path && here.version == c.version {
-                            " (same file and first line of --version: the rest of that output, \
-                             its files' size or time, or the compiler variables such as CPATH \
-                             or HIP_PATH differ)"
+                        let what = if here.version == c.version {
+                            " (the same first line of --version: the rest of that output, the \
+                             contents of its files, or the compiler variables such as CPATH or \
+                             HIP_PATH differ)"
                         } else {
                             ""
                         };

@@ -19,7 +19,9 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
-use crate::cache::{self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, CACHE_FORMAT};
+use crate::cache::{
+    self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
+};
 use crate::compile::{self, Budget, CompilerId, Jobs, Memory};
 use crate::config::{config, Config};
 use crate::depfile;
@@ -158,6 +160,20 @@ impl Plan {
     /// found.
     pub fn prekey(&self) -> Option<&Prekey> {
         self.compiler.as_ref().ok().map(|(_, prekey)| prekey)
+    }
+
+    /// What the recorded header paths of its entries are relative to: the
+    /// tree `root`, and the compiler's installation prefix when it was
+    /// found.
+    pub fn roots<'a>(&'a self, root: &'a Path) -> Roots<'a> {
+        Roots {
+            tree: root,
+            compiler: self
+                .compiler
+                .as_ref()
+                .ok()
+                .and_then(|(id, _)| id.prefix.as_deref()),
+        }
     }
 
     /// Whether the source still holds the bytes this plan was made from.
@@ -1080,7 +1096,7 @@ impl Runtime {
     /// one).
     fn cached_in(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
         let entry = match plan.prekey() {
-            Some(pk) => cache.lookup(&plan.blob, pk.as_str(), &self.root)?,
+            Some(pk) => cache.lookup(&plan.blob, pk.as_str(), plan.roots(&self.root))?,
             // The compiler named is missing. Offline (a deployment that
             // ships the cache), any entry built from the same inputs by any
             // compiler identity will do, and the log names the compiler
@@ -1161,7 +1177,7 @@ impl Runtime {
         prekeys.sort_by(|a, b| b.cmp(a));
         prekeys.dedup_by(|a, b| a.1 == b.1);
         for (_, pk) in prekeys {
-            if let Some(found) = cache.lookup(&plan.blob, &pk, &self.root)? {
+            if let Some(found) = cache.lookup(&plan.blob, &pk, Roots::tree(&self.root))? {
                 return Ok(Some(found));
             }
         }
@@ -1283,7 +1299,7 @@ impl Runtime {
                 self.config.verbose,
             )?;
             if force {
-                if let Some(e) = cache.lookup(blob, prekey.as_str(), &self.root)? {
+                if let Some(e) = cache.lookup(blob, prekey.as_str(), plan.roots(&self.root))? {
                     // Unlinking is safe for processes that have it mapped.
                     let _ = fs::remove_file(&e.record_path);
                     let _ = fs::remove_file(&e.object);
@@ -1353,7 +1369,7 @@ impl Runtime {
         }
         let bytes = compile::read_output(blob, &files.out)?;
         let deps = if plan.group.depfile {
-            depfile::headers(&files.dep, &plan.cwd, &plan.source, &self.root)
+            depfile::headers(&files.dep, &plan.cwd, &plan.source, plan.roots(&self.root))
         } else {
             Vec::new()
         };

@@ -142,7 +142,7 @@ pub fn test_config() -> Config {
     c.launcher = Vec::new();
     c.compile_timeout = std::time::Duration::from_secs(120);
     c.lock_timeout = std::time::Duration::from_secs(180);
-    c.compiler_check = ck_jit_rt::CompilerCheck::Mtime;
+    c.compiler_check = ck_jit_rt::CompilerCheck::Content;
     c.record = None;
     c.arch = Default::default();
     c.cache_path = Vec::new();

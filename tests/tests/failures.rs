@@ -664,8 +664,8 @@ fn a_malformed_variable_is_reported_once_and_the_default_used() {
     for said in [
         "CK_JIT_JOBS='lots' is not a positive whole number; using the available cores",
         // Not every compile failing as if the compiler were missing.
-        "CK_JIT_COMPILER_CHECK='bogus' is not a policy (mtime, content, command or \
-         string:<text>); using mtime",
+        "CK_JIT_COMPILER_CHECK='bogus' is not a policy (content, command or \
+         string:<text>); using content",
     ] {
         assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
     }

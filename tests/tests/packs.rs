@@ -549,3 +549,437 @@ fn unpack_says_when_a_file_is_missing_or_not_a_pack() {
     );
     assert!(!out.exists());
 }
+
+/// A C toolchain as an installer or pip lays one out at `prefix`: the
+/// compiler under `libexec/`, a header directory of its own, and
+/// `bin/tc-cc`, a wrapper script written for that prefix that runs the
+/// compiler with the headers. Every file is new (new inode, modification
+/// and change times) and, unless `times` is `None`, has its modification
+/// time set to `times` (an installer that keeps none keeps whatever it
+/// likes).
+fn install_toolchain(prefix: &Path, compiler: &Path, times: Option<std::time::SystemTime>) {
+    let _ = fs::remove_dir_all(prefix);
+    for d in ["bin", "libexec", "include"] {
+        fs::create_dir_all(prefix.join(d)).unwrap();
+    }
+    let exe = prefix.join("libexec/mock-cc");
+    fs::copy(compiler, &exe).unwrap();
+    fs::write(prefix.join("include/tc.h"), "#define TC_ADD 100\n").unwrap();
+    let wrapper = prefix.join("bin/tc-cc");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec \"{p}/libexec/mock-cc\" -isystem \"{p}/include\" \"$@\"\n",
+            p = prefix.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    if let Some(t) = times {
+        for f in [&exe, &wrapper, &prefix.join("include/tc.h")] {
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+    }
+}
+
+/// `PATH` with the toolchain at `prefix` first.
+fn path_with(prefix: &Path) -> String {
+    format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The compiles, hits and value of a probe call of `blob` with `cache`
+/// and `PATH` as given, default settings otherwise.
+fn call(t: &Tree, cache: &Path, blob: &str, path: &str, tier: Option<&Path>) -> (i64, i64, i64) {
+    let mut env = vec![("PATH", path)];
+    let tier_s;
+    if let Some(tier) = tier {
+        tier_s = tier.display().to_string();
+        env.push(("CK_JIT_CACHE_PATH", &tier_s));
+    }
+    let r = probe(t, cache, blob, &env);
+    assert_eq!(r.code, 0, "{blob}: {}{}", r.stdout, r.stderr);
+    let d = r.json();
+    let n = |k: &str| d[k].as_i64().unwrap_or(-1);
+    (n("compiles"), n("hits"), n("value"))
+}
+
+/// A pack made with one toolchain serves every host that has the same
+/// compiler bytes, with the default settings and no compile: the
+/// toolchain reinstalled at the same path with other file times, and at
+/// another path (its wrapper written for that path, as installers do; its
+/// own headers found there). A read-only tier made on the first host
+/// serves the second. A compiler with one byte more, or another version
+/// text, is refused and its lookups miss.
+#[test]
+fn a_pack_serves_every_host_with_the_same_compiler_at_any_path_or_time() {
+    let t = Tree::new("pack-hosts");
+    let day = std::time::Duration::from_secs(86_400);
+    let a = t.path("opt/tc");
+    install_toolchain(&a, Path::new(MOCK), None);
+    t.c_blob("alpha", 2, 0);
+    t.c_blob("beta", 3, 1);
+    // A kernel that reads the toolchain's own header.
+    t.write(
+        "kernels/delta.c",
+        "#include <tc.h>\nint delta(int x) { return x + TC_ADD; }\n",
+    );
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["alpha", "beta", "delta"], "tc-cc", &[&log]);
+    let manifest = t.write_manifest(&m);
+    let on_a = path_with(&a);
+    let cache_a = t.path("cache-a");
+    let r = ck(
+        &t,
+        &[
+            "--manifest",
+            s(&manifest),
+            "--cache-dir",
+            s(&cache_a),
+            "build",
+            "--all",
+        ],
+        &[("PATH", &on_a)],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(t.compiles(), 3);
+    let file = pack(&t, &cache_a, "hosts.tar.zst", &[], &[("PATH", &on_a)]);
+    let want = [("alpha", 10), ("beta", 16), ("delta", 105)];
+    let unpack_on = |cache: &Path, path: &str| {
+        let r = ck(
+            &t,
+            &["--json", "unpack", s(&file), "--cache", s(cache)],
+            &[("PATH", path)],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert_eq!(r.json()["installed"].as_array().unwrap().len(), 3);
+    };
+
+    // Host B: the same toolchain at the same path, installed again with
+    // other times (the first copy is gone: nothing of host A is read).
+    let earlier = std::time::SystemTime::now() - 400 * day;
+    install_toolchain(&a, Path::new(MOCK), Some(earlier));
+    let cache_b = t.path("cache-b");
+    unpack_on(&cache_b, &on_a);
+    for (blob, value) in want {
+        assert_eq!(
+            call(&t, &cache_b, blob, &on_a, None),
+            (0, 1, value),
+            "{blob}"
+        );
+    }
+    assert_eq!(t.compiles(), 3, "host B compiled a packed kernel");
+
+    // Host C: the same toolchain at another path, and none at the first.
+    fs::remove_dir_all(&a).unwrap();
+    let c = t.path("elsewhere/venv-2/tc");
+    install_toolchain(&c, Path::new(MOCK), Some(earlier - day));
+    let on_c = path_with(&c);
+    let cache_c = t.path("cache-c");
+    unpack_on(&cache_c, &on_c);
+    for (blob, value) in want {
+        assert_eq!(
+            call(&t, &cache_c, blob, &on_c, None),
+            (0, 1, value),
+            "{blob}"
+        );
+    }
+    // Host A's cache as a read-only tier of host C's.
+    let cache_t = t.path("cache-tier");
+    for (blob, value) in want {
+        assert_eq!(
+            call(&t, &cache_t, blob, &on_c, Some(&cache_a)),
+            (0, 1, value),
+            "{blob}"
+        );
+    }
+    assert_eq!(t.compiles(), 3, "host C compiled a packed kernel");
+    // Its own header is what host C's lookups checked: changed, a miss.
+    fs::write(c.join("include/tc.h"), "#define TC_ADD 200\n").unwrap();
+    assert_eq!(call(&t, &cache_c, "delta", &on_c, None), (1, 0, 205));
+    assert_eq!(t.compiles(), 4);
+    fs::write(c.join("include/tc.h"), "#define TC_ADD 100\n").unwrap();
+
+    // Another version text: refused, naming both.
+    let fresh = t.path("cache-d");
+    let r = ck(
+        &t,
+        &["unpack", s(&file), "--cache", s(&fresh)],
+        &[("PATH", &on_c), ("MOCK_CC_VERSION", " patched")],
+    );
+    refused(&r, &["patched", "identity"]);
+    assert!(objects(&fresh).is_empty());
+    // One byte more in the compiler: refused, and host C's own cache
+    // misses (compiles again) for it.
+    let mut bytes = fs::read(c.join("libexec/mock-cc")).unwrap();
+    bytes.push(0);
+    fs::write(c.join("libexec/mock-cc"), &bytes).unwrap();
+    let r = ck(
+        &t,
+        &["unpack", s(&file), "--cache", s(&fresh)],
+        &[("PATH", &on_c)],
+    );
+    refused(&r, &["identity", "the same first line of --version"]);
+    assert!(objects(&fresh).is_empty());
+    assert_eq!(call(&t, &cache_c, "alpha", &on_c, None), (1, 0, 10));
+    assert_eq!(t.compiles(), 5);
+}
+
+/// Two wrapper scripts that run the same compiler with the same arguments
+/// are one compiler wherever each lives; a wrapper that passes another
+/// flag is another.
+#[test]
+fn a_wrappers_location_is_not_its_identity_but_its_flags_are() {
+    use ck_jit_rt::__internals::{forget_identities, identify};
+    use ck_jit_rt::CompilerCheck;
+    let t = Tree::new("wrapper-identity");
+    let id = |prefix: &Path| {
+        forget_identities();
+        let program = prefix.join("bin/tc-cc");
+        let id = identify(s(&program), "w", &CompilerCheck::Content, None).unwrap();
+        (id.files.clone(), id.version.clone())
+    };
+    install_toolchain(&t.path("one"), Path::new(MOCK), None);
+    install_toolchain(&t.path("two/deeper"), Path::new(MOCK), None);
+    let one = id(&t.path("one"));
+    assert_eq!(one.0.split(',').count(), 2, "the wrapper and its compiler");
+    assert_eq!(one, id(&t.path("two/deeper")));
+    let wrapper = t.path("two/deeper/bin/tc-cc");
+    let text = fs::read_to_string(&wrapper).unwrap();
+    fs::write(&wrapper, text.replace("-isystem", "-O3 -isystem")).unwrap();
+    assert_ne!(one, id(&t.path("two/deeper")));
+}
+
+/// The HIP toolchain `.ci/hip-toolchain.sh` assembles (`CK_JIT_REAL_HIP_ENV`,
+/// else `target/hip-toolchain/env.sh`): its directory and its compiler
+/// binary (zig's clang), or why there is none.
+fn hip_toolchain() -> Result<(PathBuf, PathBuf), String> {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let env = std::env::var_os("CK_JIT_REAL_HIP_ENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("target/hip-toolchain/env.sh"));
+    let dir = env.parent().unwrap().to_path_buf();
+    let clang = fs::read_to_string(dir.join("bin/hipclang"))
+        .map_err(|e| format!("no HIP toolchain at {} ({e})", dir.display()))?;
+    let zig = clang
+        .split('"')
+        .nth(1)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .ok_or_else(|| format!("{}/bin/hipclang names no compiler", dir.display()))?;
+    Ok((dir, zig))
+}
+
+/// That toolchain installed anew at `prefix`, as its script lays it out:
+/// the compiler copied (new times), the resource and ROCm directories
+/// copied, and the three scripts written for `prefix`. `times`: as in
+/// [`install_toolchain`].
+fn install_hip(from: &Path, zig: &Path, prefix: &Path, times: Option<std::time::SystemTime>) {
+    let _ = fs::remove_dir_all(prefix);
+    fs::create_dir_all(prefix.join("bin")).unwrap();
+    fs::create_dir_all(prefix.join("zig")).unwrap();
+    let exe = prefix.join("zig/zig");
+    fs::copy(zig, &exe).unwrap();
+    for d in ["rd", "rocm"] {
+        let st = Command::new("cp")
+            .arg("-r")
+            .arg(from.join(d))
+            .arg(prefix.join(d))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let bundler = fs::read_link(from.join("bin/clang-offload-bundler")).unwrap();
+    std::os::unix::fs::symlink(bundler, prefix.join("bin/clang-offload-bundler")).unwrap();
+    let p = prefix.display();
+    let flags = format!(
+        "-x hip --rocm-path={p}/rocm -isystem {p}/rocm/include -mcode-object-version=5 \
+         -no-hip-rt -std=c++17 -O3 -fPIC"
+    );
+    for (name, text) in [
+        (
+            "lld",
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = \"-flavor\" ]; then shift 2; fi\nexec \"{p}/zig/zig\" ld.lld \"$@\"\n"
+            ),
+        ),
+        (
+            "hipclang",
+            format!(
+                "#!/bin/sh\nexec \"{p}/zig/zig\" clang --driver-mode=g++ -target x86_64-linux-gnu \
+                 -resource-dir \"{p}/rd\" -B\"{p}/bin\" \"$@\"\n"
+            ),
+        ),
+        (
+            "hipcc",
+            format!("#!/bin/sh\nexec \"{p}/bin/hipclang\" {flags} \"$@\"\n"),
+        ),
+    ] {
+        let f = prefix.join("bin").join(name);
+        fs::write(&f, text).unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    if let Some(t) = times {
+        for f in ["zig/zig", "bin/hipcc", "bin/hipclang", "bin/lld"] {
+            fs::File::options()
+                .write(true)
+                .open(prefix.join(f))
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+    }
+}
+
+/// As [`a_pack_serves_every_host_with_the_same_compiler_at_any_path_or_time`],
+/// with real HIP blobs compiled for gfx942 by the HIP toolchain (an
+/// upstream clang from a pip package): built and packed on one host,
+/// unpacked on the same toolchain reinstalled with other times and on one
+/// installed at another path, each building nothing; a changed compiler
+/// binary is refused.
+#[test]
+fn a_hip_pack_serves_the_same_pip_toolchain_reinstalled_or_elsewhere() {
+    let (from, zig) = match hip_toolchain() {
+        Ok(t) => t,
+        Err(why) => {
+            if std::env::var("CK_JIT_REQUIRE_REAL_CK").is_ok_and(|v| v == "1") {
+                panic!("CK_JIT_REQUIRE_REAL_CK=1 but {why}");
+            }
+            eprintln!("skipped: {why}; run .ci/hip-toolchain.sh");
+            return;
+        }
+    };
+    let t = Tree::new("pack-hosts-hip");
+    for (name, op) in [("twice", "2.0f * x[i]"), ("plus_one", "x[i] + 1.0f")] {
+        t.write(
+            &format!("kernels/{name}.hip"),
+            &format!(
+                "#include <hip/hip_runtime.h>\n\
+                 __global__ void {name}_k(float* x, int n) {{\n\
+                 \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                 \x20   if (i < n) x[i] = {op};\n}}\n\
+                 extern \"C\" int {name}(float* x, int n) {{\n\
+                 \x20   hipLaunchKernelGGL({name}_k, dim3((n + 63) / 64), dim3(64), 0, 0, x, n);\n\
+                 \x20   return hipGetLastError() == hipSuccess ? 0 : -1;\n}}\n"
+            ),
+        );
+    }
+    let mut m = c_manifest(&t.dir, &["twice", "plus_one"], "hipcc", &[]);
+    m.groups[0].args = ["--offload-arch=gfx942", "-shared", "{src}", "-o", "{out}"]
+        .map(String::from)
+        .to_vec();
+    for b in &mut m.blobs {
+        b.source = format!("kernels/{}.hip", b.name);
+    }
+    let manifest = t.write_manifest(&m);
+    let hipcc = |prefix: &Path| prefix.join("bin/hipcc").display().to_string();
+    let build = |cache: &Path, prefix: &Path| {
+        let r = ck(
+            &t,
+            &[
+                "--manifest",
+                s(&manifest),
+                "--cache-dir",
+                s(cache),
+                "--json",
+                "build",
+                "--all",
+            ],
+            &[("CK_JIT_HIPCC", &hipcc(prefix)), ("CK_JIT_ARCH", "gfx942")],
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let d = r.json();
+        (
+            d["compiled"].as_i64().unwrap(),
+            d["cached"].as_i64().unwrap(),
+        )
+    };
+    let a = t.path("opt/hip");
+    install_hip(&from, &zig, &a, None);
+    let cache_a = t.path("cache-a");
+    assert_eq!(build(&cache_a, &a), (2, 0));
+    let file = t.path("hip.tar.zst");
+    let r = ck(
+        &t,
+        &[
+            "--manifest",
+            s(&manifest),
+            "--cache-dir",
+            s(&cache_a),
+            "pack",
+            "--all",
+            "-o",
+            s(&file),
+        ],
+        &[("CK_JIT_HIPCC", &hipcc(&a)), ("CK_JIT_ARCH", "gfx942")],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("2 entries for gfx942"), "{}", r.stdout);
+    let unpack_on = |cache: &Path, prefix: &Path| {
+        let r = ck(
+            &t,
+            &["unpack", s(&file), "--cache", s(cache), "--arch", "gfx942"],
+            &[("CK_JIT_HIPCC", &hipcc(prefix))],
+        );
+        (r.code, r.stdout, r.stderr)
+    };
+
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(400 * 86_400);
+    install_hip(&from, &zig, &a, Some(earlier));
+    let cache_b = t.path("cache-b");
+    let (code, out, err) = unpack_on(&cache_b, &a);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("2 installed") && out.contains("for gfx942"),
+        "{out}"
+    );
+    assert_eq!(build(&cache_b, &a), (0, 2), "the same path, other times");
+
+    fs::remove_dir_all(&a).unwrap();
+    let c = t.path("srv/venvs/other/hip");
+    install_hip(&from, &zig, &c, Some(earlier));
+    let cache_c = t.path("cache-c");
+    let (code, out, err) = unpack_on(&cache_c, &c);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(build(&cache_c, &c), (0, 2), "another path");
+    // Host A's cache as a read-only tier of host C's.
+    let r = ck(
+        &t,
+        &[
+            "--manifest",
+            s(&manifest),
+            "--cache-dir",
+            s(&t.path("cache-tier")),
+            "--json",
+            "build",
+            "--all",
+        ],
+        &[
+            ("CK_JIT_HIPCC", &hipcc(&c)),
+            ("CK_JIT_ARCH", "gfx942"),
+            ("CK_JIT_CACHE_PATH", s(&cache_a)),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["compiled"], 0, "{}", r.stdout);
+
+    // One byte more in the compiler binary: another compiler.
+    let mut f = fs::File::options()
+        .append(true)
+        .open(c.join("zig/zig"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, &[0]).unwrap();
+    drop(f);
+    let (code, _, err) = unpack_on(&t.path("cache-d"), &c);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("identity"), "{err}");
+    assert!(objects(&t.path("cache-d")).is_empty());
+}

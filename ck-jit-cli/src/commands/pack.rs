@@ -19,10 +19,15 @@ struct PackReport {
     pack: String,
     bytes: u64,
     arch: Option<String>,
+    /// The GPU targets it serves (empty: host code only).
+    targets: Vec<String>,
     compilers: Vec<pack::PackCompiler>,
     entries: usize,
     blobs: Vec<String>,
 }
+
+/// What a pack of host code only is for, in both commands' words.
+const NO_GPU: &str = "the host (no GPU code)";
 
 /// Runs `ck-jit pack`.
 pub fn run(ctx: &Context, args: &PackArgs) -> Result<(), CliError> {
@@ -48,6 +53,7 @@ pub fn run(ctx: &Context, args: &PackArgs) -> Result<(), CliError> {
         pack: packed.path.display().to_string(),
         bytes: packed.bytes,
         arch: packed.index.arch.clone(),
+        targets: packed.index.targets(),
         compilers: packed.index.compilers.clone(),
         entries: packed.index.entries.len(),
         blobs: packed
@@ -66,7 +72,11 @@ pub fn run(ctx: &Context, args: &PackArgs) -> Result<(), CliError> {
         format!(
             "pack: {} entries for {}, built by {}; {} written to {}",
             report.entries,
-            report.arch.as_deref().unwrap_or("no GPU architecture"),
+            if report.targets.is_empty() {
+                NO_GPU.to_string()
+            } else {
+                report.targets.join(", ")
+            },
             if compilers.is_empty() {
                 "no compiler".to_string()
             } else {
@@ -120,7 +130,7 @@ pub fn run_unpack(ctx: &Context, args: &UnpackArgs) -> Result<(), CliError> {
             } else {
                 String::new()
             },
-            done.arch.as_deref().unwrap_or("no GPU architecture"),
+            done.arch.as_deref().unwrap_or(NO_GPU),
             done.cache.display()
         )
     });
