@@ -3,7 +3,14 @@
 # when it (a) compiles them itself (an empty cache), (b) finds them in a
 # cache filled by `ck-jit unpack` of a pack built in another cache, and
 # (c) the bare baseline, `dlopen`+`dlsym` of the very same objects; plus
-# what the unpack itself costs and the pack's size per blob.
+# what the unpack itself costs and the pack's size per blob. Then "host
+# B": the same compiler at another prefix, copied without its file times
+# (`--host-b-compiler PATH`, or by default a `cp` of the compiler the
+# manifest names into DIR/host-b/bin), named by CK_JIT_<PROGRAM>; the pack
+# unpacked there and (d) a first process there with the default settings
+# (not offline: its lookups must hit by the compiler's identity, which it
+# works out once, hashing the compiler and running --version) and (e) a
+# second process there (the identity remembered in the cache).
 #
 # Uses the tree `cold-start` writes (K small blobs and their manifest,
 # compiled once into a "build machine" cache), `load-probe` for the three
@@ -13,6 +20,7 @@
 #
 # usage: benches/scripts/pack-first-call.sh [--compiler cc|hipcc|nvcc] [--kernels K]
 #                                           [--rounds R] [--dir DIR]
+#                                           [--host-b-compiler PATH]
 #   (defaults: cc, 32 kernels, 7 rounds, target/ck-jit-benches/pack-first-call)
 # Needs the release binaries cold-start, load-probe and ck-jit
 # (`cargo build --release -p ck-jit-benches -p ck-jit-cli`), or builds them.
@@ -29,6 +37,7 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
+    --host-b-compiler) host_b_compiler=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -39,6 +48,13 @@ fi
 
 rm -rf "$dir"
 mkdir -p "$dir"
+host_b_compiler=${host_b_compiler:-}
+if [ -z "$host_b_compiler" ]; then
+    mkdir -p "$dir/host-b/bin"
+    host_b_compiler=$dir/host-b/bin/$compiler
+    cp "$(readlink -f "$(command -v "$compiler")")" "$host_b_compiler"
+fi
+host_b_var=CK_JIT_$(echo "$compiler" | tr '[:lower:]-' '[:upper:]_')
 # The tree, its manifest and the build machine's cache (one unmeasured
 # cold-start round fills it).
 "$bin/cold-start" --compiler "$compiler" --kernels "$kernels" --rounds 1 --dir "$dir/build" >"$dir/cold-start.txt"
@@ -56,7 +72,7 @@ now() { date +%s%N; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-declare -a compile_ms unpack_ms unpacked_ms bare_ms
+declare -a compile_ms unpack_ms unpacked_ms bare_ms hostb_unpack_ms hostb_first_ms hostb_second_ms
 # The objects of an unpacked cache, for the bare baseline: the same files.
 objects_of() {
     local cache=$1 out=$2
@@ -95,9 +111,26 @@ for ((r = 0; r < rounds; r++)); do
     "$bin/load-probe" dlopen "$fresh/objects.tsv" >"$fresh/c.json"
     t1=$(now)
     bare_ms[$r]=$(ms "$t0" "$t1")
-    printf 'round %s: compiling %.1f ms, unpack %.1f ms, from the unpacked cache %.2f ms, bare dlopen+dlsym %.2f ms\n' \
-        "$r" "${compile_ms[$r]}" "${unpack_ms[$r]}" "${unpacked_ms[$r]}" "${bare_ms[$r]}"
+    # Host B: the compiler at another prefix, copied without its times.
+    t0=$(now)
+    env "$host_b_var=$host_b_compiler" "$bin/ck-jit" --manifest "$manifest" --cache-dir "$fresh/host-b" unpack "$pack" "${arch_args[@]}" >/dev/null
+    t1=$(now)
+    hostb_unpack_ms[$r]=$(ms "$t0" "$t1")
+    t0=$(now)
+    env "$host_b_var=$host_b_compiler" "$bin/load-probe" runtime --manifest "$manifest" --cache-dir "$fresh/host-b" $blobs >"$fresh/d.json"
+    t1=$(now)
+    hostb_first_ms[$r]=$(ms "$t0" "$t1")
+    grep -q '"compiles":0' "$fresh/d.json" || { echo "round $r: (d) host B compiled: $(cat "$fresh/d.json")" >&2; exit 1; }
+    t0=$(now)
+    env "$host_b_var=$host_b_compiler" "$bin/load-probe" runtime --manifest "$manifest" --cache-dir "$fresh/host-b" $blobs >"$fresh/e.json"
+    t1=$(now)
+    hostb_second_ms[$r]=$(ms "$t0" "$t1")
+    grep -q '"compiles":0' "$fresh/e.json" || { echo "round $r: (e) host B compiled: $(cat "$fresh/e.json")" >&2; exit 1; }
+    printf 'round %s: compiling %.1f ms, unpack %.1f ms, from the unpacked cache %.2f ms, bare dlopen+dlsym %.2f ms; host B: unpack %.1f ms, first process %.2f ms, second %.2f ms\n' \
+        "$r" "${compile_ms[$r]}" "${unpack_ms[$r]}" "${unpacked_ms[$r]}" "${bare_ms[$r]}" \
+        "${hostb_unpack_ms[$r]}" "${hostb_first_ms[$r]}" "${hostb_second_ms[$r]}"
 done
+spread() { sort -g | awk '{a[NR]=$1} END {printf "%.2f-%.2f", a[1], a[NR]}'; }
 mc=$(printf '%s\n' "${compile_ms[@]}" | median)
 mu=$(printf '%s\n' "${unpack_ms[@]}" | median)
 mb=$(printf '%s\n' "${unpacked_ms[@]}" | median)
@@ -109,3 +142,11 @@ printf '| (b) first calls from a cache filled by ck-jit unpack | (c) bare dlopen
 printf '| (a) first calls compiling every kernel | (c) bare %.2f ms | %.1f ms | %.1f |\n' "$md" "$mc" "$(ratio "$mc" "$md")"
 printf '| ck-jit unpack of the pack (a process) | (a) compiling %.1f ms | %.1f ms | %.3f |\n' "$mc" "$mu" "$(ratio "$mu" "$mc")"
 printf '| pack size | - | %s bytes, %s a blob | - |\n' "$size" "$((size / kernels))"
+hu=$(printf '%s\n' "${hostb_unpack_ms[@]}" | median)
+h1=$(printf '%s\n' "${hostb_first_ms[@]}" | median)
+h2=$(printf '%s\n' "${hostb_second_ms[@]}" | median)
+printf '| (d) host B (%s at another prefix, no file times kept): first process after ck-jit unpack, default settings (range %s ms) | (c) bare %.2f ms (range %s) | %.2f ms | %.3f |\n' \
+    "$host_b_compiler" "$(printf '%s\n' "${hostb_first_ms[@]}" | spread)" "$md" "$(printf '%s\n' "${bare_ms[@]}" | spread)" "$h1" "$(ratio "$h1" "$md")"
+printf '| (e) host B: a second process (range %s ms) | (c) bare %.2f ms | %.2f ms | %.3f |\n' \
+    "$(printf '%s\n' "${hostb_second_ms[@]}" | spread)" "$md" "$h2" "$(ratio "$h2" "$md")"
+printf '| host B: ck-jit unpack of the pack (a process) | (a) compiling %.1f ms | %.1f ms | %.3f |\n' "$mc" "$hu" "$(ratio "$hu" "$mc")"
