@@ -983,3 +983,63 @@ fn a_hip_pack_serves_the_same_pip_toolchain_reinstalled_or_elsewhere() {
     assert!(err.contains("identity"), "{err}");
     assert!(objects(&t.path("cache-d")).is_empty());
 }
+
+/// What `ck-jit pack` says a pack is for is what `ck-jit unpack` judges
+/// it by: kernels compiled with `-arch=sm_90` and no device named are
+/// "for sm_90" in both; host code is for the host in both.
+#[test]
+fn pack_and_unpack_say_the_same_targets() {
+    let t = Tree::new("pack-targets");
+    t.c_blob("alpha", 2, 0);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    let m = c_manifest(&t.dir, &["alpha"], MOCK, &[&log, "-arch=sm_90"]);
+    let manifest = t.write_manifest(&m);
+    let cache = t.path("first");
+    let file = t.path("sm90.tar.zst");
+    let with = |args: &[&str]| {
+        let mut all = vec!["--manifest", s(&manifest), "--cache-dir", s(&cache)];
+        all.extend_from_slice(args);
+        let r = ck(&t, &all, &[]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        r.stdout
+    };
+    with(&["build", "--all"]);
+    let said = with(&["pack", "--all", "-o", s(&file)]);
+    assert!(said.contains("1 entries for sm_90,"), "{said}");
+    let r = unpack_for(&t, &file, &t.path("second"), "sm_90");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("(for sm_90;"), "{}", r.stdout);
+
+    let host = Tree::new("pack-targets-host");
+    let cache = built(&host, "first");
+    let file = host.path("host.tar.zst");
+    let r = ck(
+        &host,
+        &[
+            "--manifest",
+            s(&host.path("manifest.json")),
+            "--cache-dir",
+            s(&cache),
+            "pack",
+            "--all",
+            "-o",
+            s(&file),
+        ],
+        &[],
+    );
+    assert!(
+        r.stdout.contains("for the host (no GPU code)"),
+        "{}",
+        r.stdout
+    );
+    let r = ck(
+        &host,
+        &["unpack", s(&file), "--cache", s(&host.path("second"))],
+        &[],
+    );
+    assert!(
+        r.stdout.contains("(for the host (no GPU code);"),
+        "{}",
+        r.stdout
+    );
+}
