@@ -2013,7 +2013,7 @@ struct Checked {
 }
 
 /// The roots a set was checked under, owned.
-type RootsKey = (PathBuf, Option<PathBuf>);
+type RootsKey = (PathBuf, Vec<PathBuf>);
 
 static CHECKED: Lazy<Mutex<Checked>> = Lazy::new(|| Mutex::new(Checked::default()));
 
@@ -2039,10 +2039,7 @@ pub fn forget_checks() {
 /// process.
 fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, roots: Roots<'_>) -> bool {
     let now = Instant::now();
-    let root: RootsKey = (
-        roots.tree.to_path_buf(),
-        roots.compiler.map(Path::to_path_buf),
-    );
+    let root: RootsKey = (roots.tree.to_path_buf(), roots.compiler.to_vec());
     let set_key = (!depset.is_empty()).then(|| (root.clone(), depset.to_string()));
     // The sets this process found unchanged lately, under this root.
     let recent: Vec<(Arc<HeaderSet>, Instant)> = match CHECKED.lock() {
@@ -2135,9 +2132,10 @@ fn headers_unchanged(record: &Record, roots: Roots<'_>) -> bool {
 pub struct Roots<'a> {
     /// The tree root (the manifest's).
     pub tree: &'a Path,
-    /// The compiler's installation prefix, when it has one of its own
-    /// ([`CompilerId::prefix`]).
-    pub compiler: Option<&'a Path>,
+    /// The compiler's installation prefix, as the spellings of one
+    /// directory, the one `{compiler}/...` is read from first; empty when
+    /// it has none of its own ([`CompilerId::prefix`]).
+    pub compiler: &'a [PathBuf],
 }
 
 impl<'a> Roots<'a> {
@@ -2145,7 +2143,7 @@ impl<'a> Roots<'a> {
     pub fn tree(tree: &'a Path) -> Roots<'a> {
         Roots {
             tree,
-            compiler: None,
+            compiler: &[],
         }
     }
 }
@@ -2157,7 +2155,7 @@ pub fn dep_path(path: &str, roots: Roots<'_>) -> Option<PathBuf> {
         return Some(roots.tree.join(rel));
     }
     if let Some(rel) = path.strip_prefix("{compiler}/") {
-        return roots.compiler.map(|c| c.join(rel));
+        return roots.compiler.first().map(|c| c.join(rel));
     }
     Some(PathBuf::from(path))
 }
@@ -2173,19 +2171,11 @@ pub fn dep_name(path: &Path, roots: Roots<'_>) -> String {
             )
         })
     };
-    let tree = under(roots.tree, "root");
-    let compiler = roots.compiler.and_then(|c| under(c, "compiler"));
-    match (tree, compiler) {
-        (Some(t), Some(c)) => {
-            if c.0 > t.0 {
-                c.1
-            } else {
-                t.1
-            }
-        }
-        (Some((_, n)), None) | (None, Some((_, n))) => n,
-        (None, None) => path.display().to_string(),
-    }
+    std::iter::once(under(roots.tree, "root"))
+        .chain(roots.compiler.iter().map(|c| under(c, "compiler")))
+        .flatten()
+        .max_by_key(|(len, _)| *len)
+        .map_or_else(|| path.display().to_string(), |(_, name)| name)
 }
 
 /// Whether header `i` of `set` has its recorded contents: the same
@@ -2281,7 +2271,7 @@ impl<'a> Dirs<'a> {
         let full = match dir {
             "" => PathBuf::from("/"),
             "{root}" => self.roots.tree.to_path_buf(),
-            "{compiler}" => self.roots.compiler?.to_path_buf(),
+            "{compiler}" => self.roots.compiler.first()?.clone(),
             d if d.starts_with("{root}/") || d.starts_with("{compiler}/") || d.starts_with('/') => {
                 dep_path(d, self.roots)?
             }

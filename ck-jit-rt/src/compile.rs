@@ -49,10 +49,11 @@ pub struct CompilerId {
     /// ([`script_text`]). Empty for `command` and `string:`. An upgrade in
     /// place that prints the same `--version` text is still a new key.
     pub files: String,
-    /// Where the compiler is installed ([`install_prefix`]): headers under
+    /// Where the compiler is installed ([`install_prefixes`]), as the
+    /// spellings of one directory, the resolved one first: headers under
     /// it are recorded as `{compiler}/...`, so a toolchain at another path
-    /// reads its own copies.
-    pub prefix: Option<PathBuf>,
+    /// reads its own copies. Empty when it has no installation of its own.
+    pub prefix: Vec<PathBuf>,
     /// The files' local identity (path, size, times, inode) when they
     /// were identified: what the memo in the cache is kept under and what
     /// [`identity_changed`] compares. Never part of a key.
@@ -274,7 +275,7 @@ fn identify_uncached(
         })?,
     };
     let real = real_path(&path).unwrap_or_else(|_| path.clone());
-    let prefix = install_prefix(&path);
+    let prefix = install_prefixes(&path, &real);
     let id = |version: String, files: String, stat: String| {
         Arc::new(CompilerId {
             path: path.clone(),
@@ -296,7 +297,7 @@ fn identify_uncached(
             ))
         }
         CompilerCheck::Command => {
-            let version = run_version(&path, prefix.as_deref())?;
+            let version = run_version(&path, &prefix)?;
             return Ok(id(version, String::new(), String::new()));
         }
         CompilerCheck::Content => {}
@@ -311,8 +312,8 @@ fn identify_uncached(
     if let Some((digests, version)) = memo.as_ref().and_then(|m| read_memo(m)) {
         return Ok(id(version, digests, stat));
     }
-    let digests = files_content(&files, prefix.as_deref())?;
-    let version = run_version(&path, prefix.as_deref())?;
+    let digests = files_content(&files, &prefix)?;
+    let version = run_version(&path, &prefix)?;
     // The files changed while they were read: nothing is kept, and the
     // next process looks again.
     if files_stat(&files).is_ok_and(|now| now == stat) {
@@ -371,7 +372,7 @@ fn files_stat(files: &[PathBuf]) -> Result<String, String> {
 
 /// The content identity of `files`: one BLAKE3 each, comma-separated; a
 /// script's over [`script_text`].
-fn files_content(files: &[PathBuf], prefix: Option<&Path>) -> Result<String, String> {
+fn files_content(files: &[PathBuf], prefix: &[PathBuf]) -> Result<String, String> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let bytes = fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
@@ -393,7 +394,7 @@ fn files_content(files: &[PathBuf], prefix: Option<&Path>) -> Result<String, Str
 /// the same compiler with the same arguments are the same compiler
 /// wherever each lives, and any other change to one is another compiler.
 /// `None` for a file that is not a script (`#!`, at most 64 KiB, UTF-8).
-pub fn script_text(file: &Path, bytes: &[u8], prefix: Option<&Path>) -> Option<String> {
+pub fn script_text(file: &Path, bytes: &[u8], prefix: &[PathBuf]) -> Option<String> {
     if !bytes.starts_with(b"#!") || bytes.len() > SCRIPT_MOST as usize {
         return None;
     }
@@ -407,16 +408,8 @@ pub fn script_text(file: &Path, bytes: &[u8], prefix: Option<&Path>) -> Option<S
     for t in &targets {
         text = text.replace(t.as_str(), "{exe}");
     }
-    let mut prefixes: Vec<String> = [install_prefix(file), prefix.map(Path::to_path_buf)]
-        .into_iter()
-        .flatten()
-        .map(|p| p.display().to_string())
-        .collect();
-    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in &prefixes {
-        text = text.replace(p.as_str(), "{prefix}");
-    }
-    Some(text)
+    let own = install_prefix(file);
+    Some(neutral_prefix(text, own.iter().chain(prefix)))
 }
 
 /// Where the program at `path` (as found, links not followed) is
@@ -435,8 +428,37 @@ pub fn install_prefix(path: &Path) -> Option<PathBuf> {
     (!system.iter().any(|s| prefix == Path::new(s))).then(|| prefix.to_path_buf())
 }
 
+/// The installation prefixes of a program found at `path` that resolves
+/// to `real`: [`install_prefix`] of `real`, then that of `path` when it is
+/// the same directory through a link (`/usr/local/cuda` to
+/// `/usr/local/cuda-13.0`), as a compiler may write either in a depfile.
+pub fn install_prefixes(path: &Path, real: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = install_prefix(real).into_iter().collect();
+    if let Some(found) = install_prefix(path) {
+        let same = match out.first() {
+            Some(r) => *r != found && real_path(&found).is_ok_and(|f| f == *r),
+            None => false,
+        };
+        if same {
+            out.push(found);
+        }
+    }
+    out
+}
+
+/// `text` with every spelling of `prefixes` written `{prefix}`, the
+/// longest first so that one that extends another is replaced whole.
+fn neutral_prefix<'a>(mut text: String, prefixes: impl Iterator<Item = &'a PathBuf>) -> String {
+    let mut all: Vec<String> = prefixes.map(|p| p.display().to_string()).collect();
+    all.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in &all {
+        text = text.replace(p.as_str(), "{prefix}");
+    }
+    text
+}
+
 /// Runs `path --version` and returns its identifying text.
-fn run_version(path: &Path, prefix: Option<&Path>) -> Result<String, String> {
+fn run_version(path: &Path, prefix: &[PathBuf]) -> Result<String, String> {
     let out = Command::new(path)
         .arg("--version")
         .stdin(Stdio::null())
@@ -453,7 +475,7 @@ fn run_version(path: &Path, prefix: Option<&Path>) -> Result<String, String> {
 /// it is installed does not either: clang's `InstalledDir:` and
 /// `Configuration file:` lines are left out, and the installation prefix
 /// is written `{prefix}`.
-fn version_text(out: &std::process::Output, prefix: Option<&Path>) -> String {
+fn version_text(out: &std::process::Output, prefix: &[PathBuf]) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut text = if out.status.success() && !stdout.trim().is_empty() {
         stdout.into_owned()
@@ -468,10 +490,7 @@ fn version_text(out: &std::process::Output, prefix: Option<&Path>) -> String {
             .filter(|l| !l.starts_with("InstalledDir:") && !l.starts_with("Configuration file:"))
             .collect();
     }
-    if let Some(p) = prefix {
-        text = text.replace(&*p.display().to_string(), "{prefix}");
-    }
-    text
+    neutral_prefix(text, prefix.iter())
 }
 
 /// The largest script read as one: a wrapper is a few lines; a larger
@@ -1623,6 +1642,20 @@ mod tests {
         assert_eq!(prefix("/usr/local/bin/nvcc"), None);
         assert_eq!(prefix("/bin/cc"), None);
         assert_eq!(prefix("cc"), None);
+        // A toolkit reached through a link to its versioned directory has
+        // both spellings, the resolved one first.
+        let base = tempfile::tempdir().unwrap();
+        let b = real_path(base.path()).unwrap();
+        fs::create_dir_all(b.join("cuda-13.0/bin")).unwrap();
+        fs::write(b.join("cuda-13.0/bin/nvcc"), "").unwrap();
+        std::os::unix::fs::symlink(b.join("cuda-13.0"), b.join("cuda")).unwrap();
+        let found = b.join("cuda/bin/nvcc");
+        assert_eq!(
+            install_prefixes(&found, &real_path(&found).unwrap()),
+            [b.join("cuda-13.0"), b.join("cuda")]
+        );
+        let plain = b.join("cuda-13.0/bin/nvcc");
+        assert_eq!(install_prefixes(&plain, &plain), [b.join("cuda-13.0")]);
     }
 
     #[test]
@@ -1635,16 +1668,13 @@ mod tests {
         let a = "clang version 20.1.2\nTarget: x86_64-unknown-linux-musl\nThread model: \
                  posix\nInstalledDir: /opt/a/zig\nConfiguration file: /opt/a/bin/x.cfg\n";
         let b = a.replace("/opt/a", "/srv/other/b");
-        let prefix_a = Some(Path::new("/opt/a"));
+        let prefix_a = &[PathBuf::from("/opt/a")];
         let text = version_text(&out(a), prefix_a);
         assert_eq!(
             text,
             "clang version 20.1.2\nTarget: x86_64-unknown-linux-musl\nThread model: posix\n"
         );
-        assert_eq!(
-            text,
-            version_text(&out(&b), Some(Path::new("/srv/other/b")))
-        );
+        assert_eq!(text, version_text(&out(&b), &["/srv/other/b".into()]));
         // The prefix written elsewhere in it is written `{prefix}`.
         assert_eq!(
             version_text(&out("tc 1 (/opt/a/share)\n"), prefix_a),
@@ -1675,7 +1705,7 @@ mod tests {
             );
             let script = p.join("bin/cc");
             fs::write(&script, &text).unwrap();
-            script_text(&script, text.as_bytes(), None).unwrap()
+            script_text(&script, text.as_bytes(), &[]).unwrap()
         };
         let one = write("one", "libexec/cc1", "-O2");
         assert_eq!(
@@ -1684,7 +1714,7 @@ mod tests {
         );
         assert_eq!(one, write("two/three", "libexec/cc1", "-O2"));
         assert_ne!(one, write("four", "libexec/cc1", "-O3"));
-        assert_eq!(script_text(Path::new("/x"), b"\x7fELF\x02", None), None);
+        assert_eq!(script_text(Path::new("/x"), b"\x7fELF\x02", &[]), None);
     }
 
     #[test]
@@ -1799,7 +1829,7 @@ mod tests {
             real: "/usr/bin/g++".into(),
             version: "1".into(),
             files: String::new(),
-            prefix: None,
+            prefix: Vec::new(),
             stat: String::new(),
         };
         let req = Request {

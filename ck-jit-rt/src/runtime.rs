@@ -171,8 +171,7 @@ impl Plan {
             compiler: self
                 .compiler
                 .as_ref()
-                .ok()
-                .and_then(|(id, _)| id.prefix.as_deref()),
+                .map_or(&[], |(id, _)| id.prefix.as_slice()),
         }
     }
 
