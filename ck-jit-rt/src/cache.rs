@@ -1136,7 +1136,7 @@ impl Cache {
         }
         records.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(a.1.key.cmp(&b.1.key)));
         for (record_path, record, used) in records {
-            if headers_unchanged(&record, roots) {
+            if headers_unchanged(&record, roots, self.here_dir()) {
                 let object = dir.join(format!("{}.so", record.key));
                 return Ok(Some(Entry {
                     object,
@@ -1163,7 +1163,7 @@ impl Cache {
         let record_path = dir.join(format!("{}.json", record.key));
         let same = fs::symlink_metadata(&record_path)
             .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
-        if !same || !headers_unchanged(&record, roots) {
+        if !same || !headers_unchanged(&record, roots, self.here_dir()) {
             return None;
         }
         Some(Entry {
@@ -1472,6 +1472,12 @@ impl Cache {
         f.persist(path)
             .map_err(|e| Error::io("publishing", path, e.error))?;
         Ok(())
+    }
+
+    /// Where this cache keeps the identities its host's headers have
+    /// ([`HereStats`]); none for a read-only tier.
+    fn here_dir(&self) -> Option<&Path> {
+        (!self.read_only).then_some(self.root.as_path())
     }
 
     /// Reads a header set by digest, checking the bytes against it; parsed
@@ -2037,7 +2043,12 @@ pub fn forget_checks() {
 /// without a look when the set, or the header (as listed by another set
 /// found unchanged), was found so less than [`CHECK_REUSE`] ago in this
 /// process.
-fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, roots: Roots<'_>) -> bool {
+fn deps_verified(
+    depset: &str,
+    deps: &Arc<HeaderSet>,
+    roots: Roots<'_>,
+    cache: Option<&Path>,
+) -> bool {
     let now = Instant::now();
     let root: RootsKey = (roots.tree.to_path_buf(), roots.compiler.to_vec());
     let set_key = (!depset.is_empty()).then(|| (root.clone(), depset.to_string()));
@@ -2061,9 +2072,14 @@ fn deps_verified(depset: &str, deps: &Arc<HeaderSet>, roots: Roots<'_>) -> bool 
     for (set, t) in &recent {
         mark_known(deps, set, *t, &mut known);
     }
-    let Some(oldest) = check_headers(deps, &known, roots) else {
+    let here = HereStats::open(cache, depset, roots, deps.len());
+    let mut seen = Vec::new();
+    let Some(oldest) = check_headers(deps, &known, roots, here.as_ref(), &mut seen) else {
         return false;
     };
+    if let Some(h) = &here {
+        h.keep(&seen);
+    }
     if let Some(k) = set_key {
         if let Ok(mut c) = CHECKED.lock() {
             c.sets.retain(|_, (_, t)| fresh(*t, now));
@@ -2104,24 +2120,99 @@ fn mark_known(deps: &HeaderSet, seen: &HeaderSet, at: Instant, known: &mut Vec<O
 /// check trusted was made)` when all are unchanged. (Looking with several
 /// threads at once was measured slower: they contend for the same
 /// directories, and a first call on a busy machine waited for them.)
-fn check_headers(deps: &HeaderSet, known: &[Option<Instant>], roots: Roots<'_>) -> Option<Instant> {
+fn check_headers(
+    deps: &HeaderSet,
+    known: &[Option<Instant>],
+    roots: Roots<'_>,
+    here: Option<&HereStats>,
+    seen: &mut Vec<(usize, StatKey)>,
+) -> Option<Instant> {
     let started = Instant::now();
     let oldest_known = known.iter().flatten().min().copied();
     let mut dirs = Dirs::new(roots);
     (0..deps.len())
         .all(|i| {
-            known.get(i).is_some_and(Option::is_some) || dep_matches(deps, i, &mut dirs, roots)
+            known.get(i).is_some_and(Option::is_some)
+                || dep_matches(deps, i, &mut dirs, roots, here, seen)
         })
         .then(|| oldest_known.map_or(started, |t| t.min(started)))
 }
 
+/// The identities this host's copies of a header set's headers have,
+/// where they differ from those recorded (a pack made on another host, a
+/// toolchain installed at another time): a file `deps/<set>.here-<roots>`
+/// of the cache, one line per header, empty where the recorded identity
+/// holds. A header whose identity is neither is hashed, as always; one
+/// found unchanged that way has its identity kept here, so the next
+/// process `stat`s it instead of hashing it again. Like a recorded
+/// identity it only vouches for contents while size, times and inode are
+/// all the same (a change time cannot be set back).
+struct HereStats {
+    path: PathBuf,
+    stats: Vec<Option<StatKey>>,
+}
+
+impl HereStats {
+    /// Those of `depset` under `roots` in the cache at `cache` (none known
+    /// when none were kept, or what was kept is not for a set of `len`
+    /// headers); `None` without a writable cache or a set digest.
+    fn open(cache: Option<&Path>, depset: &str, roots: Roots<'_>, len: usize) -> Option<HereStats> {
+        let cache = cache?;
+        if depset.is_empty() {
+            return None;
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(roots.tree.as_os_str().as_encoded_bytes());
+        for c in roots.compiler {
+            h.update(b"\0");
+            h.update(c.as_os_str().as_encoded_bytes());
+        }
+        let path = cache
+            .join(DEPSETS)
+            .join(format!("{depset}.here-{}", short_hash(&h.finalize())));
+        let stats = fs::read_to_string(&path)
+            .ok()
+            .map(|t| t.lines().map(parse_stat).collect::<Vec<_>>())
+            .filter(|v| v.len() == len)
+            .unwrap_or_else(|| vec![None; len]);
+        Some(HereStats { path, stats })
+    }
+
+    fn get(&self, i: usize) -> Option<StatKey> {
+        self.stats.get(i).copied().flatten()
+    }
+
+    /// Keeps what `seen` adds (header, identity now, found unchanged by
+    /// its hash) to what was kept; nothing when it adds nothing. Written
+    /// whole or not at all; a failure only costs a later process hashing.
+    fn keep(&self, seen: &[(usize, StatKey)]) {
+        if seen.is_empty() {
+            return;
+        }
+        let mut stats = self.stats.clone();
+        for (i, st) in seen {
+            if let Some(slot) = stats.get_mut(*i) {
+                *slot = Some(*st);
+            }
+        }
+        let mut text = String::new();
+        for st in &stats {
+            if let Some((size, m, mn, c, cn, ino)) = st {
+                text.push_str(&format!("{size}:{m}.{mn:09}:{c}.{cn:09}:{ino}"));
+            }
+            text.push('\n');
+        }
+        crate::compile::keep_text(&self.path, &text);
+    }
+}
+
 /// Whether the headers a lookup read with `record` (none: nothing to
 /// check) all have their recorded contents.
-fn headers_unchanged(record: &Record, roots: Roots<'_>) -> bool {
+fn headers_unchanged(record: &Record, roots: Roots<'_>, here: Option<&Path>) -> bool {
     record
         .headers
         .as_ref()
-        .is_none_or(|h| deps_verified(&record.depset, h, roots))
+        .is_none_or(|h| deps_verified(&record.depset, h, roots, here))
 }
 
 /// What recorded header paths are relative to: the tree's root
@@ -2178,18 +2269,39 @@ pub fn dep_name(path: &Path, roots: Roots<'_>) -> String {
         .map_or_else(|| path.display().to_string(), |(_, name)| name)
 }
 
-/// Whether header `i` of `set` has its recorded contents: the same
-/// identity, or else the same hash.
-fn dep_matches(set: &HeaderSet, i: usize, dirs: &mut Dirs<'_>, roots: Roots<'_>) -> bool {
+/// Whether header `i` of `set` has its recorded contents: the recorded
+/// identity or the one this host kept ([`HereStats`]), or else the same
+/// hash; then its identity now goes in `seen`, to be kept.
+fn dep_matches(
+    set: &HeaderSet,
+    i: usize,
+    dirs: &mut Dirs<'_>,
+    roots: Roots<'_>,
+    here: Option<&HereStats>,
+    seen: &mut Vec<(usize, StatKey)>,
+) -> bool {
     let path = set.path(i);
-    if let Some(recorded) = set.items[i].identity {
-        if dirs.stat(path) == Some(recorded) {
-            return true;
+    let recorded = set.items[i].identity;
+    let kept = here.and_then(|h| h.get(i));
+    let now = if recorded.is_some() || here.is_some() {
+        dirs.stat(path)
+    } else {
+        None
+    };
+    if now.is_some() && (now == recorded || now == kept) {
+        return true;
+    }
+    let same = dep_path(path, roots)
+        .and_then(|p| file_hash(&p).ok())
+        .is_some_and(|h| h == set.hash(i));
+    if same && here.is_some() {
+        // Its identity after the hash: a file that changed meanwhile has
+        // another one, and is hashed again next time.
+        if let Some(st) = now.filter(|n| dirs.stat(path) == Some(*n)) {
+            seen.push((i, st));
         }
     }
-    dep_path(path, roots)
-        .and_then(|p| file_hash(&p).ok())
-        .is_some_and(|h| h == set.hash(i))
+    same
 }
 
 /// Header identities looked at relative to their directory: walking each
@@ -2741,11 +2853,11 @@ mod tests {
         let two = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("c.h")]));
         let digest = |n: &str| format!("{n:0>32}");
         forget_checks();
-        assert!(deps_verified(&digest("1"), &one, Roots::tree(root)));
+        assert!(deps_verified(&digest("1"), &one, Roots::tree(root), None));
         // a.h edited: set two trusts the look set one just made...
         fs::write(root.join("a.h"), "edited").unwrap();
         let t = Instant::now();
-        let trusted = deps_verified(&digest("2"), &two, Roots::tree(root));
+        let trusted = deps_verified(&digest("2"), &two, Roots::tree(root), None);
         if t.elapsed() < CHECK_REUSE / 2 {
             assert!(trusted, "a header checked just now by another set");
         }
@@ -2753,22 +2865,111 @@ mod tests {
         // contents match again).
         forget_checks();
         fs::write(root.join("a.h"), "a").unwrap();
-        assert!(deps_verified(&digest("2a"), &two, Roots::tree(root)));
+        assert!(deps_verified(&digest("2a"), &two, Roots::tree(root), None));
         forget_checks();
         assert!(deps_verified(
             &digest("1b"),
             &Arc::new(HeaderSet::from_deps(&[dep("b.h")])),
-            Roots::tree(root)
+            Roots::tree(root),
+            None
         ));
         fs::write(root.join("c.h"), "edited").unwrap();
-        assert!(!deps_verified(&digest("2b"), &two, Roots::tree(root)));
+        assert!(!deps_verified(&digest("2b"), &two, Roots::tree(root), None));
         // A set out of order trusts nothing another set found.
         forget_checks();
         let sorted = Arc::new(HeaderSet::from_deps(&[dep("a.h"), dep("b.h")]));
-        assert!(deps_verified(&digest("3"), &sorted, Roots::tree(root)));
+        assert!(deps_verified(
+            &digest("3"),
+            &sorted,
+            Roots::tree(root),
+            None
+        ));
         let unsorted = Arc::new(HeaderSet::from_deps(&[dep("b.h"), dep("a.h")]));
         fs::write(root.join("b.h"), "edited too").unwrap();
-        assert!(!deps_verified(&digest("4"), &unsorted, Roots::tree(root)));
+        assert!(!deps_verified(
+            &digest("4"),
+            &unsorted,
+            Roots::tree(root),
+            None
+        ));
+        forget_checks();
+    }
+
+    /// A header set recorded on another host (its identities are those
+    /// of other copies of the same headers) is checked by hash once; the
+    /// identities this host's copies have are kept in the cache, and the
+    /// next check trusts them as it trusts recorded ones, without a hash.
+    /// An edit is still seen, and what was kept for another set or other
+    /// roots, or cannot be read, is not used.
+    #[test]
+    fn a_hosts_own_header_identities_are_kept_after_one_hash() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("tree");
+        let cache = base.path().join("cache");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(cache.join(DEPSETS)).unwrap();
+        for (name, text) in [("a.h", "a"), ("b.h", "b")] {
+            fs::write(root.join(name), text).unwrap();
+        }
+        let dep = |name: &str, hash: Option<&str>| {
+            let p = root.join(name);
+            Dep {
+                path: format!("{{root}}/{name}"),
+                hash: hash.map_or_else(|| file_hash(&p).unwrap(), str::to_string),
+                stat: stat_string(&fs::metadata(&p).unwrap()),
+            }
+        };
+        let set = Arc::new(HeaderSet::from_deps(&[dep("a.h", None), dep("b.h", None)]));
+        let recorded_a = dep("a.h", None).stat;
+        // This host's a.h: the same bytes in a new file.
+        fs::write(root.join("a.h.new"), "a").unwrap();
+        fs::rename(root.join("a.h.new"), root.join("a.h")).unwrap();
+        let roots = Roots::tree(&root);
+        let digest = format!("{:0>32}", "5");
+        forget_checks();
+        assert!(deps_verified(&digest, &set, roots, Some(&cache)));
+        let kept: Vec<_> = fs::read_dir(cache.join(DEPSETS))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        let now = stat_string(&fs::metadata(root.join("a.h")).unwrap());
+        assert_eq!(fs::read_to_string(&kept[0]).unwrap(), format!("{now}\n\n"));
+        // A set whose a.h hash is wrong: only the kept identity, trusted
+        // without a hash, lets it pass.
+        let bogus = Arc::new(HeaderSet::from_deps(&[
+            Dep {
+                stat: recorded_a.clone(),
+                ..dep("a.h", Some(&"0".repeat(64)))
+            },
+            dep("b.h", None),
+        ]));
+        forget_checks();
+        assert!(deps_verified(&digest, &bogus, roots, Some(&cache)));
+        forget_checks();
+        assert!(!deps_verified(&digest, &bogus, roots, None), "not kept");
+        let other = format!("{:0>32}", "6");
+        assert!(
+            !deps_verified(&other, &bogus, roots, Some(&cache)),
+            "another set"
+        );
+        let elsewhere = base.path().join("tree2");
+        assert!(!deps_verified(
+            &digest,
+            &bogus,
+            Roots::tree(&elsewhere),
+            Some(&cache)
+        ));
+        // An edit changes the identity: hashed, and seen.
+        forget_checks();
+        fs::write(root.join("a.h"), "edited").unwrap();
+        assert!(!deps_verified(&digest, &set, roots, Some(&cache)));
+        // What was kept, damaged: ignored (the header is hashed).
+        fs::write(&kept[0], "1:2\n").unwrap();
+        fs::write(root.join("a.h"), "a").unwrap();
+        forget_checks();
+        assert!(deps_verified(&digest, &set, roots, Some(&cache)));
         forget_checks();
     }
 

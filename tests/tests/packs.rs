@@ -692,6 +692,15 @@ fn a_pack_serves_every_host_with_the_same_compiler_at_any_path_or_time() {
             "{blob}"
         );
     }
+    // Host C's copy of the toolchain's header was hashed once; its
+    // identity is kept in host C's cache for the next process.
+    assert!(
+        snapshot(&cache_c)
+            .keys()
+            .any(|p| p.starts_with("deps/") && p.contains(".here-")),
+        "{:?}",
+        snapshot(&cache_c)
+    );
     // Host A's cache as a read-only tier of host C's.
     let cache_t = t.path("cache-tier");
     for (blob, value) in want {
