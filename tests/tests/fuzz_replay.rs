@@ -243,6 +243,10 @@ fn argv_target_holds_on_its_corpus_and_seeded_mutations() {
 #[test]
 fn config_target_holds_on_its_corpus_and_seeded_mutations() {
     replay("config", CONFIG_MUTATIONS, config::check);
+    // The check's scratch tree (one per process, as the fuzz target keeps
+    // it for its whole run).
+    let scratch = std::env::temp_dir().join(format!("ck-jit-fuzz-config-{}", std::process::id()));
+    let _ = fs::remove_dir_all(scratch);
 }
 
 #[test]
