@@ -141,6 +141,14 @@ impl std::fmt::Display for Tok {
     }
 }
 
+/// Punctuators of C++ that are no operator of a condition, longest
+/// first: the preprocessor reads `--1` as `--` `1`, an error, never as
+/// two minus signs.
+const INVALID_PUNCTS: &[&str] = &[
+    "<<=", ">>=", "...", "->*", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "->",
+    "::", ".*", "##",
+];
+
 /// Punctuators longest first, so that `<<` is never read as `<` `<`.
 const PUNCTS: &[&str] = &[
     "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "!", "~", "-", "+", "*", "/", "%",
@@ -188,6 +196,10 @@ fn lex(src: &str) -> Result<Vec<Tok>, CondError> {
             let (v, len) = char_literal(&src[i..])?;
             out.push(Tok::Char(v));
             i += len;
+        } else if let Some(p) = INVALID_PUNCTS.iter().find(|p| src[i..].starts_with(**p)) {
+            return Err(invalid(format!(
+                "token '{p}' is not valid in preprocessor expressions"
+            )));
         } else if let Some(p) = PUNCTS.iter().find(|p| src[i..].starts_with(**p)) {
             out.push(Tok::Punct(p));
             i += p.len();
@@ -713,6 +725,8 @@ mod tests {
             ("1 2", "missing binary operator"),
             ("1.0", "floating constant"),
             ("1 = 1", "not valid"),
+            ("--1", "token '--' is not valid"),
+            ("1 +++1", "token '++' is not valid"),
             ("\"s\"", "not valid"),
             ("1 ? 2", "without following ':'"),
             ("defined", "requires an identifier"),
