@@ -373,7 +373,7 @@ fn function_body_end(src: &str, toks: &[Token], open: usize) -> Option<usize> {
 }
 
 /// What a blob source declares at namespace scope.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BlobSource {
     /// Its explicit specialisations.
     pub specialisations: Vec<Specialisation>,
