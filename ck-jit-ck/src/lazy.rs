@@ -64,9 +64,7 @@ pub struct Stubs {
 pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
     let check = files.check_dispatchers()?;
     if !check.unresolved.is_empty() {
-        return Err(Error::UnresolvedCalls {
-            calls: check.unresolved,
-        });
+        return Err(files.unresolved_error(check.unresolved));
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let index = files.index()?.detail()?;

@@ -652,6 +652,43 @@ impl CkFmhaFiles {
         Ok(self.index()?.detail()?.calls.clone())
     }
 
+    /// The error for dispatcher calls no recorded blob answers: calls that
+    /// only left-out blobs define ([`left_out`](Self::left_out)) are
+    /// [`Error::LeftOutCalls`], naming each such kind; the others
+    /// [`Error::UnresolvedCalls`].
+    pub(crate) fn unresolved_error(&self, calls: Vec<(PathBuf, usize, String)>) -> Error {
+        let left_out_kind = (|| -> Result<BTreeMap<String, String>, Error> {
+            let files = self.try_files()?;
+            let mut kinds = BTreeMap::new();
+            for b in &self.index()?.detail()?.blobs {
+                if let Some(Role::OtherArch(d)) = files.get(b.file).map(|f| &f.role) {
+                    for s in &b.specialisations {
+                        kinds.insert(
+                            super::calls::specialisation_key(&s.template, &s.args),
+                            d.kind.clone(),
+                        );
+                    }
+                }
+            }
+            Ok(kinds)
+        })()
+        .unwrap_or_default();
+        let mut kinds: BTreeMap<String, (usize, (PathBuf, usize, String))> = BTreeMap::new();
+        let mut other = Vec::new();
+        for call in calls {
+            match left_out_kind.get(&call.2) {
+                Some(kind) => kinds.entry(kind.clone()).or_insert((0, call)).0 += 1,
+                None => other.push(call),
+            }
+        }
+        if kinds.is_empty() {
+            return Error::UnresolvedCalls { calls: other };
+        }
+        Error::LeftOutCalls {
+            kinds: kinds.into_iter().map(|(k, (n, c))| (k, n, c)).collect(),
+        }
+    }
+
     /// The recorded blob files, with what they declare.
     pub fn blobs(&self) -> impl Iterator<Item = (&BlobDecl, &Path)> {
         self.files().iter().filter_map(|f| match &f.role {
@@ -697,7 +734,7 @@ impl CkFmhaFiles {
             out.push(r.rules);
         }
         if !unresolved.is_empty() {
-            return Err(Error::UnresolvedCalls { calls: unresolved });
+            return Err(self.unresolved_error(unresolved));
         }
         Ok(out)
     }

@@ -568,6 +568,17 @@ fn blobs_no_requested_target_keeps_are_one_warning_per_kind_with_count_example_a
             .map(|l| l["ck-jit-ck: ".len()..].to_string())
             .collect::<Vec<_>>()
     );
+    // The forward dispatcher, generated for both targets, calls the
+    // left-out gfx942-only kernels: making it lazy for gfx950 alone is an
+    // error naming the kind, not a library that misses them at run time.
+    match ck_jit_ck::write_stubs(&files, &tmp.path().join("stubs")).unwrap_err() {
+        Error::LeftOutCalls { kinds } => {
+            let names: Vec<&str> = kinds.iter().map(|(k, _, _)| k.as_str()).collect();
+            assert_eq!(names, ["fwd"], "{kinds:?}");
+            assert!(kinds[0].1 > 0);
+        }
+        other => panic!("{other}"),
+    }
     // A rerun that reuses everything says it again.
     let mut again = Vec::new();
     let files = p.try_write_with_output(&mut again).unwrap();
