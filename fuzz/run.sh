@@ -17,7 +17,7 @@ secs="${1:?usage: fuzz/run.sh <seconds-per-target> [target...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(manifest config depfile argv dynsym)
+    targets=(manifest config depfile argv dynsym cond)
 fi
 
 export RUSTC_BOOTSTRAP=1
