@@ -729,6 +729,53 @@ fn a_guard_on_the_compilers_version_is_an_error_naming_the_blob_line_and_macro()
 }
 
 #[test]
+fn true_in_a_guard_keeps_the_blob_and_an_unterminated_ifdef_is_an_error_at_its_line() {
+    // Two of issue 40's cases, through the preset: a generator writing
+    // `|| (true)` (C++ preprocessing reads it as 1), and one writing an
+    // `#ifdef __clang__` without its `#endif` (the compiler rejects it).
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-true-unterminated");
+    let out = tmp.path().join("out");
+    let files = generate_d128_fp16(&ck, &out, "fwd_appendkv", &["gfx942"]);
+    let (_, blob) = files.blobs().next().unwrap();
+    let blob = blob.to_path_buf();
+    let name = blob.file_stem().unwrap().to_str().unwrap().to_string();
+    let text = fs::read_to_string(&blob).unwrap();
+    let line = guard_line(&blob);
+    let read = |tag: &str| {
+        preset(&ck, &tmp.path().join(tag))
+            .generated_dir(out.join("ck_fmha"))
+            .arch("gfx942")
+            .arch("gfx1100")
+            .try_manifest()
+    };
+    fs::write(
+        &blob,
+        text.replacen(&line, "#if !defined(__HIP_DEVICE_COMPILE__) || (true)", 1),
+    )
+    .unwrap();
+    let files = read("out-true").unwrap();
+    assert_eq!(
+        offload_archs(files.manifest(), &name),
+        ["gfx942", "gfx1100"],
+        "true keeps it for every target"
+    );
+    let at = text.lines().position(|l| l == line).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(at, "#ifdef __clang__");
+    fs::write(&blob, lines.join("\n") + "\n").unwrap();
+    let e = read("out-unterminated").unwrap_err();
+    match &e {
+        Error::Parse { file, line, why } => {
+            assert_eq!(file.as_deref(), Some(blob.as_path()));
+            assert_eq!(*line, at + 1);
+            assert!(why.contains("unterminated #ifdef"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn cks_cmake_options_are_read_per_version_and_direction() {
     for version in [CK_2024, CK_2025] {
         let Some(ck) = ck_tree(version) else { return };
