@@ -307,6 +307,11 @@ fn expand(
                     expand(&body, macros, active, out)?;
                     active.pop();
                 }
+                // Without arguments a function-like macro's name is not
+                // expanded: an identifier, 0.
+                Some(Def::Function) if toks.get(i + 1) != Some(&Tok::Punct("(")) => {
+                    out.push(t.clone())
+                }
                 Some(Def::Function) => {
                     return Err(invalid(format!(
                         "function-like macro '{name}' in a condition is not supported"

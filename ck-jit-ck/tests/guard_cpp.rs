@@ -455,6 +455,10 @@ const CASES: &[Case] = &[
                #undef N\n#if N\n@\n#endif\n",
     },
     Case {
+        name: "a function-like macro's name alone",
+        text: "#define CK_F(x) x\n#if CK_F + 1 == 1\n@\n#endif\n",
+    },
+    Case {
         name: "#error in a kept group",
         text: "#if defined(__gfx1100__)\n#error no kernels for gfx11\n#endif\n@\n",
     },
