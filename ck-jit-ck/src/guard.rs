@@ -9,8 +9,8 @@
 //! nested to any depth), its `#define`, `#undef` and `#error`, and a mark
 //! where each specialisation is. [`Skeleton::run`] follows them as the
 //! preprocessor does, with the macros of one compile
-//! ([`Macros`](crate::macros::Macros)), conditions evaluated by
-//! [`cond`](crate::cond).
+//! ([`Macros`]), conditions evaluated by
+//! [`cond`].
 //!
 //! It never guesses: malformed conditionals (an unterminated `#if`, a
 //! stray `#else` or `#endif`, an `#elif` after `#else`) are an error at the
