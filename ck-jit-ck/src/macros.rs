@@ -19,7 +19,7 @@
 //! | macro | device pass for `gfxNNN` | host pass |
 //! |---|---|---|
 //! | `__clang__`, `__HIP__`, `__HIPCC__` | 1 | 1 |
-//! | `__HIP_PLATFORM_AMD__` (from `hipcc`'s command line) | 1 | 1 |
+//! | `__HIP_PLATFORM_AMD__`, `__HIP_PLATFORM_HCC__` (`hipcc`'s command line, `-D__HIP_PLATFORM_AMD__=`) | defined, empty | same |
 //! | `__HIP_DEVICE_COMPILE__` | 1 | undefined |
 //! | `__AMDGCN__`, `__AMDGPU__` | 1 | undefined |
 //! | `__gfxNNN__` (the processor, `-` as `_` for a generic target) | 1 | undefined |
@@ -212,8 +212,12 @@ impl Macros {
     /// ```
     pub fn predefined(target: &str, pass: Pass, standard: Option<&str>) -> Macros {
         let mut m = Macros::new();
-        for name in ["__clang__", "__HIP__", "__HIPCC__", "__HIP_PLATFORM_AMD__"] {
+        for name in ["__clang__", "__HIP__", "__HIPCC__"] {
             m.define(name, "1");
+        }
+        // hipcc's command line defines them empty (`-D__HIP_PLATFORM_AMD__=`).
+        for name in ["__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__"] {
+            m.define(name, "");
         }
         for name in ["__x86_64__", "__linux__"] {
             m.define(name, "1");
