@@ -17,7 +17,7 @@ secs="${1:?usage: fuzz/run.sh <seconds-per-target> [target...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(manifest config depfile argv dynsym compact)
+    targets=(manifest config depfile argv dynsym compact cond)
 fi
 
 export RUSTC_BOOTSTRAP=1

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::cpp::{self, is_punct, matching_angle, matching_paren, split_commas, Tok, Token};
 use super::error::Error;
-use super::guard::Guard;
+use super::guard::Skeleton;
 
 /// A `template <...> struct NAME` or `template <...> RET NAME(...)`
 /// declaration (not a specialisation).
@@ -373,7 +373,7 @@ fn function_body_end(src: &str, toks: &[Token], open: usize) -> Option<usize> {
 }
 
 /// What a blob source declares at namespace scope.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BlobSource {
     /// Its explicit specialisations.
     pub specialisations: Vec<Specialisation>,
@@ -381,88 +381,11 @@ pub struct BlobSource {
     /// the alias name and the numbers joined by `x`
     /// (`fmha_block_tile_0` -> `128x64x32x128x32x128`).
     pub sequences: Vec<(String, String)>,
-    /// The preprocessor condition its specialisations are inside (CK's
-    /// `#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))`), the
-    /// conditions of nested conditionals and of differently guarded
-    /// specialisations joined by `&&`; `None` when none is guarded.
-    pub guard: Option<Guard>,
-}
-
-/// An open `#if`/`#ifdef`/`#ifndef` while a blob is read: the conditions
-/// of its earlier branches and of the branch being read, each kept
-/// unparsed-as-error until a specialisation inside needs it, so a
-/// conditional around anything else never stops a blob from being read.
-struct Conditional {
-    line: usize,
-    earlier: Vec<Result<Guard, String>>,
-    current: Result<Guard, String>,
-}
-
-impl Conditional {
-    /// What the branch being read needs: its own condition and that no
-    /// earlier branch was taken.
-    fn condition(&self) -> Result<Guard, String> {
-        let mut g = self.current.clone()?;
-        for e in self.earlier.iter().rev() {
-            g = e.clone()?.negate().and(g);
-        }
-        Ok(g)
-    }
-}
-
-/// Follows one directive of a blob: `stack` holds the open conditionals.
-fn follow_directive(text: &str, line: usize, stack: &mut Vec<Conditional>) {
-    let d = text.trim_start_matches('#').trim_start();
-    let word_len = d
-        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .unwrap_or(d.len());
-    let (word, rest) = d.split_at(word_len);
-    let defined = |negate: bool| {
-        Guard::parse(&format!("defined {rest}")).map(|g| if negate { g.negate() } else { g })
-    };
-    let condition = match word {
-        "if" | "elif" => Guard::parse(rest),
-        "ifdef" | "elifdef" => defined(false),
-        "ifndef" | "elifndef" => defined(true),
-        _ => Ok(Guard::Const(true)),
-    };
-    match word {
-        "if" | "ifdef" | "ifndef" => stack.push(Conditional {
-            line,
-            earlier: Vec::new(),
-            current: condition,
-        }),
-        "elif" | "elifdef" | "elifndef" | "else" => {
-            // A stray branch (no open `#if`) is the compiler's to report.
-            if let Some(top) = stack.last_mut() {
-                let before = std::mem::replace(&mut top.current, condition);
-                top.earlier.push(before);
-                top.line = line;
-            }
-        }
-        "endif" => {
-            stack.pop();
-        }
-        _ => {}
-    }
-}
-
-/// The condition a specialisation at `line` is inside, if any.
-fn enclosing_guard(stack: &[Conditional], line: usize) -> Result<Option<Guard>, Error> {
-    let mut out: Option<Guard> = None;
-    for c in stack {
-        let g = c.condition().map_err(|why| {
-            parse_err(
-                c.line,
-                format!("the specialisation at line {line} is inside a condition that cannot be decided per target: {why}"),
-            )
-        })?;
-        out = Some(match out {
-            Some(o) => o.and(g),
-            None => g,
-        });
-    }
-    Ok(out)
+    /// Its conditional directives and where each specialisation is among
+    /// them (CK's `#if !defined(__HIP_DEVICE_COMPILE__) ||
+    /// (defined(__gfx9__))` around them): what decides which compiles keep
+    /// them.
+    pub skeleton: Skeleton,
 }
 
 /// Every explicit specialisation a blob defines at namespace scope, its
@@ -494,13 +417,12 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
     let mut depth = 0usize;
     let mut out = Vec::new();
     let mut sequences = Vec::new();
-    let mut conditionals: Vec<Conditional> = Vec::new();
-    let mut guards: Vec<Guard> = Vec::new();
+    let mut directives: Vec<(usize, &str)> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
         match (t.kind, t.text(src)) {
-            (Tok::Preproc, text) => follow_directive(text, t.line, &mut conditionals),
+            (Tok::Preproc, text) => directives.push((t.line, text)),
             (Tok::Punct, "{") => depth += 1,
             (Tok::Punct, "}") => {
                 depth = depth
@@ -569,11 +491,6 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
                                 .map(|(a, b)| text(a, b))
                                 .filter(|p| !p.is_empty() && p != "void")
                                 .collect();
-                            if let Some(g) = enclosing_guard(&conditionals, t.line)? {
-                                if !guards.contains(&g) {
-                                    guards.push(g);
-                                }
-                            }
                             out.push(Specialisation {
                                 template: tj.text(src).to_string(),
                                 args,
@@ -596,12 +513,12 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
         }
         i += 1;
     }
-    // Every specialisation must be there for a target to use the blob.
-    let guard = guards.into_iter().reduce(Guard::and);
+    let marks: Vec<usize> = out.iter().map(|s| s.line).collect();
+    let skeleton = Skeleton::new(directives, &marks).map_err(|e| parse_err(e.line, e.why))?;
     Ok(BlobSource {
         specialisations: out,
         sequences,
-        guard,
+        skeleton,
     })
 }
 
@@ -794,41 +711,46 @@ mod tests {
     }
 
     #[test]
-    fn a_blobs_guard_is_the_condition_around_its_specialisations() {
+    fn a_blobs_skeleton_decides_its_specialisations_per_compile() {
+        use crate::macros::{Macros, Pass};
         let spec = "template<> float fmha_fwd_<int>(int a) { return 0; }\n";
-        // CK 2025-11's split-KV blob: one guard, an `#endif` with a comment.
+        let kept = |src: &str, target: &str| {
+            blob_source(src)
+                .unwrap()
+                .skeleton
+                .run(&mut Macros::predefined(target, Pass::Device, None))
+        };
+        // CK 2025-11's split-KV blob: one guard, an `#endif` with a comment;
+        // `__gfx9__` comes from CK's config.hpp, which this test leaves out,
+        // so only the compiler's upper-case family macro is seen.
         let src = format!(
-            "#include <iostream>\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n\
-             using t = int;\n{spec}#endif // !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n"
+            "#include <iostream>\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__GFX9__))\n\
+             using t = int;\n{spec}#endif // !defined(__HIP_DEVICE_COMPILE__) || (defined(__GFX9__))\n"
         );
-        let g = blob_source(&src).unwrap().guard.unwrap();
-        assert_eq!(
-            g.to_string(),
-            "!defined(__HIP_DEVICE_COMPILE__) || defined(__gfx9__)"
-        );
-        assert!(g.admits("gfx950") && g.admits("gfx942") && !g.admits("gfx1100"));
-        // No conditional: no guard; one around something else: no guard, and
-        // a condition that could not be decided there is no error.
-        assert_eq!(blob_source(spec).unwrap().guard, None);
-        let other = format!("#if __clang_major__ >= 20\nusing x = int;\n#endif\n{spec}");
-        assert_eq!(blob_source(&other).unwrap().guard, None);
-        // Nested conditionals, `#ifdef`, and an `#else` branch.
+        assert_eq!(kept(&src, "gfx950"), Ok(vec![true]));
+        assert_eq!(kept(&src, "gfx1100"), Ok(vec![false]));
+        assert!(blob_source(spec).unwrap().skeleton.is_trivial());
+        // A conditional around something else decides nothing of the
+        // specialisations, and is not evaluated where it is skipped.
+        let other = format!("#if 0\n#if __clang_major__ >= 20\nusing x = int;\n#endif\n#endif\n{spec}");
+        assert_eq!(kept(&other, "gfx942"), Ok(vec![true]));
+        // Nested conditionals, `#ifdef`, an `#else` branch, `#elif`.
         let src = format!(
             "#ifdef __HIP_DEVICE_COMPILE__\n#if defined(__gfx950__)\nusing a = int;\n#else\n{spec}#endif\n#endif\n"
         );
-        let g = blob_source(&src).unwrap().guard.unwrap();
-        assert!(g.admits("gfx942") && !g.admits("gfx950"), "{g}");
-        let src = format!("#if defined(__gfx11__)\n#elif defined(__gfx12__)\n{spec}#endif\n");
-        let g = blob_source(&src).unwrap().guard.unwrap();
-        assert!(g.admits("gfx1201") && !g.admits("gfx1100") && !g.admits("gfx942"));
-        // A specialisation inside a condition on the compile is an error at
-        // the directive's line, not a blob silently left out.
-        let src = format!("\n#if CK_TILE_FMHA_FWD_FAST_EXP2\n{spec}#endif\n");
+        assert_eq!(kept(&src, "gfx942"), Ok(vec![true]));
+        assert_eq!(kept(&src, "gfx950"), Ok(vec![false]));
+        // A condition the build cannot decide is an error at its line.
+        let src = format!("\n#if __clang_major__ >= 20\n{spec}#endif\n");
+        let e = kept(&src, "gfx942").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.why.contains("macro '__clang_major__'"), "{e}");
+        // A malformed blob is an error when read, at the compiler's line.
+        let src = format!("#include <x>\n#ifdef __clang__\n{spec}");
         match blob_source(&src).unwrap_err() {
             Error::Parse { line, why, .. } => {
                 assert_eq!(line, 2);
-                assert!(why.contains("macro 'CK_TILE_FMHA_FWD_FAST_EXP2'"), "{why}");
-                assert!(why.contains("specialisation at line 3"), "{why}");
+                assert!(why.contains("unterminated #ifdef"), "{why}");
             }
             other => panic!("{other:?}"),
         }

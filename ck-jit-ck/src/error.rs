@@ -96,6 +96,16 @@ pub enum Error {
         /// Every such call.
         calls: Vec<(PathBuf, usize, String)>,
     },
+    /// Dispatcher calls of blob specialisations that only blobs left out
+    /// for the requested targets define ([`CkFmhaFiles::left_out`]): the
+    /// library would miss those kernels at the user's call.
+    ///
+    /// [`CkFmhaFiles::left_out`]: crate::CkFmhaFiles::left_out
+    LeftOutCalls {
+        /// Per kind of the left-out blobs: the kind, how many calls, and
+        /// the first (file, line, specialisation).
+        kinds: Vec<(String, usize, (PathBuf, usize, String))>,
+    },
     /// Running the intercepted build: it failed.
     ForeignBuild {
         /// The command, shell-quoted.
@@ -234,6 +244,25 @@ impl fmt::Display for Error {
                 }
                 if calls.len() > 20 {
                     write!(f, "; ... ({} more)", calls.len() - 20)?;
+                }
+                Ok(())
+            }
+            Error::LeftOutCalls { kinds } => {
+                write!(
+                    f,
+                    "the dispatchers call kernels that only blobs kept by none of the requested \
+                     targets define, so the library would miss them at the user's call; request \
+                     the targets those blobs are for, or generate the dispatchers for the \
+                     requested targets only:"
+                )?;
+                for (kind, n, (file, line, call)) in kinds {
+                    write!(
+                        f,
+                        " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
+                        if *n == 1 { "" } else { "s" },
+                        shown(file),
+                        escape(call)
+                    )?;
                 }
                 Ok(())
             }

@@ -1,384 +1,443 @@
-//! A blob's preprocessor guard and which GPU targets it admits.
+//! A blob's conditional skeleton and what a compile keeps of it.
 //!
-//! CK wraps the specialisations of a blob in a condition on the device
-//! pass's architecture macros (`#if !defined(__HIP_DEVICE_COMPILE__) ||
-//! (defined(__gfx9__) && !defined(__gfx950__))`): a target whose device
+//! CK wraps the specialisations of a blob in preprocessor conditionals on
+//! the device pass's architecture macros (`#if !defined(__HIP_DEVICE_COMPILE__)
+//! || (defined(__gfx9__) && !defined(__gfx950__))`): a target whose device
 //! pass drops them has no kernel in the blob, whatever its file name says.
-//! This module reads such a condition and decides it for a target from the
-//! macros the target defines ([`target_macros`]); it never runs a
-//! preprocessor and never guesses a macro's value: a condition it cannot
-//! decide is an error, so a blob is never dropped on a misreading.
+//! The [`Skeleton`] is what of a blob decides that: its conditional
+//! directives (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#else`, `#endif`,
+//! nested to any depth), its `#define`, `#undef` and `#error`, and a mark
+//! where each specialisation is. [`Skeleton::run`] follows them as the
+//! preprocessor does, with the macros of one compile
+//! ([`Macros`]), conditions evaluated by
+//! [`cond`].
+//!
+//! It never guesses: malformed conditionals (an unterminated `#if`, a
+//! stray `#else` or `#endif`, an `#elif` after `#else`) are an error at the
+//! line the compiler would name, found when the blob is read whatever the
+//! macros; a condition the compile rejects or the build cannot decide is
+//! an error at its line when a run reaches it.
 
 use std::fmt;
 
-/// A preprocessor condition made of `defined`, `!`, `&&`, `||`,
-/// parentheses and integer literals: what CK's generators write around a
-/// blob's specialisations.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum Guard {
-    /// An integer literal: true unless zero (`#if 0`, `#if 1`).
-    Const(bool),
-    /// `defined(NAME)` or `defined NAME`.
-    Defined(String),
-    /// `!x`.
-    Not(Box<Guard>),
-    /// `a && b && ...`.
-    And(Vec<Guard>),
-    /// `a || b || ...`.
-    Or(Vec<Guard>),
+use crate::cond::{self, CondError};
+use crate::macros::{directive_word, Macros};
+
+/// Why a skeleton is malformed or could not be decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardError {
+    /// The 1-based line of the directive.
+    pub line: usize,
+    /// What is wrong, as the compiler would say it, or the macro the
+    /// build cannot know.
+    pub why: String,
 }
 
-impl Guard {
-    /// Parses the condition of an `#if` or `#elif` (without the directive).
-    ///
-    /// A bare macro name, a comparison or arithmetic is an error: its value
-    /// depends on the compile's flags, which a blob's guard must not.
+impl fmt::Display for GuardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.why)
+    }
+}
+
+/// One element of a skeleton.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Item {
+    /// A directive: its line, name (`if`, `define`) and the rest of it on
+    /// one line.
+    Directive {
+        line: usize,
+        word: String,
+        rest: String,
+    },
+    /// Specialisation number `index` is at `line`.
+    Mark { line: usize, index: usize },
+}
+
+/// The directives of a source that decide what a compile keeps of it, and
+/// where its specialisations are (see the module docs). Written as text
+/// (one item a line: `12 #if defined(X)`, `14 @0`), which is how the kept
+/// index stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Skeleton {
+    items: Vec<Item>,
+}
+
+/// The directives a skeleton keeps: every one that changes what is kept
+/// or makes the compile fail. `#include`, `#pragma`, `#line` and
+/// `#warning` change neither (the headers' part is the macro set's).
+const KEPT: &[&str] = &[
+    "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif", "define", "undef",
+    "error",
+];
+
+/// Directives that change nothing a skeleton decides.
+const IGNORED: &[&str] = &["include", "include_next", "pragma", "line", "warning", "ident", ""];
+
+/// An open conditional while a skeleton runs.
+struct Open {
+    line: usize,
+    word: &'static str,
+    /// Whether the group around it is kept.
+    outer: bool,
+    /// Whether one of its branches has been kept (or none may be).
+    taken: bool,
+    /// Whether the branch being read is kept.
+    live: bool,
+    seen_else: bool,
+}
+
+impl Skeleton {
+    /// The skeleton of a source from its directives (each a line and the
+    /// text from `#` on, continued lines included) and the lines of its
+    /// specialisations, in order; malformed conditionals are an error.
+    pub fn new<'a>(
+        directives: impl IntoIterator<Item = (usize, &'a str)>,
+        marks: &[usize],
+    ) -> Result<Skeleton, GuardError> {
+        let mut items = Vec::new();
+        let mut marks = marks.iter().copied().enumerate().peekable();
+        for (line, text) in directives {
+            while let Some((index, m)) = marks.next_if(|(_, m)| *m < line) {
+                items.push(Item::Mark { line: m, index });
+            }
+            let text = text.replace("\\\r\n", " ").replace("\\\n", " ");
+            let Some(word) = directive_word(&text) else {
+                continue;
+            };
+            if IGNORED.contains(&word) {
+                continue;
+            }
+            let d = text.trim_start().trim_start_matches('#').trim_start();
+            let rest = d[word.len()..].trim().replace(['\n', '\r'], " ");
+            items.push(Item::Directive {
+                line,
+                word: word.to_string(),
+                rest,
+            });
+        }
+        for (index, m) in marks {
+            items.push(Item::Mark { line: m, index });
+        }
+        let s = Skeleton { items };
+        s.walk(&mut Macros::new(), false)?;
+        Ok(s)
+    }
+
+    /// The skeleton of source text: every line whose first character
+    /// other than blanks is `#` (with its continuation lines), and the
+    /// specialisations at `marks`.
+    pub fn of_source(src: &str, marks: &[usize]) -> Result<Skeleton, GuardError> {
+        let mut directives = Vec::new();
+        let mut lines = src.lines().enumerate();
+        while let Some((n, line)) = lines.next() {
+            if !line.trim_start().starts_with('#') {
+                continue;
+            }
+            let mut text = line.to_string();
+            while text.ends_with('\\') {
+                let Some((_, next)) = lines.next() else { break };
+                text.pop();
+                text.push(' ');
+                text.push_str(next);
+            }
+            directives.push((n + 1, text));
+        }
+        Skeleton::new(directives.iter().map(|(n, t)| (*n, t.as_str())), marks)
+    }
+
+    /// Whether it has no directive at all (every specialisation is kept by
+    /// every compile).
+    pub fn is_trivial(&self) -> bool {
+        self.items.iter().all(|i| matches!(i, Item::Mark { .. }))
+    }
+
+    /// Which specialisations a compile with `macros` keeps, by number;
+    /// `macros` is left with what the source `#define`s and `#undef`s in
+    /// the groups kept.
     ///
     /// # Example
     ///
     /// ```
-    /// use ck_jit_ck::guard::Guard;
-    /// let g = Guard::parse("defined(__gfx9__) && !defined(__gfx950__)").unwrap();
-    /// assert!(g.admits("gfx942"));
-    /// assert!(!g.admits("gfx950"));
+    /// use ck_jit_ck::guard::Skeleton;
+    /// use ck_jit_ck::macros::{Macros, Pass};
+    /// let src = "#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__GFX9__) && true)\n\
+    ///            template<> int f<int>();\n#endif\n";
+    /// let s = Skeleton::of_source(src, &[2]).unwrap();
+    /// let mut gfx942 = Macros::predefined("gfx942", Pass::Device, None);
+    /// assert_eq!(s.run(&mut gfx942).unwrap(), [true]);
+    /// let mut gfx1100 = Macros::predefined("gfx1100", Pass::Device, None);
+    /// assert_eq!(s.run(&mut gfx1100).unwrap(), [false]);
     /// ```
-    pub fn parse(condition: &str) -> Result<Guard, String> {
-        let parsed = tokens(condition).and_then(|toks| {
-            let mut p = Parser { toks: &toks, at: 0 };
-            let g = p.or()?;
-            match p.toks.get(p.at) {
-                None => Ok(g),
-                Some(t) => Err(format!("unexpected '{t}'")),
-            }
-        });
-        parsed.map_err(|e| format!("{e} in guard '{}'", condition.trim()))
+    pub fn run(&self, macros: &mut Macros) -> Result<Vec<bool>, GuardError> {
+        self.walk(macros, true)
     }
 
-    /// Whether the device pass for `target` keeps what this guards: the
-    /// condition evaluated with the target's macros ([`target_macros`])
-    /// and `__HIP_DEVICE_COMPILE__` defined, every other macro undefined.
-    /// The host pass keeps everything CK guards, so only the device pass
-    /// decides whether a target has the kernel.
-    pub fn admits(&self, target: &str) -> bool {
-        let macros = target_macros(target);
-        self.eval(&|name: &str| {
-            name == "__HIP_DEVICE_COMPILE__" || macros.iter().any(|m| m == name)
-        })
-    }
-
-    /// The condition with `is_defined` deciding each `defined(NAME)`.
-    pub fn eval(&self, is_defined: &dyn Fn(&str) -> bool) -> bool {
-        match self {
-            Guard::Const(b) => *b,
-            Guard::Defined(name) => is_defined(name),
-            Guard::Not(g) => !g.eval(is_defined),
-            Guard::And(gs) => gs.iter().all(|g| g.eval(is_defined)),
-            Guard::Or(gs) => gs.iter().any(|g| g.eval(is_defined)),
-        }
-    }
-
-    /// Both conditions: what a specialisation inside nested conditionals
-    /// needs.
-    pub fn and(self, other: Guard) -> Guard {
-        let mut all = Vec::new();
-        for g in [self, other] {
-            match g {
-                Guard::And(gs) => all.extend(gs),
-                g => all.push(g),
-            }
-        }
-        Guard::And(all)
-    }
-
-    /// The negation: what an `#else` branch needs of the branches before it.
-    pub fn negate(self) -> Guard {
-        match self {
-            Guard::Not(g) => *g,
-            g => Guard::Not(Box::new(g)),
-        }
-    }
-}
-
-impl fmt::Display for Guard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |f: &mut fmt::Formatter<'_>, gs: &[Guard], op: &str| {
-            for (i, g) in gs.iter().enumerate() {
-                if i > 0 {
-                    write!(f, " {op} ")?;
+    /// Follows the directives; with `evaluate` false nothing is evaluated
+    /// and only the structure is checked.
+    fn walk(&self, macros: &mut Macros, evaluate: bool) -> Result<Vec<bool>, GuardError> {
+        let marks = self
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Mark { .. }))
+            .count();
+        let mut kept = vec![false; marks];
+        let mut stack: Vec<Open> = Vec::new();
+        let live = |stack: &[Open]| evaluate && stack.last().is_none_or(|o| o.live);
+        for item in &self.items {
+            let (line, word, rest) = match item {
+                Item::Mark { index, .. } => {
+                    if let Some(k) = kept.get_mut(*index) {
+                        *k = live(&stack);
+                    }
+                    continue;
                 }
-                match g {
-                    Guard::And(_) | Guard::Or(_) => write!(f, "({g})")?,
-                    g => write!(f, "{g}")?,
-                }
-            }
-            Ok(())
-        };
-        match self {
-            Guard::Const(b) => write!(f, "{}", u8::from(*b)),
-            Guard::Defined(n) => write!(f, "defined({n})"),
-            Guard::Not(g) => match **g {
-                Guard::And(_) | Guard::Or(_) => write!(f, "!({g})"),
-                _ => write!(f, "!{g}"),
-            },
-            Guard::And(gs) => list(f, gs, "&&"),
-            Guard::Or(gs) => list(f, gs, "||"),
-        }
-    }
-}
-
-/// The architecture macros a HIP device pass for `target` defines: the
-/// target's own (`__gfx942__`) and its family's, `gfx` and the major
-/// version (`__gfx9__` for `gfx942`, `gfx950` and `gfx90a`, `__gfx11__` for
-/// `gfx1100`, `__gfx12__` for `gfx1201`). A processor name ends in two
-/// characters of minor version and stepping, so the major version is the
-/// rest. A generic target (`gfx9-4-generic`) defines `__gfx9_4_generic__`
-/// and its family's; feature suffixes (`gfx942:xnack-`) are ignored.
-///
-/// # Example
-///
-/// ```
-/// assert_eq!(
-///     ck_jit_ck::guard::target_macros("gfx1100"),
-///     ["__gfx1100__", "__gfx11__"]
-/// );
-/// ```
-pub fn target_macros(target: &str) -> Vec<String> {
-    let name = target.split(':').next().unwrap_or(target);
-    let Some(version) = name.strip_prefix("gfx") else {
-        return vec![format!("__{}__", name.replace('-', "_"))];
-    };
-    let mut out = vec![format!("__{}__", name.replace('-', "_"))];
-    let major = match version.split_once('-') {
-        // `gfx9-4-generic`, `gfx10-3-generic`: the major version comes first.
-        Some((major, _)) => major,
-        None => version.get(..version.len().saturating_sub(2)).unwrap_or(""),
-    };
-    if !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()) {
-        let family = format!("__gfx{major}__");
-        if !out.contains(&family) {
-            out.push(family);
-        }
-    }
-    out
-}
-
-/// The tokens of a condition: identifiers, numbers and the operators a
-/// guard may use.
-fn tokens(src: &str) -> Result<Vec<String>, String> {
-    let b = src.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_whitespace() {
-            i += 1;
-        } else if c == b'\\' && b.get(i + 1).is_some_and(|n| *n == b'\n' || *n == b'\r') {
-            // A continued directive line.
-            i += 1;
-        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            break;
-        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let end = src[i + 2..]
-                .find("*/")
-                .ok_or_else(|| "unterminated comment".to_string())?;
-            i += 2 + end + 2;
-        } else if c.is_ascii_alphanumeric() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            out.push(src[start..i].to_string());
-        } else if src[i..].starts_with("&&") || src[i..].starts_with("||") {
-            out.push(src[i..i + 2].to_string());
-            i += 2;
-        } else if matches!(c, b'!' | b'(' | b')') && !src[i..].starts_with("!=") {
-            out.push((c as char).to_string());
-            i += 1;
-        } else {
-            let op: String = src[i..]
-                .chars()
-                .take_while(|c| !c.is_ascii_alphanumeric() && !c.is_whitespace())
-                .collect();
-            return Err(format!("unsupported operator '{op}'"));
-        }
-    }
-    Ok(out)
-}
-
-struct Parser<'a> {
-    toks: &'a [String],
-    at: usize,
-}
-
-impl Parser<'_> {
-    fn peek(&self) -> Option<&str> {
-        self.toks.get(self.at).map(String::as_str)
-    }
-
-    fn next(&mut self) -> Option<&str> {
-        let t = self.toks.get(self.at).map(String::as_str);
-        self.at += 1;
-        t
-    }
-
-    fn or(&mut self) -> Result<Guard, String> {
-        let mut terms = vec![self.and()?];
-        while self.peek() == Some("||") {
-            self.at += 1;
-            terms.push(self.and()?);
-        }
-        Ok(if terms.len() == 1 {
-            terms.remove(0)
-        } else {
-            Guard::Or(terms)
-        })
-    }
-
-    fn and(&mut self) -> Result<Guard, String> {
-        let mut terms = vec![self.unary()?];
-        while self.peek() == Some("&&") {
-            self.at += 1;
-            terms.push(self.unary()?);
-        }
-        Ok(if terms.len() == 1 {
-            terms.remove(0)
-        } else {
-            Guard::And(terms)
-        })
-    }
-
-    fn unary(&mut self) -> Result<Guard, String> {
-        match self.next() {
-            Some("!") => Ok(self.unary()?.negate()),
-            Some("(") => {
-                let g = self.or()?;
-                match self.next() {
-                    Some(")") => Ok(g),
-                    _ => Err("expected ')'".into()),
-                }
-            }
-            Some("defined") => {
-                let parens = self.peek() == Some("(");
-                if parens {
-                    self.at += 1;
-                }
-                let name = match self.next() {
-                    Some(n) if is_ident(n) => n.to_string(),
-                    _ => return Err("expected a macro name after 'defined'".into()),
+                Item::Directive { line, word, rest } => (*line, word.as_str(), rest.as_str()),
+            };
+            let err = |why: String| GuardError { line, why };
+            let test = |macros: &Macros, word: &str| -> Result<bool, GuardError> {
+                let expr = match word {
+                    "if" | "elif" => rest.to_string(),
+                    _ => {
+                        let name = first_identifier(rest).ok_or_else(|| {
+                            err(format!("no macro name given in #{word} directive"))
+                        })?;
+                        let not = if word.ends_with("ndef") { "!" } else { "" };
+                        format!("{not}defined({name})")
+                    }
                 };
-                if parens && self.next() != Some(")") {
-                    return Err(format!("expected ')' after 'defined({name}'"));
+                cond::evaluate(&expr, macros)
+                    .map(cond::Value::is_true)
+                    .map_err(|e| match e {
+                        CondError::Invalid(why) => err(format!("#{word} {rest}: {why}")),
+                        unknown => err(unknown.to_string()),
+                    })
+            };
+            match word {
+                "if" | "ifdef" | "ifndef" => {
+                    let outer = live(&stack);
+                    let v = outer && test(macros, word)?;
+                    stack.push(Open {
+                        line,
+                        word: match word {
+                            "if" => "#if",
+                            "ifdef" => "#ifdef",
+                            _ => "#ifndef",
+                        },
+                        outer,
+                        taken: v || !outer,
+                        live: v,
+                        seen_else: false,
+                    });
                 }
-                Ok(Guard::Defined(name))
+                "elif" | "elifdef" | "elifndef" => {
+                    let Some(top) = stack.last() else {
+                        return Err(err(format!("#{word} without #if")));
+                    };
+                    if top.seen_else {
+                        return Err(err(format!("#{word} after #else")));
+                    }
+                    let evaluate_it = top.outer && !top.taken;
+                    let v = evaluate_it && test(macros, word)?;
+                    if let Some(top) = stack.last_mut() {
+                        top.live = v;
+                        top.taken |= v;
+                    }
+                }
+                "else" => {
+                    let Some(top) = stack.last_mut() else {
+                        return Err(err("#else without #if".into()));
+                    };
+                    if top.seen_else {
+                        return Err(err("#else after #else".into()));
+                    }
+                    top.seen_else = true;
+                    top.live = top.outer && !top.taken;
+                    top.taken = true;
+                }
+                "endif" if stack.pop().is_none() => {
+                    return Err(err("#endif without #if".into()));
+                }
+                "define" | "undef" if live(&stack) => macros
+                    .directive(word, rest)
+                    .map_err(|why| err(format!("#{word}: {why}")))?,
+                "error" if live(&stack) => return Err(err(format!("#error {rest}"))),
+                w if !KEPT.contains(&w) && live(&stack) => {
+                    return Err(err(format!("invalid preprocessing directive #{w}")))
+                }
+                _ => {}
             }
-            Some(n) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                Ok(Guard::Const(n.bytes().any(|b| b != b'0')))
-            }
-            Some(n) if is_ident(n) => Err(format!(
-                "the value of macro '{n}' depends on the compile, not the target"
-            )),
-            Some(t) => Err(format!("unexpected '{t}'")),
-            None => Err("the condition ends early".into()),
         }
+        if let Some(open) = stack.last() {
+            return Err(GuardError {
+                line: open.line,
+                why: format!("unterminated {} (unterminated conditional directive)", open.word),
+            });
+        }
+        Ok(kept)
+    }
+
+    /// The conditionals around specialisation `index`, outermost first, as
+    /// written (`#if defined(__gfx9__)`, `#else` of `#if X` at line 3), for
+    /// a message about it.
+    pub fn conditions_of(&self, index: usize) -> Vec<String> {
+        let mut open: Vec<Vec<String>> = Vec::new();
+        for item in &self.items {
+            match item {
+                Item::Mark { index: i, .. } if *i == index => {
+                    return open.into_iter().map(|branches| branches.join(" then ")).collect();
+                }
+                Item::Mark { .. } => {}
+                Item::Directive { word, rest, .. } => match word.as_str() {
+                    "if" | "ifdef" | "ifndef" => open.push(vec![format!("#{word} {rest}")]),
+                    "elif" | "elifdef" | "elifndef" | "else" => {
+                        if let Some(top) = open.last_mut() {
+                            top.push(format!("#{word} {rest}").trim_end().to_string());
+                        }
+                    }
+                    "endif" => {
+                        open.pop();
+                    }
+                    _ => {}
+                },
+            }
+        }
+        Vec::new()
+    }
+
+    /// The skeleton as `cpp` reads it: each directive on its own line and
+    /// `marker(index)` where specialisation `index` is.
+    pub fn to_source(&self, marker: &dyn Fn(usize) -> String) -> String {
+        let mut s = String::new();
+        for item in &self.items {
+            match item {
+                Item::Directive { word, rest, .. } => {
+                    s.push('#');
+                    s.push_str(word);
+                    if !rest.is_empty() {
+                        s.push(' ');
+                        s.push_str(rest);
+                    }
+                }
+                Item::Mark { index, .. } => s.push_str(&marker(*index)),
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The skeleton read back from its text ([`Display`](fmt::Display)).
+    pub fn parse(text: &str) -> Option<Skeleton> {
+        let mut items = Vec::new();
+        for l in text.lines() {
+            let (line, item) = l.split_once(' ')?;
+            let line: usize = line.parse().ok()?;
+            if let Some(index) = item.strip_prefix('@') {
+                items.push(Item::Mark {
+                    line,
+                    index: index.parse().ok()?,
+                });
+            } else {
+                let d = item.strip_prefix('#')?;
+                let (word, rest) = d.split_once(' ').unwrap_or((d, ""));
+                items.push(Item::Directive {
+                    line,
+                    word: word.to_string(),
+                    rest: rest.to_string(),
+                });
+            }
+        }
+        Some(Skeleton { items })
     }
 }
 
-fn is_ident(s: &str) -> bool {
-    s.bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+impl fmt::Display for Skeleton {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for item in &self.items {
+            match item {
+                Item::Directive { line, word, rest } => writeln!(f, "{line} #{word} {rest}")?,
+                Item::Mark { line, index } => writeln!(f, "{line} @{index}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for Skeleton {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Skeleton {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Skeleton, D::Error> {
+        let text = String::deserialize(d)?;
+        Skeleton::parse(&text).ok_or_else(|| serde::de::Error::custom("not a blob skeleton"))
+    }
+}
+
+fn first_identifier(s: &str) -> Option<&str> {
+    let s = s.trim_start();
+    let len = s
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(s.len());
+    let name = &s[..len];
+    (!name.is_empty() && !name.as_bytes()[0].is_ascii_digit()).then_some(name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::macros::Pass;
 
-    /// CK 2025-11's three guards (codegen/ops/*.py `preprocessor_check`),
-    /// as its generated blobs write them.
-    const GFX9: &str = "!defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))";
-    const GFX9_NOT_950: &str =
-        "!defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__) && !defined(__gfx950__))";
-    const GFX950: &str = "!defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx950__))";
-
-    fn admitted(cond: &str, targets: &[&str]) -> Vec<String> {
-        let g = Guard::parse(cond).unwrap();
-        targets
-            .iter()
-            .filter(|t| g.admits(t))
-            .map(|t| t.to_string())
-            .collect()
+    fn kept(src: &str, marks: &[usize], target: &str) -> Result<Vec<bool>, GuardError> {
+        Skeleton::of_source(src, marks)?.run(&mut Macros::predefined(target, Pass::Device, None))
     }
 
     #[test]
-    fn cks_guards_admit_the_targets_their_device_passes_keep() {
-        let all = ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"];
-        assert_eq!(admitted(GFX9, &all), ["gfx90a", "gfx942", "gfx950"]);
-        assert_eq!(admitted(GFX9_NOT_950, &all), ["gfx90a", "gfx942"]);
-        assert_eq!(admitted(GFX950, &all), ["gfx950"]);
+    fn nested_branches_and_defines_are_followed() {
+        let src = "#define A 2\n#if A == 2\n#ifdef __gfx942__\nx\n#elif defined(__gfx950__)\ny\n\
+                   #else\nz\n#endif\n#else\nw\n#endif\n#undef A\n#if A\nv\n#endif\n";
         assert_eq!(
-            admitted("defined(__gfx12__)", &all),
-            ["gfx1201"],
-            "a gfx12 guard"
+            kept(src, &[4, 6, 8, 11, 15], "gfx942").unwrap(),
+            [true, false, false, false, false]
         );
-        assert_eq!(admitted("defined __gfx11__", &all), ["gfx1100"]);
-    }
-
-    #[test]
-    fn a_target_defines_its_own_macro_and_its_major_family() {
-        assert_eq!(target_macros("gfx942"), ["__gfx942__", "__gfx9__"]);
-        assert_eq!(target_macros("gfx950"), ["__gfx950__", "__gfx9__"]);
-        assert_eq!(target_macros("gfx90a"), ["__gfx90a__", "__gfx9__"]);
-        assert_eq!(target_macros("gfx1030"), ["__gfx1030__", "__gfx10__"]);
-        assert_eq!(target_macros("gfx1151"), ["__gfx1151__", "__gfx11__"]);
-        assert_eq!(target_macros("gfx1201"), ["__gfx1201__", "__gfx12__"]);
-        assert_eq!(target_macros("gfx942:xnack-"), ["__gfx942__", "__gfx9__"]);
         assert_eq!(
-            target_macros("gfx9-4-generic"),
-            ["__gfx9_4_generic__", "__gfx9__"]
+            kept(src, &[4, 6, 8, 11, 15], "gfx1100").unwrap(),
+            [false, false, true, false, false]
         );
     }
 
     #[test]
-    fn precedence_negation_and_constants_follow_the_preprocessor() {
-        // `&&` binds tighter than `||`.
-        let g = Guard::parse("defined(A) || defined(B) && defined(C)").unwrap();
-        let only_a = |n: &str| n == "A";
-        assert!(g.eval(&only_a));
-        let only_b = |n: &str| n == "B";
-        assert!(!g.eval(&only_b));
-        assert!(!Guard::parse("0").unwrap().admits("gfx942"));
-        assert!(Guard::parse("1").unwrap().admits("gfx942"));
-        assert!(!Guard::parse("!(defined(__gfx9__) || 0)")
-            .unwrap()
-            .admits("gfx942"));
-        assert!(Guard::parse("defined(__gfx9__) /* why */ // trailing")
-            .unwrap()
-            .admits("gfx90a"));
-        assert_eq!(
-            Guard::parse(GFX9_NOT_950).unwrap().to_string(),
-            "!defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__) && !defined(__gfx950__))"
-        );
-    }
-
-    #[test]
-    fn conditions_that_depend_on_the_compile_are_errors() {
-        for (bad, why) in [
-            ("__clang_major__ >= 20", "unsupported operator '>='"),
-            ("__clang_major__", "depends on the compile"),
-            ("CK_TILE_FMHA_FWD_FAST_EXP2", "depends on the compile"),
-            ("defined(__gfx9__) &&", "ends early"),
-            ("(defined(__gfx9__)", "expected ')'"),
-            ("defined()", "expected a macro name"),
-            ("defined(A) defined(B)", "unexpected 'defined'"),
-            ("1 + 1", "unsupported operator '+'"),
-            ("A != 1", "unsupported operator '!='"),
+    fn malformed_conditionals_are_errors_at_the_compilers_line() {
+        for (src, line, why) in [
+            ("#ifdef __clang__\nx\n", 1, "unterminated #ifdef"),
+            ("#if 1\n#if 0\n#endif\n", 1, "unterminated #if"),
+            ("x\n#endif\n", 2, "#endif without #if"),
+            ("#else\n", 1, "#else without #if"),
+            ("#if 0\n#else\n#elif 1\n#endif\n", 3, "#elif after #else"),
+            ("#if 1\n#else\n#else\n#endif\n", 3, "#else after #else"),
         ] {
-            let e = Guard::parse(bad).unwrap_err();
-            assert!(e.contains(why), "{bad}: {e}");
-            assert!(e.contains(&format!("in guard '{bad}'")), "{bad}: {e}");
+            let e = Skeleton::of_source(src, &[]).unwrap_err();
+            assert_eq!((e.line, e.why.contains(why)), (line, true), "{src}: {e}");
         }
+        // Structure is checked in skipped groups too, conditions not.
+        assert!(Skeleton::of_source("#if 0\n#if 1/0\n#else\n#else\n#endif\n#endif\n", &[]).is_err());
+        assert_eq!(kept("#if 0\n#if 1/0\n#endif\n#endif\n", &[], "gfx942"), Ok(vec![]));
+        let e = kept("\n#if 1/0\n#endif\n", &[], "gfx942").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = kept("#error stop\n", &[], "gfx942").unwrap_err();
+        assert!(e.why.contains("#error stop"), "{e}");
+    }
+
+    #[test]
+    fn the_text_form_reads_back() {
+        let src = "#if !defined(__HIP_DEVICE_COMPILE__) || \\\n  (defined(__gfx9__))\nx\n#endif // c\n";
+        let s = Skeleton::of_source(src, &[3]).unwrap();
+        assert_eq!(Skeleton::parse(&s.to_string()), Some(s.clone()));
+        assert_eq!(
+            s.conditions_of(0),
+            ["#if !defined(__HIP_DEVICE_COMPILE__) ||    (defined(__gfx9__))"]
+        );
+        assert!(!s.is_trivial());
     }
 }

@@ -23,7 +23,7 @@ use super::calls::{self, CallCheck};
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
 use super::preset::{describe_source, name_disagreement, GeneratedFile, Role};
-use super::guard::Guard;
+use super::guard::Skeleton;
 use super::vocab::{calls_template, BlobDecl, Vocabulary};
 
 /// The file in `OUT_DIR` the index is kept in.
@@ -148,7 +148,7 @@ pub(crate) const DETAIL_FILE: &str = "ck_jit_ck_index_detail.json";
 
 /// The form of the kept index and detail: an index of another form is
 /// not this build's (its key differs), and the files are read again.
-const KEPT_FORMAT: u32 = 3;
+const KEPT_FORMAT: u32 = 4;
 
 /// What an index is kept with: its key, the files' roles before the
 /// targets decided which blobs are recorded, the sets called together, and
@@ -157,36 +157,38 @@ const KEPT_FORMAT: u32 = 3;
 /// values, blob names) is written once, in `words`, and named by its
 /// number: twelve thousand blobs repeat a few hundred of them.
 #[derive(Serialize, Deserialize)]
-struct Kept<W = String, G = Guard> {
+struct Kept<W = String, G = Skeleton> {
     key: W,
     token: W,
     /// The size of the detail file written with it: a detail gone or
     /// changed is no index.
     detail_len: u64,
     words: Vec<W>,
-    roles: Vec<KeptRole<G>>,
+    roles: Vec<KeptRole>,
+    /// Each distinct skeleton once: thousands of blobs share a few.
+    skeletons: Vec<G>,
     together: Vec<Vec<u32>>,
 }
 
 /// A [`Role`] as kept, its texts by number (see [`Kept`]).
 #[derive(Serialize, Deserialize)]
-enum KeptRole<G> {
-    Blob(KeptDecl<G>),
-    OtherArch(KeptDecl<G>),
+enum KeptRole {
+    Blob(KeptDecl),
+    OtherArch(KeptDecl),
     Dispatcher,
     Host,
 }
 
 /// A [`BlobDecl`] as kept.
 #[derive(Serialize, Deserialize)]
-struct KeptDecl<G> {
+struct KeptDecl {
     entry: u32,
     templates: Vec<u32>,
     kind: u32,
     arch: Option<u32>,
     traits: Option<u32>,
     meta: Vec<(u32, u32)>,
-    guard: Option<G>,
+    skeleton: Option<u32>,
 }
 
 /// Numbers texts in the order first seen.
@@ -194,6 +196,8 @@ struct KeptDecl<G> {
 struct Words<'a> {
     numbers: HashMap<&'a str, u32>,
     words: Vec<&'a str>,
+    skeleton_numbers: HashMap<&'a Skeleton, u32>,
+    skeletons: Vec<&'a Skeleton>,
 }
 
 impl<'a> Words<'a> {
@@ -204,7 +208,7 @@ impl<'a> Words<'a> {
         })
     }
 
-    fn decl(&mut self, d: &'a BlobDecl) -> KeptDecl<&'a Guard> {
+    fn decl(&mut self, d: &'a BlobDecl) -> KeptDecl {
         KeptDecl {
             entry: self.number(&d.entry),
             templates: d.templates.iter().map(|t| self.number(t)).collect(),
@@ -216,14 +220,19 @@ impl<'a> Words<'a> {
                 .iter()
                 .map(|(k, v)| (self.number(k), self.number(v)))
                 .collect(),
-            guard: d.guard.as_ref(),
+            skeleton: d.skeleton.as_ref().map(|k| {
+                *self.skeleton_numbers.entry(k).or_insert_with(|| {
+                    self.skeletons.push(k);
+                    (self.skeletons.len() - 1) as u32
+                })
+            }),
         }
     }
 }
 
-impl KeptDecl<Guard> {
+impl KeptDecl {
     /// The declaration, or `None` when a number names no word.
-    fn spelt(self, words: &[String]) -> Option<BlobDecl> {
+    fn spelt(self, words: &[String], skeletons: &[Skeleton]) -> Option<BlobDecl> {
         let w = |n: u32| words.get(n as usize).cloned();
         Some(BlobDecl {
             entry: w(self.entry)?,
@@ -236,7 +245,10 @@ impl KeptDecl<Guard> {
                 .into_iter()
                 .map(|(k, v)| Some((w(k)?, w(v)?)))
                 .collect::<Option<_>>()?,
-            guard: self.guard,
+            skeleton: match self.skeleton {
+                Some(n) => Some(skeletons.get(n as usize)?.clone()),
+                None => None,
+            },
         })
     }
 }
@@ -250,8 +262,8 @@ impl Kept {
             .into_iter()
             .map(|r| {
                 Some(match r {
-                    KeptRole::Blob(d) => Role::Blob(Box::new(d.spelt(&words)?)),
-                    KeptRole::OtherArch(d) => Role::OtherArch(Box::new(d.spelt(&words)?)),
+                    KeptRole::Blob(d) => Role::Blob(Box::new(d.spelt(&words, &self.skeletons)?)),
+                    KeptRole::OtherArch(d) => Role::OtherArch(Box::new(d.spelt(&words, &self.skeletons)?)),
                     KeptRole::Dispatcher => Role::Dispatcher,
                     KeptRole::Host => Role::Host,
                 })
@@ -461,7 +473,7 @@ pub(crate) fn keep(
     let detail_len = bytes.len() as u64;
     ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).ok()?;
     let mut words = Words::default();
-    let kept_roles: Vec<KeptRole<&Guard>> = roles
+    let kept_roles: Vec<KeptRole> = roles
         .iter()
         .map(|r| match r {
             Role::Blob(d) => KeptRole::Blob(words.decl(d)),
@@ -481,6 +493,7 @@ pub(crate) fn keep(
         detail_len,
         words: words.words,
         roles: kept_roles,
+        skeletons: words.skeletons,
         together,
     };
     let bytes = serde_json::to_vec(&kept).ok()?;

@@ -64,9 +64,7 @@ pub struct Stubs {
 pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
     let check = files.check_dispatchers()?;
     if !check.unresolved.is_empty() {
-        return Err(Error::UnresolvedCalls {
-            calls: check.unresolved,
-        });
+        return Err(files.unresolved_error(check.unresolved));
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let index = files.index()?.detail()?;
@@ -204,14 +202,7 @@ pub fn stub_source_ordered(
 ) -> Result<(String, usize), Error> {
     let mut read = Vec::with_capacity(blobs.len());
     for (name, text) in blobs {
-        let mut includes: Vec<String> = Vec::new();
-        for line in text.lines() {
-            let l = line.trim();
-            if l.starts_with("#include") && !includes.iter().any(|i| i == l) {
-                includes.push(l.to_string());
-            }
-        }
-        read.push((name.as_str(), includes, decl::specialisations(text)?));
+        read.push((name.as_str(), include_lines(text), decl::specialisations(text)?));
     }
     let parts: Vec<StubPart<'_>> = read
         .iter()
@@ -220,12 +211,25 @@ pub fn stub_source_ordered(
     Ok(stubs_of(&parts, order))
 }
 
+/// The distinct `#include` lines of a source, in order: what a stub of
+/// its specialisations includes.
+pub(crate) fn include_lines(text: &str) -> Vec<String> {
+    let mut includes: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with("#include") && !includes.iter().any(|i| i == l) {
+            includes.push(l.to_string());
+        }
+    }
+    includes
+}
+
 /// A blob as the stubs need it: its name, `#include` lines and
 /// specialisations.
-type StubPart<'a> = (&'a str, &'a [String], &'a [Specialisation]);
+pub(crate) type StubPart<'a> = (&'a str, &'a [String], &'a [Specialisation]);
 
 /// The stub source of `blobs`, and how many specialisations it defines.
-fn stubs_of(blobs: &[StubPart<'_>], order: &CallOrder) -> (String, usize) {
+pub(crate) fn stubs_of(blobs: &[StubPart<'_>], order: &CallOrder) -> (String, usize) {
     let mut includes: Vec<&str> = Vec::new();
     let mut bodies = String::new();
     let mut n = 0;

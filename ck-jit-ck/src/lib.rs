@@ -27,8 +27,10 @@
 //!   each blob defines, and the generator's symbol tables
 //!   (`codegen/cpp_symbol_map.py`), and the preprocessor guard around each
 //!   blob's specialisations; [`vocab`] describes each blob from them
-//!   (kind, entry, architecture, traits by parameter name) and [`guard`]
-//!   decides which GPU targets a blob's guard admits;
+//!   (kind, entry, architecture, traits by parameter name), and [`guard`]
+//!   decides which compiles keep a blob's specialisations by the C++
+//!   preprocessor's rules ([`cond`] evaluates a condition, [`macros`]
+//!   holds what each target's compile has defined);
 //! - [`CkFmha`] runs CK's generator for the directions it offers (its
 //!   `codegen/ops` modules), with `--targets` where it takes it, reads every
 //!   generated file once into one index (kept in `OUT_DIR` for the next
@@ -73,9 +75,11 @@ macro_rules! build_side {
 }
 
 build_side! {
+    mod admit;
     pub mod calls;
     mod cmake;
     mod codegen;
+    pub mod cond;
     mod cpp;
     pub mod decl;
     mod error;
@@ -84,6 +88,7 @@ build_side! {
     mod index;
     pub mod intercept;
     mod lazy;
+    pub mod macros;
     pub mod objects;
     mod preset;
     mod symbol;

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
+use super::admit::{self, Admission};
 use super::cmake;
 use super::codegen::{self, Codegen};
 use super::decl;
@@ -53,6 +54,9 @@ struct WriteStamp {
     outputs: String,
     /// What the build warned of, to warn of it again.
     disagreements: Vec<String>,
+    /// The kinds of blobs no requested target keeps, as warned of.
+    #[serde(default)]
+    left_out: Vec<String>,
 }
 
 /// The size and mtime of the files a build leaves in `out_dir`: the
@@ -126,19 +130,28 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// # Architectures
 ///
 /// A blob is compiled for the requested targets ([`arch`](CkFmha::arch))
-/// whose device pass keeps its specialisations: the preprocessor guard
-/// around them (CK 2025 writes `#if !defined(__HIP_DEVICE_COMPILE__) ||
-/// (defined(__gfx9__))`) is read with the blob and decided per target from
-/// the macros the target defines (`gfx950` defines `__gfx950__` and its
-/// family's `__gfx9__`; see [`guard::target_macros`](crate::guard::target_macros)).
-/// Its file name and `Arch` tag do not decide: with `--targets gfx950` CK
-/// still writes `_gfx9` split-KV, append-KV and paged-KV blobs guarded by
-/// `defined(__gfx9__)`, which gfx950 runs, while its `_gfx9` forward blobs
-/// (`defined(__gfx9__) && !defined(__gfx950__))` are for gfx942 only. A
-/// blob without a guard (CK 2024, `batch_prefill`) is for every target; one
-/// no requested target admits is not recorded
-/// ([`CkFmhaFiles::left_out`]); a guard that depends on anything but the
-/// target (`__clang_major__ >= 20`) is an error naming the blob.
+/// whose compile keeps its specialisations. Its conditional directives
+/// (CK 2025 writes `#if !defined(__HIP_DEVICE_COMPILE__) ||
+/// (defined(__gfx9__))` around them) are read with the blob and followed
+/// by the C++ preprocessor's rules ([`guard`](crate::guard),
+/// [`cond`](crate::cond)) for each target's device pass and for the host
+/// pass, with the macros that compile has defined when it reaches them
+/// ([`macros`](crate::macros)): a table of the compiler's predefined
+/// macros (no compiler is run), the group's `-D`/`-U` flags, and the
+/// family macros the version's own `ck_tile/core/config.hpp` defines from
+/// the target's (`gfx950` gets `__gfx9__` from CK 2025-11's, not from
+/// CK 2024-10's). Its file name and `Arch` tag do not decide: with
+/// `--targets gfx950` CK still writes `_gfx9` split-KV, append-KV and
+/// paged-KV blobs guarded by `defined(__gfx9__)`, which gfx950 runs, while
+/// its `_gfx9` forward blobs (`defined(__gfx9__) && !defined(__gfx950__))`
+/// are for gfx942 only. A blob without conditionals (CK 2024,
+/// `batch_prefill`) is for every target; the blobs no requested target
+/// keeps are not recorded ([`CkFmhaFiles::left_out`]) and are announced,
+/// one `cargo:warning` per kind with the count, an example and its
+/// conditions. A condition that depends on what the build cannot know
+/// (`__clang_major__ >= 20`) and malformed conditionals (an `#ifdef`
+/// without its `#endif`) are errors naming the blob and the line, as the
+/// compiler's would be.
 ///
 /// Each kind, architecture tag and set of admitted targets becomes one
 /// manifest group (`fwd`, or `fwd_gfx9` of family `fwd`; with gfx942 and
@@ -299,6 +312,9 @@ pub struct CkFmhaFiles {
     /// Where the files' roles and the index are read from when this build
     /// reused the last one's output.
     reused: Option<Arc<Reused>>,
+    /// One line per kind of blob that no requested target keeps (also a
+    /// `cargo:warning` each): its count, an example and its conditions.
+    pub left_out_kinds: Vec<String>,
 }
 
 /// The index being kept in `OUT_DIR` on another thread while the manifest
@@ -480,8 +496,8 @@ struct Reused {
     key: String,
     /// The generated files, their roles not yet known.
     scanned: Vec<GeneratedFile>,
-    /// The requested targets.
-    requested: Vec<String>,
+    /// The requested targets and their macros.
+    admission: Arc<Admission>,
 }
 
 impl CkFmhaFiles {
@@ -505,6 +521,7 @@ impl CkFmhaFiles {
             disagreements: stamp.disagreements,
             index: OnceLock::new(),
             reused: Some(Arc::new(reused)),
+            left_out_kinds: stamp.left_out,
         }
     }
 
@@ -594,7 +611,7 @@ impl CkFmhaFiles {
         for (f, role) in files.iter_mut().zip(roles) {
             f.role = role;
         }
-        admit_targets(&mut files, &r.requested);
+        admit::admit_targets(&mut files, &r.admission)?;
         let _ = self.files.set(files);
         let _ = self.index.set(index);
         Ok(())
@@ -633,6 +650,43 @@ impl CkFmhaFiles {
     /// build.
     pub fn check_dispatchers(&self) -> Result<super::calls::CallCheck, Error> {
         Ok(self.index()?.detail()?.calls.clone())
+    }
+
+    /// The error for dispatcher calls no recorded blob answers: calls that
+    /// only left-out blobs define ([`left_out`](Self::left_out)) are
+    /// [`Error::LeftOutCalls`], naming each such kind; the others
+    /// [`Error::UnresolvedCalls`].
+    pub(crate) fn unresolved_error(&self, calls: Vec<(PathBuf, usize, String)>) -> Error {
+        let left_out_kind = (|| -> Result<BTreeMap<String, String>, Error> {
+            let files = self.try_files()?;
+            let mut kinds = BTreeMap::new();
+            for b in &self.index()?.detail()?.blobs {
+                if let Some(Role::OtherArch(d)) = files.get(b.file).map(|f| &f.role) {
+                    for s in &b.specialisations {
+                        kinds.insert(
+                            super::calls::specialisation_key(&s.template, &s.args),
+                            d.kind.clone(),
+                        );
+                    }
+                }
+            }
+            Ok(kinds)
+        })()
+        .unwrap_or_default();
+        let mut kinds: BTreeMap<String, (usize, (PathBuf, usize, String))> = BTreeMap::new();
+        let mut other = Vec::new();
+        for call in calls {
+            match left_out_kind.get(&call.2) {
+                Some(kind) => kinds.entry(kind.clone()).or_insert((0, call)).0 += 1,
+                None => other.push(call),
+            }
+        }
+        if kinds.is_empty() {
+            return Error::UnresolvedCalls { calls: other };
+        }
+        Error::LeftOutCalls {
+            kinds: kinds.into_iter().map(|(k, (n, c))| (k, n, c)).collect(),
+        }
     }
 
     /// The recorded blob files, with what they declare.
@@ -680,7 +734,7 @@ impl CkFmhaFiles {
             out.push(r.rules);
         }
         if !unresolved.is_empty() {
-            return Err(Error::UnresolvedCalls { calls: unresolved });
+            return Err(self.unresolved_error(unresolved));
         }
         Ok(out)
     }
@@ -1051,6 +1105,7 @@ impl CkFmha {
                 inputs,
                 outputs: outputs_stamp(&out_dir),
                 disagreements: files.disagreements.clone(),
+                left_out: files.left_out_kinds.clone(),
             };
             if let Ok(bytes) = serde_json::to_vec(&stamp) {
                 let _ = write_if_changed(&stamp_path, bytes);
@@ -1156,15 +1211,23 @@ impl CkFmha {
         // Everything the manifest is made from: the same inputs make the
         // same manifest, which need not be made or written again.
         let inputs = format!("{key}\n{self:?}\n{name:?}\n{options:?}\n{top:?}\n{root_text}\n");
+        let admission = Arc::new(Admission::new(
+            &ck,
+            &requested,
+            Some(top.standard.as_deref().unwrap_or(FALLBACK_CXX_STANDARD)),
+            &self.macro_flags(false, &options, &top),
+            &self.macro_flags(true, &options, &top),
+        )?);
         if let (true, true, Some(dir)) = (reuse, generated.regenerated.is_empty(), &kept_at) {
             let out_dir = self.resolve_out_dir(cargo)?;
             if let Some(stamp) = reusable(&out_dir, &inputs) {
                 warn_of_disagreements(cargo, &stamp.disagreements);
+                warn_of_left_out(cargo, &stamp.left_out);
                 let reused = Reused {
                     dir: dir.clone(),
                     key,
                     scanned: files,
-                    requested,
+                    admission,
                 };
                 let files = CkFmhaFiles::of_reuse(out_dir, generated, ck, stamp, reused);
                 return Ok((files, Keeping(None, false)));
@@ -1179,7 +1242,8 @@ impl CkFmha {
             kept_at.as_deref().map(|dir| (dir, key.as_str())),
             &mut disagreements,
         )?;
-        let targets_of = admit_targets(&mut files, &requested);
+        let targets_of = admit::admit_targets(&mut files, &admission)?;
+        let left_out = admit::left_out_warnings(&files, &requested);
         if !files.iter().any(|f| matches!(f.role, Role::Blob(_))) {
             return Err(Error::NoBlobs { dir: generated.dir });
         }
@@ -1197,6 +1261,7 @@ impl CkFmha {
         };
         let manifest = self.record(name, &made, &files, &targets_of, &index)?;
         warn_of_disagreements(cargo, &disagreements);
+        warn_of_left_out(cargo, &left_out);
         let files = CkFmhaFiles {
             manifest: OnceLock::from(manifest),
             manifest_path: None,
@@ -1208,6 +1273,7 @@ impl CkFmha {
             index: OnceLock::from(index),
             inputs: Some(inputs),
             reused: None,
+            left_out_kinds: left_out,
         };
         Ok((files, keeping))
     }
@@ -1519,6 +1585,34 @@ impl CkFmha {
         }
     }
 
+    /// The `-D` and `-U` flags of the compile command of a forward or
+    /// (`bwd`) backward kind's group, in the order [`group`](Self::group)
+    /// gives them: what the preprocessor has defined when it reads a blob.
+    fn macro_flags(
+        &self,
+        bwd: bool,
+        options: &cmake::FmhaOptions,
+        top: &cmake::TopLevelOptions,
+    ) -> Vec<String> {
+        let cmake_flags = if bwd { &options.bwd } else { &options.fwd };
+        let mut flags: Vec<String> = top.hip_flags.clone();
+        for f in cmake_flags {
+            if f.starts_with("-DCK_TILE_FMHA_FWD_FAST_EXP2") && !self.fast_exp2 {
+                flags.push("-DCK_TILE_FMHA_FWD_FAST_EXP2=0".into());
+            } else {
+                flags.push(f.clone());
+            }
+        }
+        flags.extend(self.flags.iter().cloned());
+        for (name, value) in &self.defines {
+            flags.push(match value {
+                Some(v) => format!("-D{name}={v}"),
+                None => format!("-D{name}"),
+            });
+        }
+        flags
+    }
+
     /// The group `name` of blobs of one kind compiled for `targets`: CK's
     /// compile command.
     fn group(
@@ -1622,17 +1716,6 @@ pub(crate) fn neutral_of<'a>(
 
 /// A group's identity: kind, architecture tag, admitted targets, entry.
 type GroupKey = (String, Option<String>, Vec<String>, String);
-
-/// The requested targets whose device pass keeps the blob's
-/// specialisations, in the order they were requested: all of them for an
-/// unguarded blob.
-fn admitted_targets(d: &BlobDecl, requested: &[String]) -> Vec<String> {
-    requested
-        .iter()
-        .filter(|t| d.guard.as_ref().is_none_or(|g| g.admits(t)))
-        .cloned()
-        .collect()
-}
 
 /// The directions CK's generator offers: its `codegen/ops/fmha_*.py`
 /// modules (`generate.py` registers each under its name without `fmha_`);
@@ -1766,28 +1849,11 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
 
 /// Adds every source file under `dir` (recursively; hidden entries and
 /// directory symlinks skipped) to `out`, classified.
-/// Marks each blob no requested target's guard admits as
-/// [`Role::OtherArch`]; returns the targets admitting each file (none for
-/// files that are no blob). A blob is for the requested targets its guard
-/// admits, whatever its name or `Arch` tag says: CK's `_gfx9` split-KV
-/// blobs are guarded by `defined(__gfx9__)` and run on gfx950 too.
-fn admit_targets(files: &mut [GeneratedFile], requested: &[String]) -> Vec<Vec<String>> {
-    let mut targets_of = Vec::with_capacity(files.len());
-    for f in files {
-        let admitted = match &f.role {
-            Role::Blob(d) => admitted_targets(d, requested),
-            _ => Vec::new(),
-        };
-        if admitted.is_empty() {
-            let role = std::mem::replace(&mut f.role, Role::Host);
-            f.role = match role {
-                Role::Blob(d) => Role::OtherArch(d),
-                other => other,
-            };
-        }
-        targets_of.push(admitted);
+/// One `cargo:warning` per kind of blob no requested target keeps.
+fn warn_of_left_out(cargo: &mut CargoOutput<'_>, left_out: &[String]) {
+    for line in left_out {
+        cargo.warning_from("ck-jit-ck", line);
     }
-    targets_of
 }
 
 /// One `cargo:warning` for the blobs whose names disagree with their

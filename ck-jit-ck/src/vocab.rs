@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::decl::{self, Specialisation, TemplateDecl, TemplateParam};
 use super::error::{io_err, Error};
-use super::guard::Guard;
+use super::guard::Skeleton;
 
 /// Short metadata names for traits users query, each the first of its
 /// candidate parameters that a traits template declares. Any other
@@ -90,11 +90,12 @@ pub struct BlobDecl {
     pub traits: Option<String>,
     /// Traits by parameter name, plus the short aliases and `kind`/`arch`.
     pub meta: BTreeMap<String, String>,
-    /// The preprocessor condition around its specialisations
-    /// ([`BlobSource::guard`](decl::BlobSource::guard)): which targets have
-    /// its kernels, whatever [`arch`](Self::arch) is named. `None` when
-    /// unguarded (every target) or described from specialisations alone.
-    pub guard: Option<Guard>,
+    /// Its conditional directives around its specialisations
+    /// ([`BlobSource::skeleton`](decl::BlobSource::skeleton)): which
+    /// targets' compiles keep its kernels, whatever [`arch`](Self::arch)
+    /// is named. `None` when it has no directive (every compile keeps
+    /// them) or was described from specialisations alone.
+    pub skeleton: Option<Skeleton>,
 }
 
 impl Vocabulary {
@@ -252,7 +253,7 @@ impl Vocabulary {
     /// ... (the `ck_tile::sequence` aliases, without `fmha_` and the index).
     pub fn describe_source(&self, src: &decl::BlobSource) -> Result<BlobDecl, String> {
         let mut d = self.describe(&src.specialisations)?;
-        d.guard = src.guard.clone();
+        d.skeleton = (!src.skeleton.is_trivial()).then(|| src.skeleton.clone());
         for (alias, dims) in &src.sequences {
             let key = alias.strip_prefix("fmha_").unwrap_or(alias);
             let key = key
@@ -337,7 +338,7 @@ impl Vocabulary {
             arch,
             traits,
             meta,
-            guard: None,
+            skeleton: None,
         })
     }
 

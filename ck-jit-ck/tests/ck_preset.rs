@@ -514,6 +514,78 @@ fn gfx950_alone_records_the_gfx9_splitkv_and_appendkv_blobs_its_device_runs() {
     );
 }
 
+#[test]
+fn blobs_no_requested_target_keeps_are_one_warning_per_kind_with_count_example_and_condition() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-left-out");
+    let out = tmp.path().join("out");
+    for direction in ["fwd", "fwd_appendkv"] {
+        generate_d128_fp16(&ck, &out, direction, &["gfx942", "gfx950"]);
+    }
+    let mut p = preset(&ck, &tmp.path().join("out-950"));
+    p.generated_dir(out.join("ck_fmha"))
+        .arch("gfx950")
+        .cargo_metadata(true);
+    let warnings = |lines: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(lines)
+            .lines()
+            .filter_map(|l| l.strip_prefix("cargo:warning="))
+            .filter(|l| l.contains("kept by none of the requested targets"))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut lines = Vec::new();
+    let files = p.try_write_with_output(&mut lines).unwrap();
+    let left_out: Vec<&Path> = files.left_out().collect();
+    // Only the gfx942-only forward blobs, guarded by
+    // `defined(__gfx9__) && !defined(__gfx950__)`, are left out.
+    assert!(!left_out.is_empty());
+    let w = warnings(&lines);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(&format!(
+            "ck-jit-ck: {} fwd blobs kept by none",
+            left_out.len()
+        )),
+        "{}",
+        w[0]
+    );
+    assert!(w[0].contains("(gfx950)"), "{}", w[0]);
+    assert!(
+        w[0].contains("!defined(__gfx950__)")
+            && w[0].contains("#if !defined(__HIP_DEVICE_COMPILE__)"),
+        "{}",
+        w[0]
+    );
+    let example = left_out
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap())
+        .find(|n| w[0].contains(*n));
+    assert!(example.is_some(), "no left-out blob named in {}", w[0]);
+    assert_eq!(
+        files.left_out_kinds,
+        w.iter()
+            .map(|l| l["ck-jit-ck: ".len()..].to_string())
+            .collect::<Vec<_>>()
+    );
+    // The forward dispatcher, generated for both targets, calls the
+    // left-out gfx942-only kernels: making it lazy for gfx950 alone is an
+    // error naming the kind, not a library that misses them at run time.
+    match ck_jit_ck::write_stubs(&files, &tmp.path().join("stubs")).unwrap_err() {
+        Error::LeftOutCalls { kinds } => {
+            let names: Vec<&str> = kinds.iter().map(|(k, _, _)| k.as_str()).collect();
+            assert_eq!(names, ["fwd"], "{kinds:?}");
+            assert!(kinds[0].1 > 0);
+        }
+        other => panic!("{other}"),
+    }
+    // A rerun that reuses everything says it again.
+    let mut again = Vec::new();
+    let files = p.try_write_with_output(&mut again).unwrap();
+    assert!(files.reused());
+    assert_eq!(warnings(&again), w);
+}
+
 /// Runs the generator for one direction, fp16 d128 blobs only (split-KV's
 /// generator takes a `combine@split` pair of patterns).
 fn generate_d128_fp16(ck: &Path, out: &Path, direction: &str, archs: &[&str]) -> CkFmhaFiles {
@@ -619,7 +691,7 @@ fn with_gfx942_and_gfx950_each_blob_is_compiled_for_the_targets_its_guard_admits
 }
 
 #[test]
-fn a_guard_that_cannot_be_decided_per_target_is_an_error_naming_the_blob() {
+fn a_guard_on_the_compilers_version_is_an_error_naming_the_blob_line_and_macro() {
     let Some(ck) = ck_tree(CK_2025) else { return };
     let tmp = Scratch::new("preset-bad-guard");
     let out = tmp.path().join("out");
@@ -641,14 +713,66 @@ fn a_guard_that_cannot_be_decided_per_target_is_an_error_naming_the_blob() {
         .arch("gfx942")
         .try_manifest()
         .unwrap_err();
+    let want_line = text.lines().position(|l| l == line).unwrap() + 1;
     match &e {
-        Error::Parse { file, .. } => assert_eq!(file.as_deref(), Some(blob)),
+        Error::Parse { file, line, .. } => {
+            assert_eq!(file.as_deref(), Some(blob));
+            assert_eq!(*line, want_line);
+        }
         other => panic!("{other:?}"),
     }
     let msg = e.to_string();
     let name = blob.file_name().unwrap().to_str().unwrap();
     assert!(msg.contains(name), "{msg}");
-    assert!(msg.contains("unsupported operator '>='"), "{msg}");
+    assert!(msg.contains("macro '__clang_major__'"), "{msg}");
+    assert!(msg.contains("not known at build time"), "{msg}");
+}
+
+#[test]
+fn true_in_a_guard_keeps_the_blob_and_an_unterminated_ifdef_is_an_error_at_its_line() {
+    // Two of issue 40's cases, through the preset: a generator writing
+    // `|| (true)` (C++ preprocessing reads it as 1), and one writing an
+    // `#ifdef __clang__` without its `#endif` (the compiler rejects it).
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-true-unterminated");
+    let out = tmp.path().join("out");
+    let files = generate_d128_fp16(&ck, &out, "fwd_appendkv", &["gfx942"]);
+    let (_, blob) = files.blobs().next().unwrap();
+    let blob = blob.to_path_buf();
+    let name = blob.file_stem().unwrap().to_str().unwrap().to_string();
+    let text = fs::read_to_string(&blob).unwrap();
+    let line = guard_line(&blob);
+    let read = |tag: &str| {
+        preset(&ck, &tmp.path().join(tag))
+            .generated_dir(out.join("ck_fmha"))
+            .arch("gfx942")
+            .arch("gfx1100")
+            .try_manifest()
+    };
+    fs::write(
+        &blob,
+        text.replacen(&line, "#if !defined(__HIP_DEVICE_COMPILE__) || (true)", 1),
+    )
+    .unwrap();
+    let files = read("out-true").unwrap();
+    assert_eq!(
+        offload_archs(files.manifest(), &name),
+        ["gfx942", "gfx1100"],
+        "true keeps it for every target"
+    );
+    let at = text.lines().position(|l| l == line).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(at, "#ifdef __clang__");
+    fs::write(&blob, lines.join("\n") + "\n").unwrap();
+    let e = read("out-unterminated").unwrap_err();
+    match &e {
+        Error::Parse { file, line, why } => {
+            assert_eq!(file.as_deref(), Some(blob.as_path()));
+            assert_eq!(*line, at + 1);
+            assert!(why.contains("unterminated #ifdef"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -24,9 +24,10 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{analyse, inputs, template};
 use super::protocol::{
-    append_line, dispatcher_log, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
+    append_line, dispatcher_log, file_stamp, sources_log, ReadSource, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
     SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
 };
+use super::super::decl::Specialisation;
 use super::real::{real_command, restored};
 use ck_jit_build::CargoOutput;
 
@@ -123,7 +124,7 @@ fn quote_response(arg: &str) -> String {
 fn note_together(
     flat: &[String],
     cwd: &Path,
-    blobs: &[(String, String)],
+    blobs: &[LinkedBlob],
     links_log: &str,
 ) -> Result<super::super::CallOrder, String> {
     let Some(log) = var(SHIM_LOG) else {
@@ -154,8 +155,9 @@ fn note_together(
     }
     let mut owner: HashMap<String, &str> = HashMap::new();
     let mut returns: HashMap<String, String> = HashMap::new();
-    for (name, text) in blobs {
-        for s in super::super::decl::specialisations(text).map_err(|e| e.to_string())? {
+    for b in blobs {
+        let name = &b.name;
+        for s in &b.specialisations {
             returns
                 .entry(s.template.clone())
                 .or_insert(s.returns.clone());
@@ -259,10 +261,13 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     fs::create_dir_all(&lazy_dir)
         .map_err(|e| format!("cannot create '{}': {e}", lazy_dir.display()))?;
 
-    let blobs = blob_sources(&linked, &output)?;
+    let blobs = blob_sources(&linked, &output, Path::new(&links_log))?;
     let order = note_together(&flat, &cwd, &blobs, &links_log)?;
-    let (stubs_text, specialisations) =
-        super::super::lazy::stub_source_ordered(&blobs, &order).map_err(|e| e.to_string())?;
+    let parts: Vec<super::super::lazy::StubPart<'_>> = blobs
+        .iter()
+        .map(|b| (b.name.as_str(), b.includes.as_slice(), b.specialisations.as_slice()))
+        .collect();
+    let (stubs_text, specialisations) = super::super::lazy::stubs_of(&parts, &order);
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
     let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
     ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
@@ -276,7 +281,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     largv.extend(runtime_args(&runtime));
     let (program, largs) = real_command(&largv);
 
-    let mut names: Vec<String> = blobs.iter().map(|(n, _)| n.clone()).collect();
+    let mut names: Vec<String> = blobs.iter().map(|b| b.name.clone()).collect();
     names.sort();
     let record = Link {
         output: output_abs.display().to_string(),
@@ -315,30 +320,59 @@ fn expand_response_files(
     Ok(expanded)
 }
 
-/// Each linked blob's name and source text. A blob that defines no
-/// explicit specialisation cannot be stood in for: an error.
+/// A linked blob as the lazy link needs it, its source read and lexed
+/// once for the dispatchers' check, the stubs and the check of the
+/// output: its name, `#include` lines and specialisations.
+struct LinkedBlob {
+    name: String,
+    includes: Vec<String>,
+    specialisations: Vec<Specialisation>,
+}
+
+/// Each linked blob, read once. A blob that defines no explicit
+/// specialisation cannot be stood in for: an error.
+/// What is read is recorded beside `links_log` for the manifest step
+/// ([`ReadSource`]).
 fn blob_sources(
     linked: &[(usize, &Record)],
     output: &str,
-) -> Result<Vec<(String, String)>, String> {
+    links_log: &Path,
+) -> Result<Vec<LinkedBlob>, String> {
     let mut blobs = Vec::with_capacity(linked.len());
+    let mut plain = Vec::new();
+    let sources = sources_log(links_log);
     for (_, r) in linked {
         let src = Path::new(&r.cwd).join(&r.source);
+        let src = fs::canonicalize(&src).unwrap_or(src);
+        // The stamp is taken before the read: a file written meanwhile
+        // has a newer one, and the manifest step reads it again.
+        let stamp = file_stamp(&src);
         let text =
             fs::read_to_string(&src).map_err(|e| format!("blob '{}': {e}", src.display()))?;
         let name = src
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        blobs.push((name, text));
+        let source = super::super::decl::blob_source(&text)
+            .map_err(|e| format!("blob '{}': {e}", src.display()))?;
+        if source.specialisations.is_empty() {
+            plain.push(name.clone());
+        }
+        blobs.push(LinkedBlob {
+            includes: super::super::lazy::include_lines(&text),
+            name,
+            specialisations: source.specialisations.clone(),
+        });
+        if let Some((len, mtime_ns)) = stamp {
+            let read = ReadSource {
+                path: src,
+                len,
+                mtime_ns,
+                source,
+            };
+            append_line(&sources, &read)?;
+        }
     }
-    let plain: Vec<&str> = blobs
-        .iter()
-        .filter(|(_, text)| {
-            super::super::decl::specialisations(text).map_or(true, |s| s.is_empty())
-        })
-        .map(|(name, _)| name.as_str())
-        .collect();
     if !plain.is_empty() {
         return Err(format!(
             "cannot link '{output}' lazily: blob(s) {} define no explicit template \
@@ -444,12 +478,10 @@ fn runtime_args(runtime: &str) -> Vec<String> {
 /// fails the link, and the output is removed so the build cannot install
 /// it. HIP runtime and C++ library symbols stay undefined, as in any
 /// ROCm link: they are resolved when the library loads.
-fn check_linked(output: &Path, blobs: &[(String, String)]) -> Result<(), String> {
+fn check_linked(output: &Path, blobs: &[LinkedBlob]) -> Result<(), String> {
     let mut templates = std::collections::BTreeSet::new();
-    for (_, text) in blobs {
-        if let Ok(specs) = super::super::decl::specialisations(text) {
-            templates.extend(specs.into_iter().map(|s| s.template));
-        }
+    for b in blobs {
+        templates.extend(b.specialisations.iter().map(|s| s.template.clone()));
     }
     let missing = crate::objects::missing_specialisations(&[output.to_path_buf()], &templates)
         .map_err(|e| e.to_string())?;
@@ -490,6 +522,42 @@ fn stub_compile_args(args: &[String], stubs: &Path, obj: &Path, manifest: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_linked_blob_is_read_once_and_recorded_for_the_manifest_step() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-link-read-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let blob = dir.join("b.cpp");
+        fs::write(
+            &blob,
+            "#include \"x.hpp\"\n#if !defined(__HIP_DEVICE_COMPILE__) || (true)\n\
+             template <> float fmha_fwd_<int>(int a) { return 0; }\n#endif\n",
+        )
+        .unwrap();
+        let r = Record {
+            argv: vec!["hipcc".into()],
+            cwd: dir.display().to_string(),
+            source: "b.cpp".into(),
+            output: None,
+        };
+        let links_log = dir.join("links.jsonl");
+        let blobs = blob_sources(&[(0, &r)], "lib.so", &links_log).unwrap();
+        assert_eq!(blobs[0].name, "b");
+        assert_eq!(blobs[0].includes, ["#include \"x.hpp\""]);
+        assert_eq!(blobs[0].specialisations[0].template, "fmha_fwd_");
+        let text = fs::read_to_string(sources_log(&links_log)).unwrap();
+        let read: ReadSource = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(read.path, fs::canonicalize(&blob).unwrap());
+        assert_eq!(file_stamp(&blob), Some((read.len, read.mtime_ns)));
+        assert_eq!(read.source, crate::decl::blob_source(&fs::read_to_string(&blob).unwrap()).unwrap());
+        // A malformed blob is the compiler's error, named, not "no
+        // specialisation".
+        fs::write(&blob, "#ifdef __clang__\ntemplate <> float f<int>(int a);\n").unwrap();
+        let e = blob_sources(&[(0, &r)], "lib.so", &links_log).err().unwrap();
+        assert!(e.contains("unterminated #ifdef"), "{e}");
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn response_files_split_and_quote_back() {

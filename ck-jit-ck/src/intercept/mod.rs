@@ -90,7 +90,7 @@ mod protocol;
 mod real;
 mod shim;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
@@ -102,7 +102,7 @@ pub use protocol::Record;
 pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::preset::{describe_blob, family_of, group_base, neutral_of};
+use super::preset::{describe_blob, describe_source, family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
@@ -686,7 +686,8 @@ impl Intercept {
             None => cwd.clone(),
         };
         let name = record::cache_name(self.name.as_deref(), cargo)?;
-        let mut manifest = self.manifest(&records, &root, name)?;
+        let read = read_sources(&ws.links_log);
+        let mut manifest = self.manifest(&records, &root, name, &read)?;
         add_together(&mut manifest, &ws.links_log)?;
         Ok(Intercepted {
             records,
@@ -973,7 +974,15 @@ impl Intercept {
     }
 
     /// The manifest of `records`, paths relative to `root`.
-    fn manifest(&self, records: &[Record], root: &Path, name: String) -> Result<Manifest, Error> {
+    /// Blobs the lazy links already read (`read`, by canonical path) are
+    /// described from what they read, not read again.
+    fn manifest(
+        &self,
+        records: &[Record],
+        root: &Path,
+        name: String,
+        read: &HashMap<PathBuf, protocol::ReadSource>,
+    ) -> Result<Manifest, Error> {
         let root_text = root.to_str().ok_or_else(|| Error::Intercept {
             why: format!("root '{}' is not valid UTF-8", shown(root)),
         })?;
@@ -1038,10 +1047,15 @@ impl Intercept {
                         vocabs.insert(dir.clone(), Vocabulary::read(&dir).ok());
                     }
                     match vocabs.get(&dir).and_then(Option::as_ref) {
-                        Some(vocab) => {
-                            let text = fs::read_to_string(&src).map_err(io_err(&src))?;
-                            describe_blob(vocab, &text, &src)?
-                        }
+                        Some(vocab) => match read.get(&src).filter(|r| {
+                            protocol::file_stamp(&src) == Some((r.len, r.mtime_ns))
+                        }) {
+                            Some(r) => describe_source(vocab, &r.source, &src)?,
+                            None => {
+                                let text = fs::read_to_string(&src).map_err(io_err(&src))?;
+                                describe_blob(vocab, &text, &src)?
+                            }
+                        },
                         None => None,
                     }
                 }
@@ -1252,6 +1266,19 @@ struct Workspace {
     build_log: PathBuf,
     real: Option<PathBuf>,
     shim_names: Vec<String>,
+}
+
+/// What the lazy links read of each blob (`<links log>.sources`), by
+/// canonical path; nothing when no link read any (a line that does not
+/// parse is skipped: the blob is read again).
+fn read_sources(links_log: &Path) -> HashMap<PathBuf, protocol::ReadSource> {
+    let Ok(text) = fs::read_to_string(protocol::sources_log(links_log)) else {
+        return HashMap::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<protocol::ReadSource>(l).ok())
+        .map(|r| (r.path.clone(), r))
+        .collect()
 }
 
 /// Adds to `manifest` what the lazy links' dispatchers call together

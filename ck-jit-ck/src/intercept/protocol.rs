@@ -98,3 +98,36 @@ pub(crate) fn append_line<T: Serialize>(log: &Path, record: &T) -> Result<(), St
     }
     Ok(())
 }
+
+/// A blob source as the lazy link read it, appended to `<links
+/// log>.sources` so that the manifest step describes the blob without
+/// reading and lexing it again: its canonical path, the size and
+/// modification time it had (a file changed since is read again), and
+/// what it declares.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub(crate) struct ReadSource {
+    pub path: std::path::PathBuf,
+    pub len: u64,
+    pub mtime_ns: u128,
+    pub source: crate::decl::BlobSource,
+}
+
+/// The size and modification time (ns since the epoch) of `path`, as
+/// [`ReadSource`] records them.
+pub(crate) fn file_stamp(path: &Path) -> Option<(u64, u128)> {
+    let m = std::fs::metadata(path).ok()?;
+    let mtime = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some((m.len(), mtime))
+}
+
+/// Where the lazy links record the blob sources they read.
+pub(crate) fn sources_log(links_log: &Path) -> std::path::PathBuf {
+    let mut name = links_log.as_os_str().to_owned();
+    name.push(".sources");
+    std::path::PathBuf::from(name)
+}
