@@ -41,22 +41,22 @@ pub struct CompilerId {
     /// The fully resolved file (for messages; not part of the identity).
     pub real: PathBuf,
     /// Its `--version` output, less what names where it is installed
-    /// ([`version_text`]).
+    /// (`version_text`).
     pub version: String,
     /// The compiler's files by content: a BLAKE3 of each, over the
     /// compiler and the files behind a wrapper ([`wrapped_files`]), in a
     /// fixed order; a script's with the paths it names made neutral
-    /// ([`script_text`]). Empty for `command` and `string:`. An upgrade in
+    /// (`script_text`). Empty for `command` and `string:`. An upgrade in
     /// place that prints the same `--version` text is still a new key.
     pub files: String,
-    /// Where the compiler is installed ([`install_prefixes`]), as the
+    /// Where the compiler is installed (`install_prefixes`), as the
     /// spellings of one directory, the resolved one first: headers under
     /// it are recorded as `{compiler}/...`, so a toolchain at another path
     /// reads its own copies. Empty when it has no installation of its own.
     pub prefix: Vec<PathBuf>,
     /// The files' local identity (path, size, times, inode) when they
     /// were identified: what the memo in the cache is kept under and what
-    /// [`identity_changed`] compares. Never part of a key.
+    /// `identity_changed` compares. Never part of a key.
     pub stat: String,
 }
 
@@ -512,7 +512,7 @@ const HIP_WRAPPERS: [&str; 3] = ["hipcc", "hipcc.pl", "hipcc.bin"];
 ///   searched for `clang++`, `clang`, then a versioned `clang++-N` (Debian);
 /// - any small script (`#!`): the executable files it names by absolute
 ///   path (a shell wrapper that `exec`s a compiler), and theirs, up to
-///   [`WRAPPER_DEPTH`] scripts deep.
+///   `WRAPPER_DEPTH` scripts deep.
 ///
 /// Resolved to real files, without duplicates, in a fixed order.
 pub fn wrapped_files(real: &Path) -> Vec<PathBuf> {
