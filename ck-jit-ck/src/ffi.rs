@@ -25,8 +25,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::decl::{struct_fields, Field};
+use super::derived;
 use super::error::{io_err, Error};
 use super::preset::{CkFmhaFiles, FMHA_EXAMPLE_DIR};
+use ck_jit_build::record::write_if_changed;
 
 /// The header of `ck_tile::stream_config`, relative to the CK tree.
 pub const STREAM_CONFIG_HEADER: &str = "include/ck_tile/host/stream_config.hpp";
@@ -141,6 +143,69 @@ pub fn rust_structs(ck: &Path, specs: &[StructSpec], rules_impl: bool) -> Result
         write_struct(&mut out, s, &mapped, rules_impl);
     }
     Ok(out)
+}
+
+/// [`rust_structs`] written to `path` after `preamble` (a comment saying
+/// where the file comes from, say); an unchanged file is not rewritten.
+///
+/// A stamp beside it (`.ck_jit_structs_<file name>.stamp`) records the
+/// headers' sizes and mtimes: a rerun that finds them, the specs and the
+/// file as they were reads no header.
+///
+/// # Example
+///
+/// ```no_run
+/// use ck_jit_ck::ffi::{write_rust_structs, StructSpec};
+/// let spec = StructSpec {
+///     header: "example/ck_tile/01_fmha/fmha_fwd.hpp".into(),
+///     cpp: "fmha_fwd_args".into(),
+///     rust: "FmhaFwdArgs".into(),
+///     repr_c: true,
+/// };
+/// let out = std::path::Path::new(&std::env::var("OUT_DIR")?).join("bindings.rs");
+/// write_rust_structs("ck".as_ref(), &[spec], true, "// CK's structs\n", &out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_rust_structs(
+    ck: &Path,
+    specs: &[StructSpec],
+    rules_impl: bool,
+    preamble: &str,
+    path: &Path,
+) -> Result<(), Error> {
+    let mut made_from = format!("{specs:?}\n{rules_impl}\n{preamble}\n");
+    let headers: BTreeSet<&str> = specs.iter().map(|s| s.header.as_str()).collect();
+    for h in headers {
+        let header = ck.join(h);
+        let m = fs::metadata(&header).map_err(io_err(&header))?;
+        let mtime = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        made_from.push_str(&format!("{} {} {mtime}\n", header.display(), m.len()));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let stamp = name.and_then(|n| {
+        derived::Stamp::new(
+            dir,
+            &format!("structs_{n}"),
+            Some(&derived::digest(&made_from)),
+        )
+    });
+    if stamp.as_ref().and_then(derived::Stamp::load).is_some() {
+        return Ok(());
+    }
+    if let Some(stamp) = &stamp {
+        stamp.forget();
+    }
+    let text = format!("{preamble}{}", rust_structs(ck, specs, rules_impl)?);
+    write_if_changed(path, text).map_err(io_err(path))?;
+    if let Some(stamp) = stamp {
+        stamp.keep(&[path.to_path_buf()], "");
+    }
+    Ok(())
 }
 
 fn write_struct(out: &mut String, s: &StructSpec, fields: &[(&Field, Mirror)], rules_impl: bool) {

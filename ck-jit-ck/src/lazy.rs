@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use super::calls::specialisation_key;
 use super::decl::{self, Specialisation};
+use super::derived;
 use super::error::{io_err, Error};
 use super::index::IndexedBlob;
 use super::preset::CkFmhaFiles;
@@ -61,7 +62,35 @@ pub struct Stubs {
 /// Every dispatcher's calls are checked first
 /// ([`CkFmhaFiles::check_dispatchers`]): calls no blob answers are one
 /// error listing each with its file and line, and nothing is written.
+///
+/// A build that reused the last one's manifest finds the stubs that build
+/// wrote to `dir` by a stamp there (`.ck_jit_stubs.stamp`) and makes them
+/// again only when one of them changed since.
 pub fn write_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
+    let stamp = derived::Stamp::new(dir, "stubs", files.made_from.as_deref());
+    if let Some(kept) = stamp.as_ref().and_then(derived::Stamp::load) {
+        if let Some((n, sets)) = kept.extra.split_once('\n') {
+            if let Ok(specialisations) = n.parse() {
+                return Ok(Stubs {
+                    files: kept.files,
+                    specialisations,
+                    together: derived::sets_of(sets),
+                });
+            }
+        }
+    }
+    if let Some(stamp) = &stamp {
+        stamp.forget();
+    }
+    let out = make_stubs(files, dir)?;
+    if let (Some(stamp), Some(sets)) = (stamp, derived::sets_text(&out.together)) {
+        stamp.keep(&out.files, &format!("{}\n{sets}", out.specialisations));
+    }
+    Ok(out)
+}
+
+/// [`write_stubs`] with no stamp.
+fn make_stubs(files: &CkFmhaFiles, dir: &Path) -> Result<Stubs, Error> {
     let check = files.check_dispatchers()?;
     if !check.unresolved.is_empty() {
         return Err(files.unresolved_error(check.unresolved));

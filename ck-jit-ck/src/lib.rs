@@ -82,6 +82,7 @@ build_side! {
     pub mod cond;
     mod cpp;
     pub mod decl;
+    mod derived;
     mod error;
     pub mod ffi;
     pub mod guard;

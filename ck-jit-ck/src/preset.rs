@@ -19,6 +19,7 @@ use super::admit::{self, Admission};
 use super::cmake;
 use super::codegen::{self, Codegen};
 use super::decl;
+use super::derived;
 use super::error::{io_err, shown, Error};
 use super::index::{self, BlobIndex};
 use super::rules::RulesFile;
@@ -294,6 +295,10 @@ pub struct CkFmhaFiles {
     /// What the manifest is made from, when that can be told again in a
     /// later build (the index was kept): see [`CkFmha::try_write`].
     pub(crate) inputs: Option<String>,
+    /// A digest of [`inputs`](Self::inputs), kept after they are written
+    /// with the manifest: what the outputs made from these files are kept
+    /// under (see [`write_rules`](Self::write_rules)).
+    pub(crate) made_from: Option<String>,
     /// The generated directory.
     pub generated_dir: PathBuf,
     /// The CK tree, if one was given.
@@ -335,7 +340,10 @@ impl Keeping {
         match (kept, index) {
             (Some(kept), Some(index)) => index.kept_at(kept),
             _ if self.1 => {}
-            _ => files.inputs = None,
+            _ => {
+                files.inputs = None;
+                files.made_from = None;
+            }
         }
     }
 }
@@ -514,6 +522,7 @@ impl CkFmhaFiles {
             manifest: OnceLock::new(),
             manifest_path: Some(out_dir.join(MANIFEST_FILE)),
             inputs: None,
+            made_from: Some(super::derived::digest(&stamp.inputs)),
             generated_dir: generated.dir,
             ck_root: Some(ck),
             files: OnceLock::new(),
@@ -743,15 +752,29 @@ impl CkFmhaFiles {
     /// if needed), one `<dispatcher>.rules.json` per dispatcher (CK's
     /// `fmha_fwd_api.cpp` gives `fmha_fwd_api.rules.json`); an unchanged
     /// file is not rewritten. Returns the paths written.
+    ///
+    /// A build that reused the last one's manifest finds the rules that
+    /// build wrote to `dir` by a stamp there (`.ck_jit_rules.stamp`) and
+    /// makes them again only when one of them changed since.
     pub fn write_rules<P: AsRef<Path>>(&self, dir: P) -> Result<Vec<PathBuf>, Error> {
         let dir = dir.as_ref();
+        let stamp = derived::Stamp::new(dir, "rules", self.made_from.as_deref());
+        if let Some(kept) = stamp.as_ref().and_then(derived::Stamp::load) {
+            return Ok(kept.files);
+        }
         fs::create_dir_all(dir).map_err(io_err(dir))?;
+        if let Some(stamp) = &stamp {
+            stamp.forget();
+        }
         let mut written = Vec::new();
         for rules in self.dispatch_rules()? {
             let stem = rules.file.strip_suffix(".cpp").unwrap_or(&rules.file);
             let path = dir.join(format!("{stem}.rules.json"));
             write_if_changed(&path, rules.to_json()).map_err(io_err(&path))?;
             written.push(path);
+        }
+        if let Some(stamp) = stamp {
+            stamp.keep(&written, "");
         }
         Ok(written)
     }
@@ -1271,6 +1294,7 @@ impl CkFmha {
             regenerated: generated.regenerated,
             disagreements,
             index: OnceLock::from(index),
+            made_from: Some(super::derived::digest(&inputs)),
             inputs: Some(inputs),
             reused: None,
             left_out_kinds: left_out,

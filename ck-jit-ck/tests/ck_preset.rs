@@ -1215,6 +1215,84 @@ fn a_rerun_with_every_input_as_it_was_reads_nothing_and_gives_the_same_files() {
 }
 
 #[test]
+fn a_rerun_finds_the_rules_and_stubs_it_made_by_their_stamps_and_reads_no_dispatcher() {
+    let Some(ck) = ck_tree(CK_2025) else { return };
+    let tmp = Scratch::new("preset-derived");
+    let (out, rules_dir, stubs_dir) = (
+        tmp.path().join("out"),
+        tmp.path().join("rules"),
+        tmp.path().join("stubs"),
+    );
+    let mut p = CkFmha::new();
+    p.source(&ck)
+        .direction("fwd")
+        .direction("bwd")
+        .filter("*_d128_*")
+        .arch("gfx942")
+        .out_dir(&out)
+        .name("t");
+    let first = p.try_write_with_output(&mut Vec::new()).unwrap();
+    let rules = first.write_rules(&rules_dir).unwrap();
+    let stubs = ck_jit_ck::write_stubs(&first, &stubs_dir).unwrap();
+    let texts = |paths: &[PathBuf]| -> Vec<String> {
+        paths
+            .iter()
+            .map(|f| fs::read_to_string(f).unwrap())
+            .collect()
+    };
+    let (rules_text, stubs_text) = (texts(&rules), texts(&stubs.files));
+
+    // Every dispatcher's bytes replaced, sizes and mtimes kept: the manifest
+    // is reused, and rules or stubs made again would read the dispatchers.
+    let dispatchers: Vec<(PathBuf, Vec<u8>, SystemTime)> = first
+        .dispatchers()
+        .map(|d| {
+            let meta = fs::metadata(d).unwrap();
+            (
+                d.to_path_buf(),
+                fs::read(d).unwrap(),
+                meta.modified().unwrap(),
+            )
+        })
+        .collect();
+    let put = |path: &Path, bytes: &[u8], mtime: SystemTime| {
+        fs::write(path, bytes).unwrap();
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(mtime).unwrap();
+    };
+    for (d, text, mtime) in &dispatchers {
+        put(d, &vec![b' '; text.len()], *mtime);
+    }
+    let again = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(again.reused());
+    assert_eq!(again.write_rules(&rules_dir).unwrap(), rules);
+    assert_eq!(ck_jit_ck::write_stubs(&again, &stubs_dir).unwrap(), stubs);
+    assert_eq!(texts(&rules), rules_text);
+    assert_eq!(texts(&stubs.files), stubs_text);
+    // Elsewhere, nothing is kept: made again, from the blank dispatchers.
+    assert!(again.write_rules(tmp.path().join("rules-2")).is_err());
+    for (d, text, mtime) in &dispatchers {
+        put(d, text, *mtime);
+    }
+
+    // An output edited since: made again, as it was.
+    fs::write(&rules[0], "{}").unwrap();
+    fs::write(&stubs.files[0], "").unwrap();
+    let third = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(third.reused());
+    assert_eq!(third.write_rules(&rules_dir).unwrap(), rules);
+    assert_eq!(ck_jit_ck::write_stubs(&third, &stubs_dir).unwrap(), stubs);
+    assert_eq!(texts(&rules), rules_text);
+    assert_eq!(texts(&stubs.files), stubs_text);
+
+    // Another setting: another manifest, and the kept outputs are not its.
+    p.filter("*_d64_*");
+    let fourth = p.try_write_with_output(&mut Vec::new()).unwrap();
+    assert!(!fourth.reused());
+    assert_ne!(ck_jit_ck::write_stubs(&fourth, &stubs_dir).unwrap(), stubs);
+}
+
+#[test]
 fn a_direction_the_generator_does_not_offer_is_an_error_naming_those_it_does() {
     let Some(ck) = ck_tree(CK_2024) else { return };
     let tmp = Scratch::new("preset-direction");

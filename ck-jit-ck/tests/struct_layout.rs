@@ -28,7 +28,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ck_jit_ck::ffi::{camel, glue, rust_structs, StructSpec, STREAM_CONFIG_HEADER};
+use ck_jit_ck::ffi::{
+    camel, glue, rust_structs, write_rust_structs, StructSpec, STREAM_CONFIG_HEADER,
+};
 use ck_jit_ck::FMHA_EXAMPLE_DIR;
 
 /// The dispatchers whose glue is checked: the four every CK version has.
@@ -426,4 +428,49 @@ fn ck_2025_structs_are_laid_out_as_cpp_lays_them_out() {
         .find(|s| s.cpp == "fmha_batch_prefill_args")
         .unwrap();
     assert!(!prefill.fields.iter().any(|f| f == "kv_last_page_lens"));
+}
+
+#[test]
+fn written_structs_are_kept_while_their_headers_are_unchanged() {
+    let tmp = real_ck::Scratch::new("structs-kept");
+    let Some(ck) = real_ck::ck_copy(real_ck::CK_2025, &tmp.path().join("ck")) else {
+        return;
+    };
+    let specs = [
+        StructSpec::fmha("fmha_fwd.hpp", "fmha_fwd_args", true),
+        StructSpec::fmha("fmha_bwd.hpp", "fmha_bwd_traits", false),
+    ];
+    let out = tmp.path().join("bindings.rs");
+    write_rust_structs(&ck, &specs, true, "// kept\n", &out).unwrap();
+    let text = fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text,
+        format!("// kept\n{}", rust_structs(&ck, &specs, true).unwrap())
+    );
+
+    // A header's bytes blanked, its size and mtime kept: not read again.
+    let header = ck.join(FMHA_EXAMPLE_DIR).join("fmha_bwd.hpp");
+    let (bytes, mtime) = (
+        fs::read(&header).unwrap(),
+        fs::metadata(&header).unwrap().modified().unwrap(),
+    );
+    let put = |b: &[u8]| {
+        fs::write(&header, b).unwrap();
+        let f = fs::File::options().write(true).open(&header).unwrap();
+        f.set_modified(mtime).unwrap();
+    };
+    put(&vec![b' '; bytes.len()]);
+    write_rust_structs(&ck, &specs, true, "// kept\n", &out).unwrap();
+    assert_eq!(fs::read_to_string(&out).unwrap(), text);
+    // Another preamble is another file: made again, from the blank header.
+    assert!(write_rust_structs(&ck, &specs, true, "// other\n", &out).is_err());
+    put(&bytes);
+
+    // The header edited: read again.
+    let mut edited = bytes.clone();
+    edited.extend_from_slice(b"\n// edited\n");
+    fs::write(&header, &edited).unwrap();
+    fs::write(&out, "").unwrap();
+    write_rust_structs(&ck, &specs, true, "// kept\n", &out).unwrap();
+    assert_eq!(fs::read_to_string(&out).unwrap(), text);
 }
