@@ -16,8 +16,13 @@
  * Every other CK_JIT_* variable applies as for Rust callers.
  *
  * Errors: a failing call returns NULL, -1 or a failure count and leaves a
- * message for ck_jit_last_error(). No function aborts, throws or unwinds
- * on bad input: NULL pointers and non-UTF-8 names are errors.
+ * message for ck_jit_last_error(). No function aborts, throws or unwinds:
+ * NULL pointers and non-UTF-8 names are errors, an internal failure is
+ * caught and reported the same way, and a message that cannot be written
+ * to stderr (a pipe whose reader is gone, in a process that ignores
+ * SIGPIPE, as Python does) is lost without changing the result. The one
+ * abort is the one asked for: a lazy stub aborts when ck_jit_stub_failed
+ * returns 1 (CK_JIT_ON_FAILURE=abort).
  *
  * Resolve once and keep the pointer; in C++ a function-local static does
  * it thread-safely:
