@@ -104,6 +104,14 @@ int ck_jit_set_cache_dir(const char* dir);
 const char* ck_jit_last_error(void);
 
 /*
+ * Makes a copy of `message` this thread's last error, as ck_jit_last_error
+ * returns it; NULL clears it. For C++ code between the caller and the
+ * runtime, such as the C glue over CK's dispatchers, to report a failure
+ * of its own (a caught exception) as ck-jit functions report theirs.
+ */
+void ck_jit_set_last_error(const char* message);
+
+/*
  * Compiles and loads `n` blobs in parallel (at most CK_JIT_JOBS compiles
  * at once), ahead of their first use. Returns the number that failed;
  * their messages, one per line, are in ck_jit_last_error. NULL entries

@@ -26,6 +26,7 @@
 //!                                 const char* symbol_prefix);
 //! int         ck_jit_set_cache_dir(const char* dir);
 //! const char* ck_jit_last_error(void);
+//! void        ck_jit_set_last_error(const char* message);
 //! int         ck_jit_warmup(const char* const* blobs, size_t n);
 //! int         ck_jit_stub_failed(const char* blob);
 //! uint64_t    ck_jit_thread_failures(void);
@@ -482,6 +483,30 @@ pub extern "C" fn ck_jit_last_error() -> *const c_char {
         .unwrap_or(std::ptr::null())
 }
 
+/// Makes `message` this thread's last error, as [`ck_jit_last_error`]
+/// returns it (a copy; NULL clears it): for C++ code between the caller
+/// and the runtime, such as the C glue of CK's dispatchers (`ck-jit-ck`),
+/// that turns a failure of its own (a caught exception) into a ck-jit
+/// error result.
+///
+/// # Safety
+///
+/// `message` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_set_last_error(message: *const c_char) {
+    guard((), || {
+        let message = if message.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, and the caller promises a NUL-terminated
+            // string.
+            Some(unsafe { CStr::from_ptr(message) }.to_owned())
+        };
+        let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = message);
+        Ok(())
+    })
+}
+
 thread_local! {
     static STUB_FAILURES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -741,6 +766,19 @@ mod tests {
             last_error().as_deref(),
             Some("ck-jit: internal error: boom")
         );
+    }
+
+    #[test]
+    fn an_error_set_from_c_is_the_last_error_until_cleared() {
+        // SAFETY: a NUL-terminated string, then NULL.
+        unsafe { ck_jit_set_last_error(c"ck-jit: fmha_fwd: HIP Function Failed".as_ptr()) };
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: fmha_fwd: HIP Function Failed")
+        );
+        // SAFETY: NULL is allowed.
+        unsafe { ck_jit_set_last_error(std::ptr::null()) };
+        assert_eq!(last_error(), None);
     }
 
     #[test]
