@@ -22,7 +22,9 @@
  * to stderr (a pipe whose reader is gone, in a process that ignores
  * SIGPIPE, as Python does) is lost without changing the result. The one
  * abort is the one asked for: a lazy stub aborts when ck_jit_stub_failed
- * returns 1 (CK_JIT_ON_FAILURE=abort).
+ * returns 1 (CK_JIT_ON_FAILURE=abort). The C glue over CK's dispatchers
+ * (ck-jit-ck) catches every C++ exception a dispatcher throws and returns
+ * -1 with the message in ck_jit_last_error.
  *
  * Resolve once and keep the pointer; in C++ a function-local static does
  * it thread-safely:

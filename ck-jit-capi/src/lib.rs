@@ -43,6 +43,11 @@
 //! the one asked for: a lazy stub aborts when [`ck_jit_stub_failed`]
 //! returns 1 (`CK_JIT_ON_FAILURE=abort`).
 //!
+//! C++ code between a caller and the runtime keeps the same promise: the C
+//! glue over CK's dispatchers (`ck_jit_ck::ffi`) catches every exception a
+//! dispatcher throws and returns -1, the message left with
+//! [`ck_jit_set_last_error`].
+//!
 //! # The process-wide runtime
 //!
 //! Fixed by the first [`ck_jit_resolve`] or [`ck_jit_warmup`] (or by
