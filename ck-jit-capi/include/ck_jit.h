@@ -16,8 +16,15 @@
  * Every other CK_JIT_* variable applies as for Rust callers.
  *
  * Errors: a failing call returns NULL, -1 or a failure count and leaves a
- * message for ck_jit_last_error(). No function aborts, throws or unwinds
- * on bad input: NULL pointers and non-UTF-8 names are errors.
+ * message for ck_jit_last_error(). No function aborts, throws or unwinds:
+ * NULL pointers and non-UTF-8 names are errors, an internal failure is
+ * caught and reported the same way, and a message that cannot be written
+ * to stderr (a pipe whose reader is gone, in a process that ignores
+ * SIGPIPE, as Python does) is lost without changing the result. The one
+ * abort is the one asked for: a lazy stub aborts when ck_jit_stub_failed
+ * returns 1 (CK_JIT_ON_FAILURE=abort). The C glue over CK's dispatchers
+ * (ck-jit-ck) catches every C++ exception a dispatcher throws and returns
+ * -1 with the message in ck_jit_last_error.
  *
  * Resolve once and keep the pointer; in C++ a function-local static does
  * it thread-safely:
@@ -97,6 +104,14 @@ int ck_jit_set_cache_dir(const char* dir);
  * valid until the next ck_jit call on this thread; copy it to keep it.
  */
 const char* ck_jit_last_error(void);
+
+/*
+ * Makes a copy of `message` this thread's last error, as ck_jit_last_error
+ * returns it; NULL clears it. For C++ code between the caller and the
+ * runtime, such as the C glue over CK's dispatchers, to report a failure
+ * of its own (a caught exception) as ck-jit functions report theirs.
+ */
+void ck_jit_set_last_error(const char* message);
 
 /*
  * Compiles and loads `n` blobs in parallel (at most CK_JIT_JOBS compiles

@@ -26,14 +26,27 @@
 //!                                 const char* symbol_prefix);
 //! int         ck_jit_set_cache_dir(const char* dir);
 //! const char* ck_jit_last_error(void);
+//! void        ck_jit_set_last_error(const char* message);
 //! int         ck_jit_warmup(const char* const* blobs, size_t n);
 //! int         ck_jit_stub_failed(const char* blob);
 //! uint64_t    ck_jit_thread_failures(void);
 //! ```
 //!
+//! # The host process is never taken down
+//!
 //! Every function catches panics and turns NULL pointers, non-UTF-8 names
 //! and runtime failures into an error result with a message in
-//! [`ck_jit_last_error`]; none of them unwinds into C.
+//! [`ck_jit_last_error`]; none of them unwinds into C or aborts the
+//! process that loaded the library. A message that cannot be written
+//! (stderr a pipe whose reader is gone, in a process that ignores
+//! SIGPIPE, as Python does) is lost, the result is not. The one abort is
+//! the one asked for: a lazy stub aborts when [`ck_jit_stub_failed`]
+//! returns 1 (`CK_JIT_ON_FAILURE=abort`).
+//!
+//! C++ code between a caller and the runtime keeps the same promise: the C
+//! glue over CK's dispatchers (`ck_jit_ck::ffi`) catches every exception a
+//! dispatcher throws and returns -1, the message left with
+//! [`ck_jit_set_last_error`].
 //!
 //! # The process-wide runtime
 //!
@@ -67,6 +80,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CStr, CString, OsStr};
+use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -184,6 +198,13 @@ fn for_c(message: impl std::fmt::Display) -> String {
 /// `Err` or a panic into `failed` with the message stored.
 fn boundary<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
     let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = None);
+    guard(failed, body)
+}
+
+/// [`boundary`] for an entry point that keeps the thread's last error
+/// unless it fails itself: an `Err` or a panic becomes `failed` with the
+/// message stored.
+fn guard<T>(failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(message)) => {
@@ -458,8 +479,37 @@ pub unsafe extern "C" fn ck_jit_set_cache_dir(dir: *const c_char) -> c_int {
 #[no_mangle]
 pub extern "C" fn ck_jit_last_error() -> *const c_char {
     LAST_ERROR
-        .try_with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |m| m.as_ptr()))
+        .try_with(|e| {
+            e.try_borrow()
+                .ok()
+                .and_then(|m| m.as_ref().map(|m| m.as_ptr()))
+                .unwrap_or(std::ptr::null())
+        })
         .unwrap_or(std::ptr::null())
+}
+
+/// Makes `message` this thread's last error, as [`ck_jit_last_error`]
+/// returns it (a copy; NULL clears it): for C++ code between the caller
+/// and the runtime, such as the C glue of CK's dispatchers (`ck-jit-ck`),
+/// that turns a failure of its own (a caught exception) into a ck-jit
+/// error result.
+///
+/// # Safety
+///
+/// `message` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ck_jit_set_last_error(message: *const c_char) {
+    guard((), || {
+        let message = if message.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, and the caller promises a NUL-terminated
+            // string.
+            Some(unsafe { CStr::from_ptr(message) }.to_owned())
+        };
+        let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = message);
+        Ok(())
+    })
 }
 
 thread_local! {
@@ -476,12 +526,28 @@ static SAID: Lazy<Mutex<std::collections::HashSet<String>>> = Lazy::new(Default:
 /// process is to abort (`CK_JIT_ON_FAILURE=abort`), else 0, the stub then
 /// returning CK's "no kernel" value (a negative time).
 ///
+/// A stderr that cannot be written (a pipe whose reader is gone, in a
+/// process that ignores SIGPIPE) loses the message, not the return value;
+/// an internal failure returns 0 with its message in [`ck_jit_last_error`].
+///
 /// # Safety
 ///
 /// `blob` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn ck_jit_stub_failed(blob: *const c_char) -> c_int {
-    let _ = STUB_FAILURES.try_with(|n| n.set(n.get() + 1));
+    let _ = STUB_FAILURES.try_with(|n| n.set(n.get().wrapping_add(1)));
+    guard(0, || {
+        // SAFETY: the caller's contract.
+        Ok(unsafe { stub_failed(blob) })
+    })
+}
+
+/// The body of [`ck_jit_stub_failed`] after the count.
+///
+/// # Safety
+///
+/// As [`ck_jit_stub_failed`].
+unsafe fn stub_failed(blob: *const c_char) -> c_int {
     let abort = config().abort_on_failure;
     let name = if blob.is_null() {
         String::from("?")
@@ -511,7 +577,8 @@ pub unsafe extern "C" fn ck_jit_stub_failed(blob: *const c_char) -> c_int {
             "its calls return CK's \"no kernel\" value (-1) until it can be had \
              (said once; CK_JIT_ON_FAILURE=abort to abort)"
         };
-        eprintln!("{why}\nck-jit: {then}");
+        // Not `eprintln!`, which panics when the write fails.
+        let _ = writeln!(std::io::stderr().lock(), "{why}\nck-jit: {then}");
     }
     c_int::from(abort)
 }
@@ -704,6 +771,19 @@ mod tests {
             last_error().as_deref(),
             Some("ck-jit: internal error: boom")
         );
+    }
+
+    #[test]
+    fn an_error_set_from_c_is_the_last_error_until_cleared() {
+        // SAFETY: a NUL-terminated string, then NULL.
+        unsafe { ck_jit_set_last_error(c"ck-jit: fmha_fwd: HIP Function Failed".as_ptr()) };
+        assert_eq!(
+            last_error().as_deref(),
+            Some("ck-jit: fmha_fwd: HIP Function Failed")
+        );
+        // SAFETY: NULL is allowed.
+        unsafe { ck_jit_set_last_error(std::ptr::null()) };
+        assert_eq!(last_error(), None);
     }
 
     #[test]
