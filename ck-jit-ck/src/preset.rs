@@ -635,14 +635,6 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
-    /// Generated sources that are neither blobs nor dispatchers.
-    pub fn host_sources(&self) -> impl Iterator<Item = &Path> {
-        self.files()
-            .iter()
-            .filter(|f| f.role == Role::Host)
-            .map(|f| f.path.as_path())
-    }
-
     /// Every call CK's dispatchers make of a blob specialisation, checked
     /// against the specialisations the recorded blobs define (see
     /// [`check_calls`](super::calls::check_calls)), `groups` by blob name:
