@@ -133,7 +133,7 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// whose compile keeps its specialisations. Its conditional directives
 /// (CK 2025 writes `#if !defined(__HIP_DEVICE_COMPILE__) ||
 /// (defined(__gfx9__))` around them) are read with the blob and followed
-/// by the C++ preprocessor's rules ([`guard`](crate::guard),
+/// by the C++ preprocessor's rules (`guard`,
 /// [`cond`](crate::cond)) for each target's device pass and for the host
 /// pass, with the macros that compile has defined when it reaches them
 /// ([`macros`](crate::macros)): a table of the compiler's predefined

@@ -179,7 +179,7 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
     let mut returns: BTreeMap<String, String> = BTreeMap::new();
     for (_, p) in files.blobs() {
         let text = std::fs::read_to_string(p).unwrap();
-        for s in ck_jit_ck::decl::specialisations(&text).unwrap() {
+        for s in ck_jit_ck::__private::specialisations(&text).unwrap() {
             returns.entry(s.template).or_insert(s.returns);
         }
     }
