@@ -804,9 +804,12 @@ impl CkFmha {
     /// Takes the blobs from an already generated directory instead of
     /// running the generator: its files (at any depth, e.g. one
     /// subdirectory per direction, or all in one as CK's CMake writes them)
-    /// are classified by name. Give the CK tree too with
-    /// [`source`](CkFmha::source) for the include directories, or add them
-    /// with [`include`](CkFmha::include).
+    /// are classified by what they declare, whatever their names: a blob
+    /// specialises an entry template for a traits type the CK headers
+    /// declare, a dispatcher calls those templates. The CK tree
+    /// ([`source`](CkFmha::source)) is still required: its headers declare
+    /// the traits, and it gives the blobs' include directories (add more
+    /// with [`include`](CkFmha::include)).
     ///
     /// # Example
     ///
@@ -1839,8 +1842,6 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
     Ok(ck)
 }
 
-/// Adds every source file under `dir` (recursively; hidden entries and
-/// directory symlinks skipped) to `out`, classified.
 /// One `cargo:warning` per kind of blob no requested target keeps.
 fn warn_of_left_out(cargo: &mut CargoOutput<'_>, left_out: &[String]) {
     for line in left_out {
