@@ -53,7 +53,7 @@ impl<'a> CargoOutput<'a> {
     /// script run (`OUT_DIR`, `CARGO_MANIFEST_DIR`): changing it reruns the
     /// build script.
     pub fn var(&mut self, name: &str) -> Option<std::ffi::OsString> {
-        crate::env::var(name, self)
+        crate::env::var(name, |n| self.rerun_if_env_changed(n))
     }
 
     /// `cargo:warning=MESSAGE`, prefixed so the user sees who says it.
@@ -118,6 +118,19 @@ mod tests {
             "cargo:rerun-if-changed=/r/kernels\n\
              cargo:rerun-if-env-changed=CK_JIT_NAME\n\
              cargo:warning=ck-jit-build: two\\nlines\\rhere\n"
+        );
+    }
+
+    #[test]
+    fn reading_a_variable_announces_it_unless_cargo_sets_it() {
+        let mut buf = Vec::new();
+        let mut out = CargoOutput::to(&mut buf);
+        let _ = out.var("CK_JIT_NAME");
+        let _ = out.var("OUT_DIR");
+        out.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "cargo:rerun-if-env-changed=CK_JIT_NAME\n"
         );
     }
 

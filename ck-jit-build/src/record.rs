@@ -26,7 +26,7 @@ use crate::manifest::{self, check_name, check_source, escape, Blob, Group, Manif
 pub fn cache_name(explicit: Option<&str>, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
     let name = match explicit {
         Some(n) => n.to_string(),
-        None => match env::var(env::CK_JIT_NAME, cargo) {
+        None => match cargo.var(env::CK_JIT_NAME) {
             Some(v) if !v.is_empty() => v.into_string().map_err(|_| Error::Env {
                 var: env::CK_JIT_NAME,
                 why: "is not valid UTF-8",
@@ -51,7 +51,8 @@ pub fn out_dir(
 ) -> Result<PathBuf, Error> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
-        None => env::var(env::OUT_DIR, cargo)
+        None => cargo
+            .var(env::OUT_DIR)
             .map(PathBuf::from)
             .ok_or(Error::Env {
                 var: env::OUT_DIR,
