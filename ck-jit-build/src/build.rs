@@ -306,9 +306,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write(&self) -> Result<PathBuf, Error> {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        self.try_write_with_output(&mut lock)
+        record::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Build::try_write), sending the `cargo:` lines to
@@ -336,11 +334,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<PathBuf, Error> {
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(cargo_lines)
-        } else {
-            CargoOutput::silent()
-        };
+        let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
         let out_dir = record::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() when not running under cargo",
@@ -396,10 +390,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self) -> PathBuf {
-        match self.try_write() {
-            Ok(path) => path,
-            Err(e) => panic!("ck-jit-build: {e}"),
-        }
+        record::or_panic("ck-jit-build", self.try_write())
     }
 
     /// Resolves settings, walks every group and assembles the manifest.

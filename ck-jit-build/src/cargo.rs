@@ -30,6 +30,16 @@ impl<'a> CargoOutput<'a> {
         }
     }
 
+    /// Lines go to `out` when `print`, else nowhere: what a builder's
+    /// `cargo_metadata(print)` setting chooses.
+    pub fn to_if(print: bool, out: &'a mut dyn Write) -> CargoOutput<'a> {
+        if print {
+            CargoOutput::to(out)
+        } else {
+            CargoOutput::silent()
+        }
+    }
+
     /// Lines go nowhere.
     pub fn silent<'b>() -> CargoOutput<'b> {
         CargoOutput {
@@ -132,6 +142,17 @@ mod tests {
             String::from_utf8(buf).unwrap(),
             "cargo:rerun-if-env-changed=CK_JIT_NAME\n"
         );
+    }
+
+    #[test]
+    fn lines_go_to_the_writer_only_when_printing_is_on() {
+        for print in [true, false] {
+            let mut buf = Vec::new();
+            let mut out = CargoOutput::to_if(print, &mut buf);
+            out.rerun_if_changed("x");
+            out.finish().unwrap();
+            assert_eq!(buf.is_empty(), !print);
+        }
     }
 
     #[test]

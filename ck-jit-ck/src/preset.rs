@@ -1060,9 +1060,7 @@ impl CkFmha {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<CkFmhaFiles, Error> {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        self.try_write_with_output(&mut lock)
+        record::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](CkFmha::try_write), sending the `cargo:` lines to
@@ -1076,11 +1074,7 @@ impl CkFmha {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<CkFmhaFiles, Error> {
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(cargo_lines)
-        } else {
-            CargoOutput::silent()
-        };
+        let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
         let (mut files, keeping) = self.plan(&mut cargo, true)?;
         if files.reused.is_some() {
             cargo
@@ -1124,10 +1118,7 @@ impl CkFmha {
     /// ck_jit_ck::CkFmha::new().source("ck").write();
     /// ```
     pub fn write(&self) -> CkFmhaFiles {
-        match self.try_write() {
-            Ok(files) => files,
-            Err(e) => panic!("ck-jit-ck: {e}"),
-        }
+        record::or_panic("ck-jit-ck", self.try_write())
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {

@@ -77,11 +77,7 @@ pub(crate) fn generate_printing(
     generate: impl FnOnce(&mut CargoOutput<'_>) -> Result<Bindings, Error>,
 ) -> Result<Bindings, Error> {
     let mut stdout = std::io::stdout();
-    let mut cargo = if print {
-        CargoOutput::to(&mut stdout)
-    } else {
-        CargoOutput::silent()
-    };
+    let mut cargo = CargoOutput::to_if(print, &mut stdout);
     let b = generate(&mut cargo)?;
     cargo
         .finish()
