@@ -7,9 +7,8 @@
 # extrapolated from a sample of real host c++ compiles.
 #
 # Usage: benches/scripts/ck-scale-build.sh [--rounds R] [--aot-sample N] [--jobs J]
-#                                          [--groups]
-# (defaults: 3 rounds, 20 sampled compiles, 2 jobs; --groups records the tree
-# with plain BlobGroup globs instead of the ck_jit_build::ck preset)
+# (defaults: 3 rounds, 20 sampled compiles, 2 jobs; the tree is recorded with
+# plain BlobGroup globs; --groups, once the choice of that mode, is accepted)
 #
 # Work files: target/ck-jit-benches/ck-scale (CK_JIT_BENCH_DIR to move).
 # The first run also builds the crate's dependencies once (reported apart).

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
 use crate::cargo::CargoOutput;
-use crate::config;
+use crate::config::{self, Watch};
 use crate::discover::{parse_glob, Found, Walker};
 use crate::env;
 use crate::error::{shown, Error};
@@ -56,39 +56,6 @@ pub struct Build {
     config_files: Vec<PathBuf>,
     cargo_metadata: bool,
     watch: Option<Watch>,
-}
-
-/// What cargo watches to decide when to rerun the build script, which
-/// rewrites the manifest (see [`Build::watch`]).
-///
-/// The manifest depends on which blob files exist, never on what they
-/// hold: the runtime hashes a blob's source when it compiles, so an edited
-/// blob is recompiled at its next first call whichever is chosen. But cargo
-/// cannot watch only a directory's listing (a watched directory counts as
-/// changed when any file under it does), and it recompiles a crate whenever
-/// the crate's build script reruns, even when the script writes the same
-/// bytes. So each choice trades one of: adding a blob alone is noticed, or
-/// editing a blob recompiles nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Watch {
-    /// The top-most directories the globs list, and the config files: a
-    /// blob added, removed or renamed is recorded at the next build, and
-    /// editing a blob also reruns the build script and so recompiles the
-    /// crate and its binaries (the manifest stays byte-identical).
-    #[default]
-    BlobDirectories,
-    /// The crate's `src` directory, and the config files: the manifest is
-    /// rewritten when the crate's own sources change, that is when the crate
-    /// is recompiled anyway, so editing, adding or removing a blob alone
-    /// recompiles nothing. A blob added together with its `#[lazy_kernel]`
-    /// declaration is recorded with that change; one added with no change to
-    /// the crate's sources (a new member of a family, say) is recorded at
-    /// the next one, or when `build.rs` or a config file changes. Blobs
-    /// kept under `src` are watched with it, as with `BlobDirectories`
-    /// (a `cargo:warning` says so), and a package without a `src`
-    /// directory falls back to `BlobDirectories`.
-    CrateSources,
 }
 
 impl Default for Build {
@@ -306,7 +273,7 @@ impl Build {
         let mut cargo = CargoOutput::silent();
         let out_dir = match &self.out_dir {
             Some(dir) => Some(dir.clone()),
-            None => env::var(env::OUT_DIR, &mut cargo).map(PathBuf::from),
+            None => cargo.var(env::OUT_DIR).map(PathBuf::from),
         };
         let out_dir = out_dir.and_then(|d| fs::canonicalize(d).ok());
         Ok(self.plan(&mut cargo, out_dir.as_deref())?.manifest)
@@ -339,9 +306,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write(&self) -> Result<PathBuf, Error> {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        self.try_write_with_output(&mut lock)
+        record::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Build::try_write), sending the `cargo:` lines to
@@ -369,11 +334,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<PathBuf, Error> {
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(cargo_lines)
-        } else {
-            CargoOutput::silent()
-        };
+        let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
         let out_dir = record::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() when not running under cargo",
@@ -381,7 +342,8 @@ impl Build {
         )?;
         let plan = self.plan(&mut cargo, Some(&out_dir))?;
         let crate_src = match plan.watch {
-            Watch::CrateSources => env::var(env::CARGO_MANIFEST_DIR, &mut cargo)
+            Watch::CrateSources => cargo
+                .var(env::CARGO_MANIFEST_DIR)
                 .map(|dir| PathBuf::from(dir).join("src"))
                 .and_then(|src| fs::canonicalize(src).ok())
                 .filter(|src| src.is_dir()),
@@ -428,10 +390,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self) -> PathBuf {
-        match self.try_write() {
-            Ok(path) => path,
-            Err(e) => panic!("ck-jit-build: {e}"),
-        }
+        record::or_panic("ck-jit-build", self.try_write())
     }
 
     /// Resolves settings, walks every group and assembles the manifest.
@@ -460,7 +419,8 @@ impl Build {
         let root = match (&self.root, config_root) {
             (Some(r), _) => r.clone(),
             (None, Some(r)) => r,
-            (None, None) => env::var(env::CARGO_MANIFEST_DIR, cargo)
+            (None, None) => cargo
+                .var(env::CARGO_MANIFEST_DIR)
                 .map(PathBuf::from)
                 .ok_or(Error::Env {
                     var: env::CARGO_MANIFEST_DIR,

@@ -30,6 +30,16 @@ impl<'a> CargoOutput<'a> {
         }
     }
 
+    /// Lines go to `out` when `print`, else nowhere: what a builder's
+    /// `cargo_metadata(print)` setting chooses.
+    pub fn to_if(print: bool, out: &'a mut dyn Write) -> CargoOutput<'a> {
+        if print {
+            CargoOutput::to(out)
+        } else {
+            CargoOutput::silent()
+        }
+    }
+
     /// Lines go nowhere.
     pub fn silent<'b>() -> CargoOutput<'b> {
         CargoOutput {
@@ -53,7 +63,7 @@ impl<'a> CargoOutput<'a> {
     /// script run (`OUT_DIR`, `CARGO_MANIFEST_DIR`): changing it reruns the
     /// build script.
     pub fn var(&mut self, name: &str) -> Option<std::ffi::OsString> {
-        crate::env::var(name, self)
+        crate::env::var(name, |n| self.rerun_if_env_changed(n))
     }
 
     /// `cargo:warning=MESSAGE`, prefixed so the user sees who says it.
@@ -119,6 +129,30 @@ mod tests {
              cargo:rerun-if-env-changed=CK_JIT_NAME\n\
              cargo:warning=ck-jit-build: two\\nlines\\rhere\n"
         );
+    }
+
+    #[test]
+    fn reading_a_variable_announces_it_unless_cargo_sets_it() {
+        let mut buf = Vec::new();
+        let mut out = CargoOutput::to(&mut buf);
+        let _ = out.var("CK_JIT_NAME");
+        let _ = out.var("OUT_DIR");
+        out.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "cargo:rerun-if-env-changed=CK_JIT_NAME\n"
+        );
+    }
+
+    #[test]
+    fn lines_go_to_the_writer_only_when_printing_is_on() {
+        for print in [true, false] {
+            let mut buf = Vec::new();
+            let mut out = CargoOutput::to_if(print, &mut buf);
+            out.rerun_if_changed("x");
+            out.finish().unwrap();
+            assert_eq!(buf.is_empty(), !print);
+        }
     }
 
     #[test]

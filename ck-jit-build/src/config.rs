@@ -11,10 +11,42 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::build::Watch;
 use crate::error::Error;
 use crate::group::BlobGroup;
 use crate::manifest::SymbolSpec;
+
+/// What cargo watches to decide when to rerun the build script, which
+/// rewrites the manifest (see [`Build::watch`](crate::Build::watch)).
+///
+/// The manifest depends on which blob files exist, never on what they
+/// hold: the runtime hashes a blob's source when it compiles, so an edited
+/// blob is recompiled at its next first call whichever is chosen. But cargo
+/// cannot watch only a directory's listing (a watched directory counts as
+/// changed when any file under it does), and it recompiles a crate whenever
+/// the crate's build script reruns, even when the script writes the same
+/// bytes. So each choice trades one of: adding a blob alone is noticed, or
+/// editing a blob recompiles nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Watch {
+    /// The top-most directories the globs list, and the config files: a
+    /// blob added, removed or renamed is recorded at the next build, and
+    /// editing a blob also reruns the build script and so recompiles the
+    /// crate and its binaries (the manifest stays byte-identical).
+    #[default]
+    BlobDirectories,
+    /// The crate's `src` directory, and the config files: the manifest is
+    /// rewritten when the crate's own sources change, that is when the crate
+    /// is recompiled anyway, so editing, adding or removing a blob alone
+    /// recompiles nothing. A blob added together with its `#[lazy_kernel]`
+    /// declaration is recorded with that change; one added with no change to
+    /// the crate's sources (a new member of a family, say) is recorded at
+    /// the next one, or when `build.rs` or a config file changes. Blobs
+    /// kept under `src` are watched with it, as with `BlobDirectories`
+    /// (a `cargo:warning` says so), and a package without a `src`
+    /// directory falls back to `BlobDirectories`.
+    CrateSources,
+}
 
 /// What a config file contributes to a build.
 #[derive(Debug)]

@@ -150,8 +150,9 @@ mod group;
 pub mod record;
 pub use ck_jit_manifest as manifest;
 
-pub use build::{from_config, Build, Watch};
+pub use build::{from_config, Build};
 pub use cargo::CargoOutput;
+pub use config::Watch;
 pub use error::Error;
 pub use group::{BlobFile, BlobGroup};
 pub use manifest::Manifest;

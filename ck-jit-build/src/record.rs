@@ -6,6 +6,10 @@
 //! blobs with one name, sorts, validates and writes the file (only when it
 //! changed, never half-written).
 //!
+//! It also holds the plumbing every builder's `try_write`,
+//! `try_write_with_output` and `write` share ([`to_stdout`],
+//! [`CargoOutput::to_if`], [`or_panic`]), so that it is written once.
+//!
 //! It reads the environment only through [`CargoOutput::var`], and starts no
 //! program.
 //!
@@ -26,7 +30,7 @@ use crate::manifest::{self, check_name, check_source, escape, Blob, Group, Manif
 pub fn cache_name(explicit: Option<&str>, cargo: &mut CargoOutput<'_>) -> Result<String, Error> {
     let name = match explicit {
         Some(n) => n.to_string(),
-        None => match env::var(env::CK_JIT_NAME, cargo) {
+        None => match cargo.var(env::CK_JIT_NAME) {
             Some(v) if !v.is_empty() => v.into_string().map_err(|_| Error::Env {
                 var: env::CK_JIT_NAME,
                 why: "is not valid UTF-8",
@@ -51,7 +55,8 @@ pub fn out_dir(
 ) -> Result<PathBuf, Error> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
-        None => env::var(env::OUT_DIR, cargo)
+        None => cargo
+            .var(env::OUT_DIR)
             .map(PathBuf::from)
             .ok_or(Error::Env {
                 var: env::OUT_DIR,
@@ -91,6 +96,25 @@ pub fn write(
         .finish()
         .map_err(|source| Error::CargoOutput { source })?;
     Ok(path)
+}
+
+/// A builder's `try_write`: its `try_write_with_output` (`write`) with the
+/// `cargo:` lines going to stdout, locked for the whole write so no other
+/// thread's output splits them.
+pub fn to_stdout<T>(write: impl FnOnce(&mut dyn io::Write) -> T) -> T {
+    let stdout = io::stdout();
+    let mut lock = stdout.lock();
+    write(&mut lock)
+}
+
+/// A builder's `write`: the result of its `try_write`, or a panic whose
+/// message is `crate_name` and the error.
+#[track_caller]
+pub fn or_panic<T, E: std::fmt::Display>(crate_name: &str, result: Result<T, E>) -> T {
+    match result {
+        Ok(written) => written,
+        Err(e) => panic!("{crate_name}: {e}"),
+    }
 }
 
 /// Writes a manifest assembled outside [`Build`](crate::Build) (edited

@@ -13,7 +13,11 @@ use std::path::{Path, PathBuf};
 
 use ck_jit_build::manifest::escape;
 
-/// Why the CK preset, a dispatcher rewrite or an interception failed.
+/// Why the CK preset, the lazy stubs, the compile of CK's dispatchers or
+/// an interception failed. CK's dispatchers are compiled unchanged: the
+/// stubs define every specialisation the blobs define, each resolving its
+/// blob on first call, after every dispatcher call has been checked to
+/// have a blob.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

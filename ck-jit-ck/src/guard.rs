@@ -154,20 +154,6 @@ impl Skeleton {
     /// Which specialisations a compile with `macros` keeps, by number;
     /// `macros` is left with what the source `#define`s and `#undef`s in
     /// the groups kept.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use ck_jit_ck::guard::Skeleton;
-    /// use ck_jit_ck::macros::{Macros, Pass};
-    /// let src = "#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__GFX9__) && true)\n\
-    ///            template<> int f<int>();\n#endif\n";
-    /// let s = Skeleton::of_source(src, &[2]).unwrap();
-    /// let mut gfx942 = Macros::predefined("gfx942", Pass::Device, None);
-    /// assert_eq!(s.run(&mut gfx942).unwrap(), [true]);
-    /// let mut gfx1100 = Macros::predefined("gfx1100", Pass::Device, None);
-    /// assert_eq!(s.run(&mut gfx1100).unwrap(), [false]);
-    /// ```
     pub fn run(&self, macros: &mut Macros) -> Result<Vec<bool>, GuardError> {
         self.walk(macros, true)
     }
@@ -388,6 +374,17 @@ fn first_identifier(s: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::macros::Pass;
+
+    #[test]
+    fn a_gfx9_guard_keeps_the_specialisation_for_gfx942_and_not_gfx1100() {
+        let src = "#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__GFX9__) && true)\n\
+                   template<> int f<int>();\n#endif\n";
+        let s = Skeleton::of_source(src, &[2]).unwrap();
+        let mut gfx942 = Macros::predefined("gfx942", Pass::Device, None);
+        assert_eq!(s.run(&mut gfx942).unwrap(), [true]);
+        let mut gfx1100 = Macros::predefined("gfx1100", Pass::Device, None);
+        assert_eq!(s.run(&mut gfx1100).unwrap(), [false]);
+    }
 
     fn kept(src: &str, marks: &[usize], target: &str) -> Result<Vec<bool>, GuardError> {
         Skeleton::of_source(src, marks)?.run(&mut Macros::predefined(target, Pass::Device, None))

@@ -22,12 +22,12 @@
 //! What a CK version is made of is read from the version itself, never
 //! from a grammar kept here:
 //!
-//! - [`decl`] reads the template declarations of the version's headers
+//! - `decl` reads the template declarations of the version's headers
 //!   (each traits struct's parameter names), the explicit specialisations
 //!   each blob defines, and the generator's symbol tables
 //!   (`codegen/cpp_symbol_map.py`), and the preprocessor guard around each
-//!   blob's specialisations; [`vocab`] describes each blob from them
-//!   (kind, entry, architecture, traits by parameter name), and [`guard`]
+//!   blob's specialisations; `vocab` describes each blob from them
+//!   (kind, entry, architecture, traits by parameter name), and `guard`
 //!   decides which compiles keep a blob's specialisations by the C++
 //!   preprocessor's rules ([`cond`] evaluates a condition, [`macros`]
 //!   holds what each target's compile has defined);
@@ -39,7 +39,7 @@
 //!   compile options of the version's CMake (`cmake`);
 //! - [`write_stubs`] makes CK's own dispatchers lazy: it defines every
 //!   specialisation the blobs define, each resolving its blob through
-//!   `ck_jit.h` on first call, after [`calls`] has checked that every
+//!   `ck_jit.h` on first call, after `calls` has checked that every
 //!   dispatcher call has a blob;
 //! - [`intercept`] runs a build whose compile commands only it knows (aiter's
 //!   `compile.py`, CK's CMake) with a fake `hipcc` that records blob
@@ -76,24 +76,24 @@ macro_rules! build_side {
 
 build_side! {
     mod admit;
-    pub mod calls;
+    mod calls;
     mod cmake;
     mod codegen;
     pub mod cond;
     mod cpp;
-    pub mod decl;
+    mod decl;
     mod derived;
     mod error;
     pub mod ffi;
-    pub mod guard;
+    mod guard;
     mod index;
     pub mod intercept;
     mod lazy;
     pub mod macros;
-    pub mod objects;
+    mod objects;
     mod preset;
     mod symbol;
-    pub mod vocab;
+    mod vocab;
 
     pub use error::Error;
     pub use intercept::Intercept;
@@ -106,4 +106,14 @@ build_side! {
     };
     pub use symbol::mangled_template_prefix;
     pub use vocab::{BlobDecl, Vocabulary};
+
+    /// Not public API: internals the workspace's own tests drive directly
+    /// (reading a blob's specialisations, checking a dispatcher's calls,
+    /// reading what compiled objects leave undefined), exempt from semver.
+    #[doc(hidden)]
+    pub mod __private {
+        pub use crate::calls::{check_calls, specialisation_key, CallCheck};
+        pub use crate::decl::{blob_source, specialisations};
+        pub use crate::objects::missing_specialisations;
+    }
 }

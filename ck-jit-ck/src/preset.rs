@@ -134,7 +134,7 @@ const CK_FMHA_FLAGS: &[&str] = &[
 /// whose compile keeps its specialisations. Its conditional directives
 /// (CK 2025 writes `#if !defined(__HIP_DEVICE_COMPILE__) ||
 /// (defined(__gfx9__))` around them) are read with the blob and followed
-/// by the C++ preprocessor's rules ([`guard`](crate::guard),
+/// by the C++ preprocessor's rules (`guard`,
 /// [`cond`](crate::cond)) for each target's device pass and for the host
 /// pass, with the macros that compile has defined when it reaches them
 /// ([`macros`](crate::macros)): a table of the compiler's predefined
@@ -644,14 +644,6 @@ impl CkFmhaFiles {
             .map(|f| f.path.as_path())
     }
 
-    /// Generated sources that are neither blobs nor dispatchers.
-    pub fn host_sources(&self) -> impl Iterator<Item = &Path> {
-        self.files()
-            .iter()
-            .filter(|f| f.role == Role::Host)
-            .map(|f| f.path.as_path())
-    }
-
     /// Every call CK's dispatchers make of a blob specialisation, checked
     /// against the specialisations the recorded blobs define (see
     /// [`check_calls`](super::calls::check_calls)), `groups` by blob name:
@@ -835,9 +827,12 @@ impl CkFmha {
     /// Takes the blobs from an already generated directory instead of
     /// running the generator: its files (at any depth, e.g. one
     /// subdirectory per direction, or all in one as CK's CMake writes them)
-    /// are classified by name. Give the CK tree too with
-    /// [`source`](CkFmha::source) for the include directories, or add them
-    /// with [`include`](CkFmha::include).
+    /// are classified by what they declare, whatever their names: a blob
+    /// specialises an entry template for a traits type the CK headers
+    /// declare, a dispatcher calls those templates. The CK tree
+    /// ([`source`](CkFmha::source)) is still required: its headers declare
+    /// the traits, and it gives the blobs' include directories (add more
+    /// with [`include`](CkFmha::include)).
     ///
     /// # Example
     ///
@@ -1088,9 +1083,7 @@ impl CkFmha {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<CkFmhaFiles, Error> {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        self.try_write_with_output(&mut lock)
+        record::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](CkFmha::try_write), sending the `cargo:` lines to
@@ -1104,11 +1097,7 @@ impl CkFmha {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<CkFmhaFiles, Error> {
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(cargo_lines)
-        } else {
-            CargoOutput::silent()
-        };
+        let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
         let (mut files, keeping) = self.plan(&mut cargo, true)?;
         if files.reused.is_some() {
             cargo
@@ -1152,10 +1141,7 @@ impl CkFmha {
     /// ck_jit_ck::CkFmha::new().source("ck").write();
     /// ```
     pub fn write(&self) -> CkFmhaFiles {
-        match self.try_write() {
-            Ok(files) => files,
-            Err(e) => panic!("ck-jit-ck: {e}"),
-        }
+        record::or_panic("ck-jit-ck", self.try_write())
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
@@ -1871,8 +1857,6 @@ fn resolve_ck(tree: &Path) -> Result<PathBuf, Error> {
     Ok(ck)
 }
 
-/// Adds every source file under `dir` (recursively; hidden entries and
-/// directory symlinks skipped) to `out`, classified.
 /// One `cargo:warning` per kind of blob no requested target keeps.
 fn warn_of_left_out(cargo: &mut CargoOutput<'_>, left_out: &[String]) {
     for line in left_out {

@@ -91,7 +91,7 @@ pub struct BlobDecl {
     /// Traits by parameter name, plus the short aliases and `kind`/`arch`.
     pub meta: BTreeMap<String, String>,
     /// Its conditional directives around its specialisations
-    /// ([`BlobSource::skeleton`](decl::BlobSource::skeleton)): which
+    /// (`decl::BlobSource::skeleton`): which
     /// targets' compiles keep its kernels, whatever [`arch`](Self::arch)
     /// is named. `None` when it has no directive (every compile keeps
     /// them) or was described from specialisations alone.

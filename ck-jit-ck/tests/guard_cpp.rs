@@ -28,8 +28,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use ck_jit_ck::__private::blob_source;
 use ck_jit_ck::macros::{Def, Macros, Pass};
-use ck_jit_ck::{decl, CkFmha, Role};
+use ck_jit_ck::{CkFmha, Role};
 use real_ck::{ck_tree, Scratch, CK_2024, CK_2025};
 
 /// The targets decided for.
@@ -494,7 +495,7 @@ fn case_source(c: &Case) -> (String, Vec<usize>) {
 /// The crate's verdict on a case: which specialisations each compile
 /// keeps, per target and pass (`Err` when reading or deciding fails).
 fn crate_keeps(text: &str, macros: &Macros) -> Result<BTreeSet<usize>, String> {
-    let source = decl::blob_source(text).map_err(|e| e.to_string())?;
+    let source = blob_source(text).map_err(|e| e.to_string())?;
     let kept = source
         .skeleton
         .run(&mut macros.clone())

@@ -18,7 +18,7 @@
 //! and traits structs, the enums of the FMHA example's headers,
 //! `ck_tile::stream_config`, with `index_t`, `long_index_t` and
 //! `hipStream_t` declared as CK and HIP declare them. Neither side uses
-//! `ck_jit_ck::decl`, whose reading is what is under test.
+//! ck-jit-ck's `decl` module, whose reading is what is under test.
 #![cfg(feature = "build")]
 
 mod real_ck;

@@ -799,16 +799,6 @@ impl Runtime {
         forget_process_state();
     }
 
-    /// Forgets every remembered failure (and what [`Runtime::reset`]
-    /// forgets).
-    pub fn reset_all(&self) {
-        let m = self.states.lock().unwrap_or_else(|e| e.into_inner());
-        for s in m.values() {
-            *s.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        }
-        forget_process_state();
-    }
-
     /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
     /// compiles at once, no more than the memory available holds at their
     /// groups' estimates, and under `make -jN` or in a cargo build script no

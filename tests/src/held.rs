@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_ck::calls::{check_calls, specialisation_key};
-use ck_jit_ck::{decl, stub_source, stub_source_ordered, CallOrder};
+use ck_jit_ck::__private::{check_calls, specialisation_key, specialisations};
+use ck_jit_ck::{stub_source, stub_source_ordered, CallOrder};
 
 use crate::Tree;
 
@@ -224,7 +224,7 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     for (name, template, traits, id) in BLOBS {
         let text = blob_source(template, traits, id);
         t.write(&format!("kernels/{name}.cpp"), &text);
-        for s in decl::specialisations(&text).expect("blob parses") {
+        for s in specialisations(&text).expect("blob parses") {
             if s.returns == "void" {
                 void.insert(s.template.clone());
             }

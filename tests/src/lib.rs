@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 pub mod held;
 
@@ -187,23 +188,44 @@ pub fn launcher_available(program: &str, package: &str) -> bool {
     false
 }
 
-/// The `ck-jit` tool of this workspace (built with cargo if this test run
-/// has not built it).
+/// The `ck-jit` tool of this workspace, built from the current sources:
+/// `cargo build -p ck-jit-cli --bin ck-jit` runs once per test process
+/// (cheap when it is up to date), so a binary left by an earlier build of
+/// other sources is never what a test runs.
 pub fn ck_jit_tool() -> PathBuf {
-    let tool = bin_path("ck-jit");
-    if !tool.exists() {
-        let release = tool.parent().is_some_and(|d| d.ends_with("release"));
-        let mut c = std::process::Command::new(env!("CARGO"));
-        c.args(["build", "-q", "-p", "ck-jit-cli", "--bin", "ck-jit"]);
-        if release {
-            c.arg("--release");
-        }
-        assert!(
-            c.status().expect("running cargo").success(),
-            "building ck-jit"
-        );
-    }
-    tool
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let tool = bin_path("ck-jit");
+            let release = tool.parent().is_some_and(|d| d.ends_with("release"));
+            // The cargo running the tests, else the one that built them.
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+            let mut c = std::process::Command::new(cargo);
+            c.args(["build", "-q", "-p", "ck-jit-cli", "--bin", "ck-jit"]);
+            if release {
+                c.arg("--release");
+            }
+            let status = c.status().expect("running cargo");
+            assert!(status.success(), "building ck-jit: {status}");
+            assert!(tool.is_file(), "no ck-jit at {}", tool.display());
+            tool
+        })
+        .clone()
+}
+
+/// ccache's counter `key` (`direct_cache_hit`, `remote_storage_hit`, ...)
+/// in the ccache directory `dir`; 0 when ccache does not list it.
+pub fn ccache_stat(dir: &Path, key: &str) -> u64 {
+    let out = std::process::Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .expect("ccache runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, v)| v.trim().parse().unwrap_or(0))
 }
 
 /// The workspace's root directory.

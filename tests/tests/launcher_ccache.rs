@@ -2,23 +2,11 @@
 //! build of a cleaned ck-jit cache is served by ccache. Skipped (loudly)
 //! where ccache is not installed, unless `CK_JIT_REQUIRE_LAUNCHERS=1`.
 
-use std::process::Command;
-
 use ck_jit_rt::Outcome;
-use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
+use ck_jit_tests::{c_manifest, call, ccache_stat, launcher_available, test_config, Tree};
 
 fn ccache_hits(dir: &std::path::Path) -> u64 {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .expect("ccache runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .filter(|(k, _)| *k == "direct_cache_hit" || *k == "preprocessed_cache_hit")
-        .map(|(_, v)| v.trim().parse::<u64>().unwrap_or(0))
-        .sum()
+    ccache_stat(dir, "direct_cache_hit") + ccache_stat(dir, "preprocessed_cache_hit")
 }
 
 #[test]

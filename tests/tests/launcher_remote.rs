@@ -16,8 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ck_jit_build::manifest::Manifest;
+use ck_jit_rt::config::Config;
 use ck_jit_rt::{Outcome, Runtime};
-use ck_jit_tests::{c_manifest, call, launcher_available, test_config, Tree};
+use ck_jit_tests::{c_manifest, call, ccache_stat, launcher_available, test_config, Tree};
 
 /// The tests set the launchers' variables in this process's environment,
 /// one test at a time.
@@ -29,16 +31,20 @@ struct Redis {
     port: u16,
 }
 
+/// A free port on 127.0.0.1: bound, read and released, then handed to a
+/// server (a race with another program is possible and would fail loudly).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 impl Redis {
     fn start(dir: &Path) -> Redis {
         std::fs::create_dir_all(dir).unwrap();
-        // A free port: bind, read it, release, then hand it to the server
-        // (a race with another program is possible and would fail loudly).
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
@@ -66,20 +72,6 @@ impl Drop for Redis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// ccache's counter `key` in the local directory `dir`.
-fn ccache_stat(dir: &Path, key: &str) -> u64 {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .expect("ccache runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .find(|(k, _)| *k == key)
-        .map_or(0, |(_, v)| v.trim().parse().unwrap_or(0))
 }
 
 /// The compiler's runs that compile or preprocess (not `--version`, not
@@ -144,6 +136,22 @@ impl Node {
         std::fs::create_dir_all(&node.home).unwrap();
         node
     }
+
+    /// The first call of the blob `k` of `m` (rooted at `t`) on this node,
+    /// with `config`'s launcher, the compiler identities of earlier nodes
+    /// forgotten: how the runtime met it, in how many milliseconds, and
+    /// what `k(7)` returns.
+    fn first_call(&self, t: &Tree, m: &Manifest, config: &Config) -> (Outcome, f64, i32) {
+        ck_jit_rt::__internals::forget_identities();
+        let rt = Runtime::new(m.clone(), "node")
+            .with_config(config.clone())
+            .with_root(&t.dir)
+            .with_cache_dir(&self.cache);
+        let t0 = Instant::now();
+        let (_, _, outcome) = rt.ensure("k", false).unwrap();
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        (outcome, ms, call(rt.resolve("k", None).unwrap(), 7))
+    }
 }
 
 #[test]
@@ -167,15 +175,7 @@ fn a_second_node_is_served_from_the_remote_ccache_without_compiling() {
     let first_call = |node: &Node| -> (Outcome, f64, i32) {
         std::env::set_var("HOME", &node.home);
         std::env::set_var("CCACHE_DIR", &node.ccache);
-        ck_jit_rt::__internals::forget_identities();
-        let rt = Runtime::new(m.clone(), "node")
-            .with_config(config.clone())
-            .with_root(&t.dir)
-            .with_cache_dir(&node.cache);
-        let t0 = Instant::now();
-        let (_, _, outcome) = rt.ensure("k", false).unwrap();
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        (outcome, ms, call(rt.resolve("k", None).unwrap(), 7))
+        node.first_call(&t, &m, &config)
     };
 
     let a = Node::new(&t, "a");
@@ -275,23 +275,12 @@ fn sccache_two_nodes(name: &str, compiler: &str, extra: &[&str], source: &str) {
     );
     std::env::set_var("SCCACHE_IDLE_TIMEOUT", "0");
     let first_call = |node: &Node| -> (Outcome, f64, i32, SccacheServer) {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         std::env::set_var("SCCACHE_SERVER_PORT", port.to_string());
         std::env::set_var("SCCACHE_DIR", &node.ccache);
         let server = SccacheServer(port);
-        ck_jit_rt::__internals::forget_identities();
-        let rt = Runtime::new(m.clone(), "node")
-            .with_config(config.clone())
-            .with_root(&t.dir)
-            .with_cache_dir(&node.cache);
-        let t0 = Instant::now();
-        let (_, _, outcome) = rt.ensure("k", false).unwrap();
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        (outcome, ms, call(rt.resolve("k", None).unwrap(), 7), server)
+        let (outcome, ms, v) = node.first_call(&t, &m, &config);
+        (outcome, ms, v, server)
     };
 
     let a = Node::new(&t, "a");

@@ -12,6 +12,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, Once};
 
+use ck_jit_build::manifest::Manifest;
 use ck_jit_rt::config::Config;
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
 
@@ -82,6 +83,14 @@ fn most_at_once(file: &Path) -> i32 {
     most
 }
 
+/// The blob `name` (`x * mul + add`) in `t`, and a manifest of it
+/// compiled by the mock compiler with its log and `mode`.
+fn one_blob(t: &Tree, name: &str, mul: i32, add: i32, mode: &str) -> Manifest {
+    t.c_blob(name, mul, add);
+    let log = format!("--mock-log={}", t.compile_log().display());
+    c_manifest(&t.dir, &[name], MOCK, &[&log, mode])
+}
+
 const BLOBS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
 
 /// Warms `BLOBS` up with eight compile slots, each compile holding
@@ -126,9 +135,7 @@ fn a_budget_lets_only_as_many_compiles_run_as_their_estimates_fit() {
 fn the_estimate_is_learnt_from_a_compile_and_used_by_the_next_run() {
     let _one = one_at_a_time();
     let t = Tree::new("memory-learnt");
-    t.c_blob("first", 2, 0);
-    let log = format!("--mock-log={}", t.compile_log().display());
-    let m = c_manifest(&t.dir, &["first"], MOCK, &[&log, "--mock-mode=hold=96"]);
+    let m = one_blob(&t, "first", 2, 0, "--mock-mode=hold=96");
     let rt = t.runtime(&m, config_with(None, None));
     assert_eq!(call(rt.resolve("first", None).unwrap(), 3), 6);
     drop(rt);
@@ -156,10 +163,8 @@ fn a_compile_killed_once_is_retried_and_succeeds() {
     let _one = one_at_a_time();
     let before = warnings().len();
     let t = Tree::new("memory-killed-once");
-    t.c_blob("k", 3, 1);
-    let log = format!("--mock-log={}", t.compile_log().display());
     let mode = format!("--mock-mode=sigkill-first={}", t.path("runs").display());
-    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log, &mode]);
+    let m = one_blob(&t, "k", 3, 1, &mode);
     let rt = t.runtime(&m, config_with(None, None));
     let f = rt.resolve("k", None).expect("retried after the kill");
     assert_eq!(call(f, 2), 7);
@@ -179,9 +184,7 @@ fn a_compile_killed_once_is_retried_and_succeeds() {
 fn a_compile_killed_every_time_is_an_error_naming_the_signal() {
     let _one = one_at_a_time();
     let t = Tree::new("memory-killed");
-    t.c_blob("k", 3, 1);
-    let log = format!("--mock-log={}", t.compile_log().display());
-    let m = c_manifest(&t.dir, &["k"], MOCK, &[&log, "--mock-mode=sigkill"]);
+    let m = one_blob(&t, "k", 3, 1, "--mock-mode=sigkill");
     let rt = t.runtime(&m, config_with(Some("64M"), Some("1G")));
     let e = rt.resolve("k", None).expect_err("killed").to_string();
     for part in [

@@ -71,6 +71,13 @@ fn probe(t: &Tree, cache: &Path, blob: &str, env: &[(&str, &str)]) -> Run {
     run(c)
 }
 
+/// `ck-jit --manifest MANIFEST --cache-dir CACHE ARGS` with `env`.
+fn ck_in(t: &Tree, manifest: &Path, cache: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--manifest", s(manifest), "--cache-dir", s(cache)];
+    all.extend_from_slice(args);
+    ck(t, &all, env)
+}
+
 /// `ck-jit unpack PACK --cache CACHE --arch ARCH`.
 fn unpack_for(t: &Tree, pack: &Path, cache: &Path, arch: &str) -> Run {
     ck(
@@ -108,18 +115,7 @@ fn built(t: &Tree, name: &str) -> PathBuf {
     let m = c_manifest(&t.dir, &["alpha", "beta", "gamma"], MOCK, &[&log]);
     let manifest = t.write_manifest(&m);
     let cache = t.path(name);
-    let r = ck(
-        t,
-        &[
-            "--manifest",
-            s(&manifest),
-            "--cache-dir",
-            s(&cache),
-            "build",
-            "--all",
-        ],
-        &[],
-    );
+    let r = ck_in(t, &manifest, &cache, &["build", "--all"], &[]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(t.compiles(), 3);
     cache
@@ -128,19 +124,9 @@ fn built(t: &Tree, name: &str) -> PathBuf {
 /// `ck-jit pack --all -o OUT` from `cache`, with `extra` arguments.
 fn pack(t: &Tree, cache: &Path, out: &str, extra: &[&str], env: &[(&str, &str)]) -> PathBuf {
     let file = t.path(out);
-    let mut args = vec![
-        "--manifest",
-        s(&t.path("manifest.json")).to_string().leak(),
-        "--cache-dir",
-        s(cache),
-        "--json",
-        "pack",
-        "--all",
-        "-o",
-        s(&file),
-    ];
+    let mut args = vec!["--json", "pack", "--all", "-o", s(&file)];
     args.extend_from_slice(extra);
-    let r = ck(t, &args, env);
+    let r = ck_in(t, &t.path("manifest.json"), cache, &args, env);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.json()["entries"], 3, "{}", r.stdout);
     file
@@ -361,21 +347,20 @@ fn of_two_packs_the_devices_own_entry_is_installed_and_a_foreign_one_never() {
     let mut packs = Vec::new();
     for arch in ["gfx90a", "gfx942"] {
         let cache = t.path(&format!("cache-{arch}"));
-        let base = ["--manifest", s(&manifest), "--cache-dir", s(&cache)];
-        let r = ck(
+        let r = ck_in(
             &t,
-            &[&base[..], &["build", "--all"]].concat(),
+            &manifest,
+            &cache,
+            &["build", "--all"],
             &[("CK_JIT_ARCH", arch)],
         );
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
         let file = t.path(&format!("{arch}.tar.zst"));
-        let r = ck(
+        let r = ck_in(
             &t,
-            &[
-                &base[..],
-                &["--json", "pack", "wide", "--arch", arch, "-o", s(&file)],
-            ]
-            .concat(),
+            &manifest,
+            &cache,
+            &["--json", "pack", "wide", "--arch", arch, "-o", s(&file)],
             &[],
         );
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -527,18 +512,11 @@ fn unpack_says_when_a_file_is_missing_or_not_a_pack() {
     let m = c_manifest(&t.dir, &["cold"], MOCK, &[]);
     let manifest = t.write_manifest(&m);
     let out = t.path("cold.tar.zst");
-    let r = ck(
+    let r = ck_in(
         &t,
-        &[
-            "--manifest",
-            s(&manifest),
-            "--cache-dir",
-            s(&t.path("c2")),
-            "pack",
-            "--all",
-            "-o",
-            s(&out),
-        ],
+        &manifest,
+        &t.path("c2"),
+        &["pack", "--all", "-o", s(&out)],
         &[],
     );
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
@@ -637,16 +615,11 @@ fn a_pack_serves_every_host_with_the_same_compiler_at_any_path_or_time() {
     let manifest = t.write_manifest(&m);
     let on_a = path_with(&a);
     let cache_a = t.path("cache-a");
-    let r = ck(
+    let r = ck_in(
         &t,
-        &[
-            "--manifest",
-            s(&manifest),
-            "--cache-dir",
-            s(&cache_a),
-            "build",
-            "--all",
-        ],
+        &manifest,
+        &cache_a,
+        &["build", "--all"],
         &[("PATH", &on_a)],
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -891,17 +864,11 @@ fn a_hip_pack_serves_the_same_pip_toolchain_reinstalled_or_elsewhere() {
     let manifest = t.write_manifest(&m);
     let hipcc = |prefix: &Path| prefix.join("bin/hipcc").display().to_string();
     let build = |cache: &Path, prefix: &Path| {
-        let r = ck(
+        let r = ck_in(
             &t,
-            &[
-                "--manifest",
-                s(&manifest),
-                "--cache-dir",
-                s(cache),
-                "--json",
-                "build",
-                "--all",
-            ],
+            &manifest,
+            cache,
+            &["--json", "build", "--all"],
             &[("CK_JIT_HIPCC", &hipcc(prefix)), ("CK_JIT_ARCH", "gfx942")],
         );
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -916,18 +883,11 @@ fn a_hip_pack_serves_the_same_pip_toolchain_reinstalled_or_elsewhere() {
     let cache_a = t.path("cache-a");
     assert_eq!(build(&cache_a, &a), (2, 0));
     let file = t.path("hip.tar.zst");
-    let r = ck(
+    let r = ck_in(
         &t,
-        &[
-            "--manifest",
-            s(&manifest),
-            "--cache-dir",
-            s(&cache_a),
-            "pack",
-            "--all",
-            "-o",
-            s(&file),
-        ],
+        &manifest,
+        &cache_a,
+        &["pack", "--all", "-o", s(&file)],
         &[("CK_JIT_HIPCC", &hipcc(&a)), ("CK_JIT_ARCH", "gfx942")],
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -960,17 +920,11 @@ fn a_hip_pack_serves_the_same_pip_toolchain_reinstalled_or_elsewhere() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(build(&cache_c, &c), (0, 2), "another path");
     // Host A's cache as a read-only tier of host C's.
-    let r = ck(
+    let r = ck_in(
         &t,
-        &[
-            "--manifest",
-            s(&manifest),
-            "--cache-dir",
-            s(&t.path("cache-tier")),
-            "--json",
-            "build",
-            "--all",
-        ],
+        &manifest,
+        &t.path("cache-tier"),
+        &["--json", "build", "--all"],
         &[
             ("CK_JIT_HIPCC", &hipcc(&c)),
             ("CK_JIT_ARCH", "gfx942"),
@@ -1006,9 +960,7 @@ fn pack_and_unpack_say_the_same_targets() {
     let cache = t.path("first");
     let file = t.path("sm90.tar.zst");
     let with = |args: &[&str]| {
-        let mut all = vec!["--manifest", s(&manifest), "--cache-dir", s(&cache)];
-        all.extend_from_slice(args);
-        let r = ck(&t, &all, &[]);
+        let r = ck_in(&t, &manifest, &cache, args, &[]);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
         r.stdout
     };
@@ -1022,18 +974,11 @@ fn pack_and_unpack_say_the_same_targets() {
     let host = Tree::new("pack-targets-host");
     let cache = built(&host, "first");
     let file = host.path("host.tar.zst");
-    let r = ck(
+    let r = ck_in(
         &host,
-        &[
-            "--manifest",
-            s(&host.path("manifest.json")),
-            "--cache-dir",
-            s(&cache),
-            "pack",
-            "--all",
-            "-o",
-            s(&file),
-        ],
+        &host.path("manifest.json"),
+        &cache,
+        &["pack", "--all", "-o", s(&file)],
         &[],
     );
     assert!(

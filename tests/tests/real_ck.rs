@@ -606,7 +606,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
         files
             .check_objects(&owned, Path::new("libfmha_fwd_lazy.so"))
             .unwrap_or_else(|e| panic!("{}: {e}", v.label));
-        let alone = ck_jit_ck::objects::missing_specialisations(
+        let alone = ck_jit_ck::__private::missing_specialisations(
             std::slice::from_ref(api_obj),
             files.blob_templates().expect("blob templates"),
         )

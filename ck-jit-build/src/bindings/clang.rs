@@ -16,7 +16,6 @@ use std::rc::Rc;
 
 use super::error::Error;
 use crate::cargo::CargoOutput;
-use crate::env;
 
 /// The libclang this thread parses with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +79,7 @@ pub fn libclang() -> Result<Libclang, Error> {
 /// Loads libclang, announcing to cargo the variables that choose it.
 pub(crate) fn load(cargo: &mut CargoOutput<'_>) -> Result<Libclang, Error> {
     for var in ["LIBCLANG_PATH", "LLVM_CONFIG_PATH"] {
-        let _ = env::var(var, cargo);
+        let _ = cargo.var(var);
     }
     libclang()
 }
@@ -145,10 +144,10 @@ fn beside(lib: &Libclang) -> Option<PathBuf> {
 /// Candidate `clang` programs, best first.
 fn clang_programs(major: Option<u32>, cargo: &mut CargoOutput<'_>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(p) = env::var("CLANG_PATH", cargo).filter(|p| !p.is_empty()) {
+    if let Some(p) = cargo.var("CLANG_PATH").filter(|p| !p.is_empty()) {
         out.push(PathBuf::from(p));
     }
-    let Some(path) = env::var("PATH", cargo) else {
+    let Some(path) = cargo.var("PATH") else {
         return out;
     };
     let mut versioned: Vec<(u32, PathBuf)> = Vec::new();

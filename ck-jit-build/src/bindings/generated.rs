@@ -77,11 +77,7 @@ pub(crate) fn generate_printing(
     generate: impl FnOnce(&mut CargoOutput<'_>) -> Result<Bindings, Error>,
 ) -> Result<Bindings, Error> {
     let mut stdout = std::io::stdout();
-    let mut cargo = if print {
-        CargoOutput::to(&mut stdout)
-    } else {
-        CargoOutput::silent()
-    };
+    let mut cargo = CargoOutput::to_if(print, &mut stdout);
     let b = generate(&mut cargo)?;
     cargo
         .finish()
@@ -106,7 +102,7 @@ pub(crate) fn out_path(file: &Path, cargo: &mut CargoOutput<'_>) -> Result<PathB
     if file.is_absolute() {
         return Ok(file.to_path_buf());
     }
-    let out = env::var(env::OUT_DIR, cargo).ok_or(Error::Env {
+    let out = cargo.var(env::OUT_DIR).ok_or(Error::Env {
         var: env::OUT_DIR,
         why: "is not set (run from a build script, or give an absolute path)",
     })?;

@@ -292,8 +292,7 @@ impl Launchers {
     ///
     /// With the error's message, which fails the build script.
     pub fn generate(&self) -> Bindings {
-        self.try_generate()
-            .unwrap_or_else(|e| panic!("ck-jit-build: {e}"))
+        crate::record::or_panic("ck-jit-build", self.try_generate())
     }
 
     /// [`try_write`](Launchers::try_write), panicking on error.
@@ -302,8 +301,7 @@ impl Launchers {
     ///
     /// With the error's message, which fails the build script.
     pub fn write<P: AsRef<Path>>(&self, file: P) -> Bindings {
-        self.try_write(file)
-            .unwrap_or_else(|e| panic!("ck-jit-build: {e}"))
+        crate::record::or_panic("ck-jit-build", self.try_write(file))
     }
 
     fn generate_with(&self, cargo: &mut CargoOutput<'_>) -> Result<Bindings, Error> {

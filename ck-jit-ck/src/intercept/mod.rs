@@ -595,9 +595,7 @@ impl Intercept {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<Intercepted, Error> {
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        self.try_write_with_output(&mut lock)
+        record::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Intercept::try_write), sending the `cargo:` lines to
@@ -614,11 +612,7 @@ impl Intercept {
         &self,
         cargo_lines: &mut dyn std::io::Write,
     ) -> Result<Intercepted, Error> {
-        let mut cargo = if self.cargo_metadata {
-            CargoOutput::to(cargo_lines)
-        } else {
-            CargoOutput::silent()
-        };
+        let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
         let mut done = self.run(&mut cargo)?;
         let watched = if self.watch.is_empty() {
             vec![done.cwd.clone()]
@@ -650,10 +644,7 @@ impl Intercept {
     /// ck_jit_ck::intercept::Intercept::new(["make"]).write();
     /// ```
     pub fn write(&self) -> Intercepted {
-        match self.try_write() {
-            Ok(done) => done,
-            Err(e) => panic!("ck-jit-ck: {e}"),
-        }
+        record::or_panic("ck-jit-ck", self.try_write())
     }
 
     /// Runs the build under the fake compiler and turns what it recorded

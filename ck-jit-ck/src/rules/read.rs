@@ -6,7 +6,7 @@
 //! Nothing here knows a dispatcher's shape or CK's traits. A function is
 //! any definition `NAME[<ARGS>](...) {` whose body calls a blob template
 //! (directly or through one of the dispatcher's own function templates, as
-//! [`crate::calls`] resolves them), or calls such a function (newer CK's
+//! the `calls` module resolves them), or calls such a function (newer CK's
 //! public `fmha_fwd` holds no blob call: it calls `fmha_fwd_v3`, then
 //! `fmha_fwd_v2` on a negative result), or is called as a statement by one
 //! that is read (a `fmha_fwd_v3` with no kernel in this build); the public

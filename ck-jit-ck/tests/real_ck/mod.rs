@@ -101,14 +101,17 @@ impl Drop for Scratch {
 pub fn direct_check(
     vocab: &ck_jit_ck::Vocabulary,
     files: &ck_jit_ck::CkFmhaFiles,
-) -> ck_jit_ck::calls::CallCheck {
+) -> ck_jit_ck::__private::CallCheck {
     let mut templates = std::collections::BTreeSet::new();
     let mut defined = std::collections::BTreeSet::new();
     for (d, path) in files.blobs() {
         templates.extend(d.templates.iter().cloned());
         let text = fs::read_to_string(path).unwrap();
-        for s in ck_jit_ck::decl::specialisations(&text).unwrap() {
-            defined.insert(ck_jit_ck::calls::specialisation_key(&s.template, &s.args));
+        for s in ck_jit_ck::__private::specialisations(&text).unwrap() {
+            defined.insert(ck_jit_ck::__private::specialisation_key(
+                &s.template,
+                &s.args,
+            ));
         }
     }
     let launchers = vocab.launcher_definitions(&templates);
@@ -116,7 +119,7 @@ pub fn direct_check(
         .dispatchers()
         .map(|p| (p.to_path_buf(), fs::read_to_string(p).unwrap() + &launchers))
         .collect();
-    let check = ck_jit_ck::calls::check_calls(&dispatchers, &defined).unwrap();
+    let check = ck_jit_ck::__private::check_calls(&dispatchers, &defined).unwrap();
     assert!(check.unresolved.is_empty(), "{:?}", &check.unresolved[..1]);
     check
 }
