@@ -88,6 +88,7 @@ pub mod pack;
 mod record;
 mod runtime;
 mod slot;
+mod sources;
 mod stats;
 mod store;
 mod symbol;

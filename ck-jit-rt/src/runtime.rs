@@ -189,6 +189,9 @@ struct BlobState {
     /// changed since (a source fixed to export a symbol it lacked); the
     /// first stays loaded, as pointers into it may be in use.
     newer: Mutex<Option<Arc<Loaded>>>,
+    /// Whether `newer` was ever set: a load reads this, not the lock,
+    /// while there is none (almost always).
+    has_newer: std::sync::atomic::AtomicBool,
     failure: Mutex<Option<Remembered>>,
 }
 
@@ -217,7 +220,7 @@ fn drop_sequence(args: &mut Vec<String>, seq: &[String]) {
 /// A library's compact manifest is 580 KB at aiter's scale, of which a
 /// lookup reads a few pages: copying it all was a tenth of a warm
 /// process's first call.
-fn map_for_process(path: &Path) -> Option<&'static [u8]> {
+pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
     use std::os::fd::AsRawFd;
     let f = fs::File::open(path).ok()?;
     let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
@@ -288,6 +291,9 @@ pub struct Runtime {
     /// Source directories with symlinks resolved, by their path as
     /// joined from the root (most blobs share a few).
     canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// The writable cache's memo of this tree's source digests (none for a
+    /// shared cache or without a writable one), read on the first plan.
+    sources: OnceCell<Option<crate::sources::SourceMemo>>,
     /// The compiler variables of the key ([`compile::key_env`]), read at
     /// the first plan: like the rest of the configuration, once per
     /// runtime, not once per blob.
@@ -331,6 +337,7 @@ impl Runtime {
             origin,
             root,
             canon_root: OnceCell::new(),
+            sources: OnceCell::new(),
             key_env: OnceCell::new(),
             canon_dirs: Mutex::new(HashMap::new()),
             cache_dir: None,
@@ -630,6 +637,9 @@ impl Runtime {
         let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
         let newer = Arc::new(self.load_uncached(blob).map_err(|f| *f.error)?);
         *state.newer.lock().unwrap_or_else(|e| e.into_inner()) = Some(newer.clone());
+        state
+            .has_newer
+            .store(true, std::sync::atomic::Ordering::Release);
         Ok(Some(newer))
     }
 
@@ -648,6 +658,9 @@ impl Runtime {
         }
         let state = self.state(blob);
         if let Some(l) = state.loaded.get() {
+            if !state.has_newer.load(std::sync::atomic::Ordering::Acquire) {
+                return Ok(l.clone());
+            }
             if let Some(newer) = &*state.newer.lock().unwrap_or_else(|e| e.into_inner()) {
                 return Ok(newer.clone());
             }
@@ -1013,7 +1026,7 @@ impl Runtime {
         let canon_root = self
             .canon_root
             .get_or_init(|| compile::real_path(&self.root).unwrap_or_else(|_| self.root.clone()));
-        let source_hash = blake3::hash(&self.read_source(blob, &source, canon_root)?);
+        let source_hash = self.source_digest(blob, &source, canon_root)?;
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         // Kept in the cache, opened (made with its modes) first.
         let store = self.cache().ok().map(|c| c.root().join("compilers"));
@@ -1497,38 +1510,82 @@ impl Runtime {
         }
     }
 
+    /// The BLAKE3 of a blob's source: the digest the cache's memo holds
+    /// for it while the file (not a symlink, under the tree) has the
+    /// identity it was hashed with, else read and hashed
+    /// ([`read_source`](Self::read_source)) and remembered.
+    fn source_digest(
+        &self,
+        blob: &str,
+        source: &Path,
+        canon_root: &Path,
+    ) -> Result<blake3::Hash, Error> {
+        let memo = self.sources.get_or_init(|| {
+            let cache = self.cache().ok()?;
+            (!cache.is_shared() && !cache.is_read_only())
+                .then(|| crate::sources::SourceMemo::open(cache.root(), canon_root))
+        });
+        if let Some(memo) = memo {
+            if let Some((dir, name)) = source_parts(source) {
+                if let Ok(canon_dir) = self.canon_dir(dir) {
+                    let path = canon_dir.join(name);
+                    if let Ok(md) = fs::symlink_metadata(&path) {
+                        let remembered = (md.file_type().is_file() && path.starts_with(canon_root))
+                            .then(|| memo.digest(&path, &md))
+                            .flatten();
+                        if let Some(d) = remembered {
+                            return Ok(d);
+                        }
+                    }
+                }
+            }
+        }
+        let (canon, bytes, md) = self.read_source(blob, source, canon_root)?;
+        let digest = blake3::hash(&bytes);
+        stats::SOURCES_READ.add(1);
+        if let (Some(memo), Some(md)) = (memo, md) {
+            memo.remember(&canon, &md, &digest, std::time::SystemTime::now());
+        }
+        Ok(digest)
+    }
+
+    /// `dir` with symlinks resolved, once per runtime.
+    fn canon_dir(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let known = self
+            .canon_dirs
+            .lock()
+            .ok()
+            .and_then(|m| m.get(dir).cloned());
+        if let Some(d) = known {
+            return Ok(d);
+        }
+        let d = compile::real_path(dir)?;
+        if let Ok(mut m) = self.canon_dirs.lock() {
+            m.insert(dir.to_path_buf(), d.clone());
+        }
+        Ok(d)
+    }
+
     /// Reads a blob's source, refusing one that resolves outside the tree
     /// (`canon_root`: the root with symlinks resolved). The source's
     /// directory is resolved once per runtime; the file itself is opened
     /// without following a symlink, and a source that is one is resolved
-    /// in full.
-    fn read_source(&self, blob: &str, source: &Path, canon_root: &Path) -> Result<Vec<u8>, Error> {
+    /// in full. Returns its real path, its bytes, and its identity when it
+    /// is the same before and after the read (what a memo may keep).
+    fn read_source(
+        &self,
+        blob: &str,
+        source: &Path,
+        canon_root: &Path,
+    ) -> Result<(PathBuf, Vec<u8>, Option<fs::Metadata>), Error> {
         let err = |e: std::io::Error| Error::Source {
             blob: blob.to_string(),
             path: source.to_path_buf(),
             error: Arc::new(e),
         };
-        let parts = source
-            .parent()
-            .zip(source.file_name())
-            .filter(|(_, name)| Path::new(name) != Path::new(".."));
-        let opened = match parts {
+        let opened = match source_parts(source) {
             Some((dir, name)) => {
-                let known = self
-                    .canon_dirs
-                    .lock()
-                    .ok()
-                    .and_then(|m| m.get(dir).cloned());
-                let canon_dir = match known {
-                    Some(d) => d,
-                    None => {
-                        let d = compile::real_path(dir).map_err(err)?;
-                        if let Ok(mut m) = self.canon_dirs.lock() {
-                            m.insert(dir.to_path_buf(), d.clone());
-                        }
-                        d
-                    }
-                };
+                let canon_dir = self.canon_dir(dir).map_err(err)?;
                 match fs::OpenOptions::new()
                     .read(true)
                     .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -1559,12 +1616,28 @@ impl Runtime {
         }
         // Sized by fstat, read to its end whatever it has become (without
         // `File::read_to_end`'s extra stat and seek).
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let before = file.metadata().ok();
+        let len = before.as_ref().map_or(0, |m| m.len());
         let mut bytes = Vec::with_capacity(len as usize + 1);
         std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes)
             .map_err(err)?;
-        Ok(bytes)
+        // The identity a memo may keep: the same after the read as before
+        // (a file written meanwhile is hashed again next time).
+        let kept = before.filter(|b| {
+            file.metadata().is_ok_and(|a| {
+                crate::sources::same_identity(&a, b) && a.len() == bytes.len() as u64
+            })
+        });
+        Ok((canon, bytes, kept))
     }
+}
+
+/// A source path's directory and file name, unless it ends in `..`.
+fn source_parts(source: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+    source
+        .parent()
+        .zip(source.file_name())
+        .filter(|(_, name)| Path::new(name) != Path::new(".."))
 }
 
 /// The peak resident size a killed compile's error carries.

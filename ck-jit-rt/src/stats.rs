@@ -27,6 +27,7 @@ pub(crate) static CORRUPT: Counter = Counter::new();
 pub(crate) static LOCK_WAITS: Counter = Counter::new();
 pub(crate) static COMPILE_NS: Counter = Counter::new();
 pub(crate) static LOAD_NS: Counter = Counter::new();
+pub(crate) static SOURCES_READ: Counter = Counter::new();
 
 /// A snapshot of the process's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +49,9 @@ pub struct Stats {
     pub compile_time: Duration,
     /// Wall time from request to loaded object (compiles included).
     pub load_time: Duration,
+    /// Blob sources read and hashed for a key; a source the cache's memo
+    /// knows unchanged is not read.
+    pub sources_read: u64,
 }
 
 pub(crate) fn snapshot() -> Stats {
@@ -60,5 +64,6 @@ pub(crate) fn snapshot() -> Stats {
         lock_acquisitions: LOCK_WAITS.get(),
         compile_time: Duration::from_nanos(COMPILE_NS.get()),
         load_time: Duration::from_nanos(LOAD_NS.get()),
+        sources_read: SOURCES_READ.get(),
     }
 }

@@ -11,7 +11,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, Once};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,30 @@ struct Pending {
 static PENDING: Mutex<BTreeMap<PathBuf, Pending>> = Mutex::new(BTreeMap::new());
 static AT_EXIT: Once = Once::new();
 
+/// The hits of the first cache a process counts a hit for, counted with
+/// no lock (a process almost always has one cache); moved into
+/// [`PENDING`] when counts are written.
+struct FastHits {
+    root: PathBuf,
+    shared: bool,
+    hits: AtomicU64,
+    /// Milliseconds since [`FastHits::start`] at the last write.
+    flushed_ms: AtomicU64,
+    start: Instant,
+}
+
+static FAST: OnceLock<FastHits> = OnceLock::new();
+
+impl FastHits {
+    /// Counts one hit; whether the counts are due to be written.
+    fn hit(&self) -> bool {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        let now = self.start.elapsed().as_millis() as u64;
+        now.saturating_sub(self.flushed_ms.load(Ordering::Relaxed))
+            >= FLUSH_EVERY.as_millis() as u64
+    }
+}
+
 /// Counts `event` for the cache at `root` (`shared`: its files are made
 /// group-readable and writable).
 pub(crate) fn note(root: &Path, shared: bool, event: Event<'_>) {
@@ -91,6 +116,21 @@ pub(crate) fn note(root: &Path, shared: bool, event: Event<'_>) {
             libc::atexit(flush_at_exit);
         }
     });
+    if let Event::Hit = event {
+        let fast = FAST.get_or_init(|| FastHits {
+            root: root.to_path_buf(),
+            shared,
+            hits: AtomicU64::new(0),
+            flushed_ms: AtomicU64::new(0),
+            start: Instant::now(),
+        });
+        if fast.root == root {
+            if fast.hit() {
+                flush();
+            }
+            return;
+        }
+    }
     let due = {
         let Ok(mut pending) = PENDING.lock() else {
             return;
@@ -131,14 +171,29 @@ pub(crate) fn note_tier_hit(root: &Path, shared: bool, tier: &Path) {
 /// Writes every cache's pending counts into its file.
 pub fn flush() {
     let taken: Vec<(PathBuf, CacheCounters, bool)> = match PENDING.try_lock() {
-        Ok(mut pending) => pending
-            .iter_mut()
-            .filter(|(_, p)| !p.counts.is_empty())
-            .map(|(root, p)| {
-                p.flushed = Instant::now();
-                (root.clone(), std::mem::take(&mut p.counts), p.shared)
-            })
-            .collect(),
+        Ok(mut pending) => {
+            if let Some(fast) = FAST.get() {
+                let hits = fast.hits.swap(0, Ordering::Relaxed);
+                fast.flushed_ms
+                    .store(fast.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+                if hits > 0 {
+                    let p = pending.entry(fast.root.clone()).or_insert_with(|| Pending {
+                        counts: CacheCounters::default(),
+                        shared: fast.shared,
+                        flushed: Instant::now(),
+                    });
+                    p.counts.hits += hits;
+                }
+            }
+            pending
+                .iter_mut()
+                .filter(|(_, p)| !p.counts.is_empty())
+                .map(|(root, p)| {
+                    p.flushed = Instant::now();
+                    (root.clone(), std::mem::take(&mut p.counts), p.shared)
+                })
+                .collect()
+        }
         // Another thread is counting or flushing: its counts go later.
         Err(_) => return,
     };
