@@ -533,13 +533,13 @@ impl Runtime {
 
     /// The runtime that knows `blob`: this one, else the fallback manifest.
     pub(crate) fn owner(&self, blob: &str) -> Result<&Runtime, Error> {
-        if self.find(blob)?.is_some() {
+        if self.contains(blob)? {
             return Ok(self);
         }
         if !self.is_fallback {
             if let Some(fb) = fallback() {
                 let fb = fb?;
-                if fb.find(blob)?.is_some() {
+                if fb.contains(blob)? {
                     return Ok(fb);
                 }
             }
@@ -554,7 +554,10 @@ impl Runtime {
     ///
     /// If the manifest is damaged where the lookup reads it.
     pub fn contains(&self, blob: &str) -> Result<bool, Error> {
-        Ok(self.find(blob)?.is_some())
+        self.store.contains(blob).map_err(|error| Error::Manifest {
+            origin: self.origin.clone(),
+            error,
+        })
     }
 
     /// The store behind this runtime (crate-internal: families read their

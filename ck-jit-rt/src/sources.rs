@@ -73,10 +73,10 @@ impl SourceMemo {
         let found = self
             .tail()
             .rev()
-            .find(|r| &r[..KEY] == key.as_bytes())
-            .or_else(|| self.find_sorted(key.as_bytes()))
+            .find(|r| r[..KEY] == key)
+            .or_else(|| self.find_sorted(&key))
             .filter(|r| valid(r))?;
-        if &found[KEY + 1..KEY + 1 + IDENTITY] != want.as_bytes() {
+        if found[KEY + 1..KEY + 1 + IDENTITY] != want {
             return None;
         }
         let hex = &found[KEY + 1 + IDENTITY + 1..RECORD - 1];
@@ -96,7 +96,13 @@ impl SourceMemo {
         if !settled(md, now) {
             return;
         }
-        let record = format!("{} {} {}\n", path_key(path), identity(md), digest.to_hex());
+        let mut record = Vec::with_capacity(RECORD);
+        record.extend_from_slice(&path_key(path));
+        record.push(b' ');
+        record.extend_from_slice(&identity(md));
+        record.push(b' ');
+        record.extend_from_slice(digest.to_hex().as_bytes());
+        record.push(b'\n');
         debug_assert_eq!(record.len(), RECORD);
         let Ok(mut appender) = self.appender.lock() else {
             return;
@@ -107,7 +113,7 @@ impl SourceMemo {
         if let Some(f) = appender.as_mut() {
             // One write of a whole record: concurrent appends interleave
             // by record, never within one.
-            let _ = f.write_all(record.as_bytes());
+            let _ = f.write_all(&record);
         }
     }
 
@@ -219,22 +225,46 @@ fn valid(r: &[u8]) -> bool {
         && r[..KEY].iter().all(u8::is_ascii_hexdigit)
 }
 
-fn path_key(path: &Path) -> String {
-    let h = blake3::hash(path.as_os_str().as_encoded_bytes()).to_hex();
-    h[..KEY].to_string()
+/// The first [`KEY`] hex digits of the BLAKE3 of `path`.
+fn path_key(path: &Path) -> [u8; KEY] {
+    let hex = blake3::hash(path.as_os_str().as_encoded_bytes()).to_hex();
+    let mut key = [0; KEY];
+    key.copy_from_slice(&hex.as_bytes()[..KEY]);
+    key
 }
 
-/// A file's identity in the memo's fixed-width form.
-fn identity(md: &fs::Metadata) -> String {
-    format!(
-        "{:020} {:+020}.{:09} {:+020}.{:09} {:020}",
-        md.size(),
-        md.mtime(),
-        md.mtime_nsec(),
-        md.ctime(),
-        md.ctime_nsec(),
-        md.ino()
-    )
+/// A file's identity in the memo's fixed-width form: size, mtime, ctime
+/// and inode, as `{:020} {:+020}.{:09} {:+020}.{:09} {:020}` would write
+/// them (by hand: a lookup makes one per kernel).
+fn identity(md: &fs::Metadata) -> [u8; IDENTITY] {
+    let mut out = [b' '; IDENTITY];
+    let mut at = 0;
+    let mut put = |digits: usize, sign: Option<bool>, mut v: u64, then: u8| {
+        let start = at;
+        let width = digits + usize::from(sign.is_some());
+        for i in (start + usize::from(sign.is_some())..start + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        if let Some(negative) = sign {
+            out[start] = if negative { b'-' } else { b'+' };
+        }
+        at = start + width;
+        if at < IDENTITY {
+            out[at] = then;
+            at += 1;
+        }
+    };
+    let signed = |t: i64| (Some(t < 0), t.unsigned_abs());
+    put(20, None, md.size(), b' ');
+    let (sign, v) = signed(md.mtime());
+    put(19, sign, v, b'.');
+    put(9, None, md.mtime_nsec() as u64, b' ');
+    let (sign, v) = signed(md.ctime());
+    put(19, sign, v, b'.');
+    put(9, None, md.ctime_nsec() as u64, b' ');
+    put(20, None, md.ino(), b' ');
+    out
 }
 
 /// Whether two `stat`s of a file show the same identity (what the memo
@@ -299,6 +329,25 @@ mod tests {
         fs::write(&src, "int bb;").unwrap();
         let changed = fs::symlink_metadata(&src).unwrap();
         assert_eq!(again.digest(&src, &changed), None);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_identity_is_what_the_format_string_would_write() {
+        let dir = scratch("identity");
+        let f = dir.join("a");
+        fs::write(&f, "x").unwrap();
+        let md = fs::symlink_metadata(&f).unwrap();
+        let want = format!(
+            "{:020} {:+020}.{:09} {:+020}.{:09} {:020}",
+            md.size(),
+            md.mtime(),
+            md.mtime_nsec(),
+            md.ctime(),
+            md.ctime_nsec(),
+            md.ino()
+        );
+        assert_eq!(std::str::from_utf8(&identity(&md)).unwrap(), want);
         let _ = fs::remove_dir_all(&dir);
     }
 

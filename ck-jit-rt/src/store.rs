@@ -156,6 +156,14 @@ impl Store {
         }
     }
 
+    /// Whether the manifest records `blob` (no symbol worked out).
+    pub fn contains(&self, blob: &str) -> Result<bool, ManifestError> {
+        match self {
+            Store::Json(m) => Ok(m.blob(blob).is_some()),
+            Store::Compact(c) => Ok(c.compact.find(blob)?.is_some()),
+        }
+    }
+
     /// A blob's record, when the manifest has it.
     pub fn find(&self, blob: &str) -> Result<Option<BlobInfo<'_>>, ManifestError> {
         match self {
