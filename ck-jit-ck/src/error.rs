@@ -236,40 +236,8 @@ impl fmt::Display for Error {
                 Some(p) => write!(f, "{}:{line}: {why}", shown(p)),
                 None => write!(f, "line {line}: {why}"),
             },
-            Error::UnresolvedCalls { calls } => {
-                write!(
-                    f,
-                    "{} dispatcher call{} of blob specialisations no recorded blob defines",
-                    calls.len(),
-                    if calls.len() == 1 { "" } else { "s" }
-                )?;
-                for (file, line, call) in calls.iter().take(20) {
-                    write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
-                }
-                if calls.len() > 20 {
-                    write!(f, "; ... ({} more)", calls.len() - 20)?;
-                }
-                Ok(())
-            }
-            Error::LeftOutCalls { kinds } => {
-                write!(
-                    f,
-                    "the dispatchers call kernels that only blobs kept by none of the requested \
-                     targets define, so the library would miss them at the user's call; request \
-                     the targets those blobs are for, or generate the dispatchers for the \
-                     requested targets only:"
-                )?;
-                for (kind, n, (file, line, call)) in kinds {
-                    write!(
-                        f,
-                        " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
-                        if *n == 1 { "" } else { "s" },
-                        shown(file),
-                        escape(call)
-                    )?;
-                }
-                Ok(())
-            }
+            Error::UnresolvedCalls { calls } => write_unresolved_calls(f, calls),
+            Error::LeftOutCalls { kinds } => write_left_out_calls(f, kinds),
             Error::ForeignBuild {
                 command,
                 status,
@@ -308,6 +276,51 @@ impl fmt::Display for Error {
             ),
         }
     }
+}
+
+/// The message of [`Error::UnresolvedCalls`]: the count and the first 20
+/// calls.
+fn write_unresolved_calls(
+    f: &mut fmt::Formatter<'_>,
+    calls: &[(PathBuf, usize, String)],
+) -> fmt::Result {
+        write!(
+            f,
+            "{} dispatcher call{} of blob specialisations no recorded blob defines",
+            calls.len(),
+            if calls.len() == 1 { "" } else { "s" }
+        )?;
+        for (file, line, call) in calls.iter().take(20) {
+            write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
+        }
+        if calls.len() > 20 {
+            write!(f, "; ... ({} more)", calls.len() - 20)?;
+        }
+        Ok(())
+}
+
+/// The message of [`Error::LeftOutCalls`]: one example call per kind.
+fn write_left_out_calls(
+    f: &mut fmt::Formatter<'_>,
+    kinds: &[(String, usize, (PathBuf, usize, String))],
+) -> fmt::Result {
+        write!(
+            f,
+            "the dispatchers call kernels that only blobs kept by none of the requested \
+             targets define, so the library would miss them at the user's call; request \
+             the targets those blobs are for, or generate the dispatchers for the \
+             requested targets only:"
+        )?;
+        for (kind, n, (file, line, call)) in kinds {
+            write!(
+                f,
+                " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
+                if *n == 1 { "" } else { "s" },
+                shown(file),
+                escape(call)
+            )?;
+        }
+        Ok(())
 }
 
 impl std::error::Error for Error {

@@ -1293,39 +1293,9 @@ impl CkFmha {
     /// or takes the generated directory given.
     fn generate(&self, example: &Path, cargo: &mut CargoOutput<'_>) -> Result<Generated, Error> {
         if let Some(dir) = &self.generated {
-            let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
-                path: dir.clone(),
-                why: format!("generated directory: {e}"),
-            })?;
-            // A generated directory under OUT_DIR is the build's own output:
-            // watching it would rerun the build script after every build.
-            let out_dir = self
-                .out_dir
-                .clone()
-                .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
-            let inside_out = out_dir
-                .and_then(|o| fs::canonicalize(o).ok())
-                .is_some_and(|o| canon.starts_with(o));
-            if !inside_out {
-                cargo.rerun_if_changed(&utf8(&canon)?);
-            }
-            return Ok(Generated {
-                dir: canon.clone(),
-                scanned: vec![canon],
-                regenerated: Vec::new(),
-                vocab: None,
-                ahead: index::ReadAhead::new(),
-            });
+            return self.given_generated(dir, cargo);
         }
-        let generate_py = example.join("generate.py");
-        if !generate_py.is_file() {
-            return Err(Error::Generator { path: generate_py });
-        }
-        let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
-        // A generator that knows `--targets` writes blobs for those
-        // architectures only.
-        let targets = (generator.contains("--targets") && !self.archs.is_empty())
-            .then(|| self.archs.join(","));
+        let (generate_py, targets) = self.generator(example)?;
         let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
         fs::create_dir_all(&base).map_err(io_err(&base))?;
         let directions = self.directions(example)?;
@@ -1425,6 +1395,49 @@ impl CkFmha {
             vocab,
             ahead,
         })
+    }
+
+    /// The generated directory given, watched unless it is under
+    /// `OUT_DIR`.
+    fn given_generated(&self, dir: &Path, cargo: &mut CargoOutput<'_>) -> Result<Generated, Error> {
+        let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
+            path: dir.to_path_buf(),
+            why: format!("generated directory: {e}"),
+        })?;
+        // A generated directory under OUT_DIR is the build's own output:
+        // watching it would rerun the build script after every build.
+        let out_dir = self
+            .out_dir
+            .clone()
+            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
+        let inside_out = out_dir
+            .and_then(|o| fs::canonicalize(o).ok())
+            .is_some_and(|o| canon.starts_with(o));
+        if !inside_out {
+            cargo.rerun_if_changed(&utf8(&canon)?);
+        }
+        Ok(Generated {
+            dir: canon.clone(),
+            scanned: vec![canon],
+            regenerated: Vec::new(),
+            vocab: None,
+            ahead: index::ReadAhead::new(),
+        })
+    }
+
+    /// The example's `generate.py` and the `--targets` to give it, when it
+    /// knows that option and architectures were asked for.
+    fn generator(&self, example: &Path) -> Result<(PathBuf, Option<String>), Error> {
+        let generate_py = example.join("generate.py");
+        if !generate_py.is_file() {
+            return Err(Error::Generator { path: generate_py });
+        }
+        let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
+        // A generator that knows `--targets` writes blobs for those
+        // architectures only.
+        let targets = (generator.contains("--targets") && !self.archs.is_empty())
+            .then(|| self.archs.join(","));
+        Ok((generate_py, targets))
     }
 
     /// The root blob sources are recorded relative to: the one given
