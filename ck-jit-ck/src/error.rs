@@ -156,7 +156,7 @@ pub enum Error {
         /// What was linked or archived (a library, a shared object).
         output: PathBuf,
         /// Each symbol, with its template and the object that needs it.
-        missing: Vec<crate::objects::Missing>,
+        missing: Vec<Missing>,
     },
 }
 
@@ -183,6 +183,37 @@ impl Error {
 
 pub(crate) fn shown(path: &Path) -> String {
     escape(&path.to_string_lossy())
+}
+
+/// A specialisation of a blob template that an object leaves undefined
+/// and no object of the set defines.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Missing {
+    /// The object that needs it: a file, or `archive(member)`.
+    pub object: String,
+    /// The blob template it specialises (`fmha_bwd_dot_do_o_`).
+    pub template: String,
+    /// The mangled symbol.
+    pub symbol: String,
+}
+
+/// The message of a set of missing specialisations: each with the object
+/// that needs it, at most `max` of them.
+pub(crate) fn describe(missing: &[Missing], max: usize) -> String {
+    let mut text = String::new();
+    for m in missing.iter().take(max) {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&format!(
+            "{} (a {}<...>) needed by {}",
+            m.symbol, m.template, m.object
+        ));
+    }
+    if missing.len() > max {
+        text.push_str(&format!("; ... ({} more)", missing.len() - max));
+    }
+    text
 }
 
 impl fmt::Display for Error {
@@ -272,7 +303,7 @@ impl fmt::Display for Error {
                 missing.len(),
                 if missing.len() == 1 { "" } else { "s" },
                 if missing.len() == 1 { "has" } else { "have" },
-                escape(&crate::objects::describe(missing, 20))
+                escape(&describe(missing, 20))
             ),
         }
     }
@@ -455,5 +486,21 @@ mod tests {
         );
         assert_eq!(tail("a\nb\nc\n", 100), "a\nb\nc");
         assert_eq!(tail("line one\nline two\nline three", 12), "line three");
+    }
+
+    #[test]
+    fn descriptions_are_cut_with_a_count() {
+        let m = |i: usize| Missing {
+            object: format!("a{i}.o"),
+            template: "fmha_fwd_".into(),
+            symbol: format!("_Z9fmha_fwd_I{i}"),
+        };
+        let all: Vec<Missing> = (0..5).map(m).collect();
+        let text = describe(&all, 2);
+        assert!(
+            text.contains("_Z9fmha_fwd_I0 (a fmha_fwd_<...>) needed by a0.o"),
+            "{text}"
+        );
+        assert!(text.ends_with("... (3 more)"), "{text}");
     }
 }
