@@ -18,7 +18,8 @@ use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 
 use crate::error::{io_err, Error, Missing};
-use crate::preset::{CkFmhaFiles, Role};
+use crate::generated::Role;
+use crate::preset::CkFmhaFiles;
 use crate::symbol::mangled_template_prefix;
 
 impl CkFmhaFiles {

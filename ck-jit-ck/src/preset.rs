@@ -18,9 +18,9 @@ use std::sync::{Arc, OnceLock};
 use super::admit::{self, Admission};
 use super::cmake;
 use super::codegen::{self, Codegen};
-use super::decl;
 use super::derived;
 use super::error::{io_err, shown, Error};
+use super::generated::{name_disagreement, GeneratedFile, Role};
 use super::index::{self, BlobIndex};
 use super::rules::RulesFile;
 use super::symbol::mangled_template_prefix;
@@ -252,32 +252,6 @@ pub struct CkFmha {
     root: Option<PathBuf>,
     cargo_metadata: bool,
     hip_version: Option<String>,
-}
-
-/// A generated file and what it is for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GeneratedFile {
-    /// Absolute path.
-    pub path: PathBuf,
-    /// Path relative to the generated directory, `/`-separated.
-    pub rel: String,
-    /// What the file is, read from its declarations.
-    pub role: Role,
-}
-
-/// What a generated file is for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Role {
-    /// A blob: it specialises an entry template for a traits type the
-    /// headers declare.
-    Blob(Box<BlobDecl>),
-    /// A blob whose guard admits none of the requested targets: not
-    /// recorded (see [`CkFmhaFiles::left_out`]).
-    OtherArch(Box<BlobDecl>),
-    /// A dispatcher: it calls the blobs' entry templates.
-    Dispatcher,
-    /// Any other generated source.
-    Host,
 }
 
 /// What [`CkFmha`] produced: the manifest and every generated file.
@@ -1758,72 +1732,6 @@ fn offered_directions(example: &Path) -> Vec<String> {
     }
     d.sort();
     d
-}
-
-/// The description of the file `path` holding `text` when it is a blob:
-/// it specialises a template for a traits type the headers declare.
-pub(crate) fn describe_blob(
-    vocab: &Vocabulary,
-    text: &str,
-    path: &Path,
-) -> Result<Option<BlobDecl>, Error> {
-    let source = decl::blob_source(text).map_err(|e| e.in_file(path))?;
-    describe_source(vocab, &source, path)
-}
-
-/// The description of the file `path` whose declarations are `source`
-/// when it is a blob.
-pub(crate) fn describe_source(
-    vocab: &Vocabulary,
-    source: &decl::BlobSource,
-    path: &Path,
-) -> Result<Option<BlobDecl>, Error> {
-    let specs = &source.specialisations;
-    let is_blob = specs.iter().any(|s| {
-        s.args
-            .first()
-            .and_then(|a| decl::split_instantiation(a))
-            .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
-    });
-    if !is_blob {
-        return Ok(None);
-    }
-    vocab
-        .describe_source(source)
-        .map(Some)
-        .map_err(|why| Error::Parse {
-            file: Some(path.to_path_buf()),
-            line: specs.first().map_or(1, |s| s.line),
-            why,
-        })
-}
-
-/// What a blob's file name states that its declarations contradict: the
-/// head dimension (`_d128_`), the data type token, the architecture suffix.
-pub(crate) fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
-    let tokens: Vec<&str> = stem.split('_').collect();
-    if let Some(h) = d.meta.get("hdim") {
-        let stated = tokens.iter().find_map(|t| {
-            let n = t.strip_prefix('d')?;
-            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
-        });
-        if let Some(n) = stated.filter(|n| n != h) {
-            return Some(format!("the name says d{n}, the declaration hdim {h}"));
-        }
-    }
-    if let Some(dt) = d.meta.get("dtype") {
-        if !tokens.contains(&dt.as_str()) {
-            return Some(format!("the declared dtype {dt} is not in the name"));
-        }
-    }
-    let suffix = tokens.last().filter(|t| t.starts_with("gfx")).copied();
-    if d.arch.as_deref() != suffix {
-        return Some(format!(
-            "the declared architecture {:?} differs from the name's suffix {suffix:?}",
-            d.arch
-        ));
-    }
-    None
 }
 
 /// `path` relative to `root` when inside it (`.` for the root itself),

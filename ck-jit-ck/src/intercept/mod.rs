@@ -102,7 +102,8 @@ pub use protocol::Record;
 pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::preset::{describe_blob, describe_source, family_of, group_base, neutral_of};
+use super::generated::{describe_blob, describe_source};
+use super::preset::{family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
