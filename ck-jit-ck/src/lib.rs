@@ -80,6 +80,7 @@ build_side! {
     mod cmake;
     mod codegen;
     pub mod cond;
+    mod config_block;
     mod cpp;
     mod decl;
     mod derived;
