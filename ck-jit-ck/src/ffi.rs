@@ -661,55 +661,13 @@ pub fn compile_dispatchers(
     let g = glue(&ck, &wanted)?;
     let glue_rs = out_dir.join("ck_jit_glue.rs");
     ck_jit_build::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
-    // The C++ side is one source per header: CK's FMHA headers are not
-    // made to be included together (`fmha_fwd.hpp` and `fmha_bwd.hpp`
-    // both define `FmhaMasks`), as CK's own sources never do.
-    let mut glue_cpp = Vec::new();
-    let headers: BTreeSet<&str> = g.dispatchers.iter().map(|d| d.header.as_str()).collect();
-    for h in headers {
-        let only: Vec<&str> = g
-            .dispatchers
-            .iter()
-            .filter(|d| d.header == h)
-            .map(|d| d.name.as_str())
-            .collect();
-        let stem = Path::new(h)
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or(h);
-        let path = out_dir.join(format!("ck_jit_glue_{stem}.cpp"));
-        ck_jit_build::record::write_if_changed(&path, &glue(&ck, &only)?.cpp)
-            .map_err(io_err(&path))?;
-        glue_cpp.push(path);
-    }
+    let glue_cpp = write_glue_sources(&ck, &g, out_dir)?;
 
     let manifest = files.try_manifest()?;
     let group = manifest.groups.first().ok_or_else(|| Error::NoBlobs {
         dir: files.generated_dir.clone(),
     })?;
-    let root = Path::new(&manifest.root);
-    let mut build = cc::Build::new();
-    build
-        .cpp(true)
-        .compiler(compiler)
-        .cargo_metadata(true)
-        .warnings(false)
-        .out_dir(out_dir.join("ck_jit_obj"));
-    let mut skip_next = false;
-    for a in &group.args {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        match a.as_str() {
-            "-o" => skip_next = true,
-            "{src}" | "{out}" | "-shared" | "-fPIC" => {}
-            a => {
-                let a = a.replace("{root}", &root.to_string_lossy());
-                build.flag(&a);
-            }
-        }
-    }
+    let mut build = dispatcher_build(group, &manifest.root, compiler, out_dir);
     for f in extra {
         build.flag(f);
     }
@@ -737,6 +695,67 @@ pub fn compile_dispatchers(
         dispatchers: g.dispatchers.iter().map(|d| d.name.clone()).collect(),
         together: stubs.together,
     })
+}
+
+/// Writes the C++ side of the glue `g` into `out_dir` and returns the
+/// sources' paths: one source per header, as CK's FMHA headers are not
+/// made to be included together (`fmha_fwd.hpp` and `fmha_bwd.hpp` both
+/// define `FmhaMasks`), as CK's own sources never do.
+fn write_glue_sources(ck: &Path, g: &Glue, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut glue_cpp = Vec::new();
+    let headers: BTreeSet<&str> = g.dispatchers.iter().map(|d| d.header.as_str()).collect();
+    for h in headers {
+        let only: Vec<&str> = g
+            .dispatchers
+            .iter()
+            .filter(|d| d.header == h)
+            .map(|d| d.name.as_str())
+            .collect();
+        let stem = Path::new(h)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(h);
+        let path = out_dir.join(format!("ck_jit_glue_{stem}.cpp"));
+        ck_jit_build::record::write_if_changed(&path, &glue(ck, &only)?.cpp)
+            .map_err(io_err(&path))?;
+        glue_cpp.push(path);
+    }
+    Ok(glue_cpp)
+}
+
+/// The `cc` build of the dispatchers with `compiler` and the flags of the
+/// manifest group `group` (its `{root}` as `root`), without what makes a
+/// blob's shared object (`-o`, `-shared`, `-fPIC`, the placeholders).
+fn dispatcher_build(
+    group: &ck_jit_build::manifest::Group,
+    root: &str,
+    compiler: &Path,
+    out_dir: &Path,
+) -> cc::Build {
+    let root = Path::new(root);
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .compiler(compiler)
+        .cargo_metadata(true)
+        .warnings(false)
+        .out_dir(out_dir.join("ck_jit_obj"));
+    let mut skip_next = false;
+    for a in &group.args {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        match a.as_str() {
+            "-o" => skip_next = true,
+            "{src}" | "{out}" | "-shared" | "-fPIC" => {}
+            a => {
+                let a = a.replace("{root}", &root.to_string_lossy());
+                build.flag(&a);
+            }
+        }
+    }
+    build
 }
 
 #[cfg(test)]

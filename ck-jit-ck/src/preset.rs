@@ -1157,17 +1157,7 @@ impl CkFmha {
         cargo: &mut CargoOutput<'_>,
         reuse: bool,
     ) -> Result<(CkFmhaFiles, Keeping), Error> {
-        let ck = match &self.source {
-            Some(tree) => resolve_ck(tree)?,
-            None => {
-                return Err(Error::SourceTree {
-                    path: PathBuf::new(),
-                    why: "no CK tree given: call source() with a CK or aiter checkout (its \
-                          headers declare the traits every blob is described by)"
-                        .into(),
-                })
-            }
-        };
+        let ck = self.ck_tree()?;
         let example = ck.join(FMHA_EXAMPLE_DIR);
         // The generator, its codegen modules and the headers that declare
         // the traits: what the manifest is made from.
@@ -1262,6 +1252,19 @@ impl CkFmha {
         Ok((files, keeping))
     }
 
+    /// The CK tree given to [`source`](Self::source), resolved.
+    fn ck_tree(&self) -> Result<PathBuf, Error> {
+        match &self.source {
+            Some(tree) => resolve_ck(tree),
+            None => Err(Error::SourceTree {
+                path: PathBuf::new(),
+                why: "no CK tree given: call source() with a CK or aiter checkout (its \
+                      headers declare the traits every blob is described by)"
+                    .into(),
+            }),
+        }
+    }
+
     /// Runs the generator for every direction whose stamp does not match
     /// (side by side, what one wrote read while the others still write),
     /// or takes the generated directory given.
@@ -1278,22 +1281,7 @@ impl CkFmha {
             .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
             .collect();
         let started: Vec<AtomicBool> = directions.iter().map(|_| AtomicBool::new(false)).collect();
-        let runs: Vec<Codegen<'_>> = directions
-            .iter()
-            .zip(&dirs)
-            .zip(&started)
-            .map(|((d, (out, stamp)), started)| Codegen {
-                python: &self.python,
-                generate_py: &generate_py,
-                direction: d,
-                receipt: self.receipt,
-                filter: self.filter.as_deref(),
-                targets: targets.as_deref(),
-                out,
-                stamp,
-                started,
-            })
-            .collect();
+        let runs = self.codegen_runs(&generate_py, targets.as_deref(), &directions, &dirs, &started);
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
         // The vocabulary, read once by whichever needs it first.
         let words: OnceLock<Option<Arc<Vocabulary>>> = OnceLock::new();
@@ -1369,6 +1357,34 @@ impl CkFmha {
             vocab,
             ahead,
         })
+    }
+
+    /// One generator run per direction, writing into its directory of
+    /// `dirs` (output, stamp) and raising its flag of `started`.
+    fn codegen_runs<'a>(
+        &'a self,
+        generate_py: &'a Path,
+        targets: Option<&'a str>,
+        directions: &'a [String],
+        dirs: &'a [(PathBuf, PathBuf)],
+        started: &'a [AtomicBool],
+    ) -> Vec<Codegen<'a>> {
+        directions
+            .iter()
+            .zip(dirs)
+            .zip(started)
+            .map(|((d, (out, stamp)), started)| Codegen {
+                python: &self.python,
+                generate_py,
+                direction: d,
+                receipt: self.receipt,
+                filter: self.filter.as_deref(),
+                targets,
+                out,
+                stamp,
+                started,
+            })
+            .collect()
     }
 
     /// The generated directory given, watched unless it is under
