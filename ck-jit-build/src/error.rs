@@ -221,7 +221,11 @@ impl fmt::Display for Error {
                 group,
                 pattern,
                 why,
-            } => write!(f, "group '{}': bad pattern '{pattern}': {why}", escape(group)),
+            } => write!(
+                f,
+                "group '{}': bad pattern '{pattern}': {why}",
+                escape(group)
+            ),
             Error::MetaPattern {
                 group,
                 pattern,
@@ -242,70 +246,6 @@ impl fmt::Display for Error {
                 "group '{}': path {path:?} is not valid UTF-8; rename it or exclude it",
                 escape(group)
             ),
-            Error::OutsideRoot {
-                group,
-                path,
-                target,
-            } => write!(
-                f,
-                "group '{}': '{}' leads outside the root (to '{}')",
-                escape(group),
-                escape(path),
-                shown(target)
-            ),
-            Error::BlobName {
-                group,
-                path,
-                source,
-            } => write!(
-                f,
-                "group '{}': file '{path}' cannot be a blob: {source}; rename it or exclude it",
-                escape(group)
-            ),
-            Error::DuplicateBlob {
-                name,
-                first,
-                second,
-            } => write!(
-                f,
-                "blob name '{}' is the stem of both '{}' and '{}'",
-                escape(name),
-                escape(first),
-                escape(second)
-            ),
-            Error::FileInTwoGroups {
-                path,
-                first,
-                second,
-            } => write!(
-                f,
-                "file '{}' is in both group '{}' and group '{}'",
-                escape(path),
-                escape(first),
-                escape(second)
-            ),
-            Error::MetaMismatch {
-                group,
-                path,
-                pattern,
-            } => write!(
-                f,
-                "group '{}': file '{}' does not match meta_pattern '{}'",
-                escape(group),
-                escape(path),
-                escape(pattern)
-            ),
-            Error::EmptyGroup { group, looked_for } => write!(
-                f,
-                "group '{}' found no files (looked for: {}); fix the pattern, or allow an empty group: \
-                 `allow_empty(true)` on the BlobGroup, `allow_empty = true` in ck-jit.toml",
-                escape(group),
-                if looked_for.is_empty() {
-                    "nothing: give glob() or file()".to_string()
-                } else {
-                    escape(&looked_for.join(", "))
-                }
-            ),
             Error::Manifest(e) => write!(f, "invalid manifest: {e}"),
             Error::RerunPath { path } => write!(
                 f,
@@ -316,6 +256,87 @@ impl fmt::Display for Error {
                 write!(f, "cannot write manifest '{}': {source}", shown(path))
             }
             Error::CargoOutput { source } => write!(f, "cannot write cargo output: {source}"),
+            Error::OutsideRoot { .. }
+            | Error::BlobName { .. }
+            | Error::DuplicateBlob { .. }
+            | Error::FileInTwoGroups { .. }
+            | Error::MetaMismatch { .. }
+            | Error::EmptyGroup { .. } => self.fmt_collecting(f),
+        }
+    }
+}
+
+impl Error {
+    /// The message of an error met while collecting a group's files into
+    /// blobs; `Display::fmt` names the variants it sends here, so a new
+    /// variant is a compile error there, not a fall-through.
+    fn fmt_collecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+                Error::OutsideRoot {
+                    group,
+                    path,
+                    target,
+                } => write!(
+                    f,
+                    "group '{}': '{}' leads outside the root (to '{}')",
+                    escape(group),
+                    escape(path),
+                    shown(target)
+                ),
+                Error::BlobName {
+                    group,
+                    path,
+                    source,
+                } => write!(
+                    f,
+                    "group '{}': file '{path}' cannot be a blob: {source}; rename it or exclude it",
+                    escape(group)
+                ),
+                Error::DuplicateBlob {
+                    name,
+                    first,
+                    second,
+                } => write!(
+                    f,
+                    "blob name '{}' is the stem of both '{}' and '{}'",
+                    escape(name),
+                    escape(first),
+                    escape(second)
+                ),
+                Error::FileInTwoGroups {
+                    path,
+                    first,
+                    second,
+                } => write!(
+                    f,
+                    "file '{}' is in both group '{}' and group '{}'",
+                    escape(path),
+                    escape(first),
+                    escape(second)
+                ),
+                Error::MetaMismatch {
+                    group,
+                    path,
+                    pattern,
+                } => write!(
+                    f,
+                    "group '{}': file '{}' does not match meta_pattern '{}'",
+                    escape(group),
+                    escape(path),
+                    escape(pattern)
+                ),
+                Error::EmptyGroup { group, looked_for } => write!(
+                    f,
+                    "group '{}' found no files (looked for: {}); fix the pattern, or allow an empty group: \
+                     `allow_empty(true)` on the BlobGroup, `allow_empty = true` in ck-jit.toml",
+                    escape(group),
+                    if looked_for.is_empty() {
+                        "nothing: give glob() or file()".to_string()
+                    } else {
+                        escape(&looked_for.join(", "))
+                    }
+                ),
+            _ => unreachable!("written by Display::fmt"),
         }
     }
 }

@@ -17,7 +17,7 @@ use super::error::Error;
 use ck_jit_build::manifest::escape;
 use super::guard::Skeleton;
 use super::macros::{Macros, Pass};
-use super::preset::{GeneratedFile, Role};
+use super::generated::{GeneratedFile, Role};
 use super::vocab::BlobDecl;
 
 /// The targets keeping a skeleton, or the line and reason it cannot be

@@ -445,67 +445,8 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
                     && is_punct(src, toks.get(i + 1), "<")
                     && is_punct(src, toks.get(i + 2), ">") =>
             {
-                let lookup = |n: &str| {
-                    aliases
-                        .get(n)
-                        .and_then(|&(a, b)| toks.get(a..b))
-                        .map(|s| (s, src))
-                };
-                // `template <> RET NAME<ARGS>(`: NAME is the identifier
-                // whose argument list is followed by `(`.
-                let mut j = i + 3;
-                while let Some(tj) = toks.get(j).filter(|_| j - i < cpp::MAX_SPAN_TOKENS) {
-                    if tj.kind == Tok::Punct && matches!(tj.text(src), ";" | "{" | "(") {
-                        break;
-                    }
-                    if tj.kind == Tok::Ident && is_punct(src, toks.get(j + 1), "<") {
-                        let close = matching_angle(src, &toks, j + 1).ok_or_else(|| {
-                            parse_err(tj.line, "unbalanced '<' in a specialisation")
-                        })?;
-                        if is_punct(src, toks.get(close + 1), "(") {
-                            let paren = matching_paren(src, &toks, close + 1).ok_or_else(|| {
-                                parse_err(tj.line, "unbalanced '(' in a specialisation")
-                            })?;
-                            let mut args = Vec::new();
-                            for (a, b) in split_commas(src, &toks, j + 2, close) {
-                                let spelled = join_tokens(src, &toks[a..b]);
-                                if let Some(n) = normal.get(&spelled) {
-                                    args.push(n.clone());
-                                    continue;
-                                }
-                                let n = cpp::normalize(src, &toks[a..b], &lookup)
-                                    .map_err(|why| parse_err(tj.line, why))?;
-                                normal.insert(spelled, n.clone());
-                                args.push(n);
-                            }
-                            let text = |a: usize, b: usize| -> String {
-                                toks.get(a..b)
-                                    .unwrap_or(&[])
-                                    .iter()
-                                    .map(|t| t.text(src))
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
-                            };
-                            let params = split_commas(src, &toks, close + 2, paren)
-                                .into_iter()
-                                .map(|(a, b)| text(a, b))
-                                .filter(|p| !p.is_empty() && p != "void")
-                                .collect();
-                            out.push(Specialisation {
-                                template: tj.text(src).to_string(),
-                                args,
-                                line: t.line,
-                                span: (t.start, toks[paren].end),
-                                returns: text(i + 3, j),
-                                params,
-                            });
-                            j = paren;
-                            break;
-                        }
-                        j = close;
-                    }
-                    j += 1;
-                }
+                let (spec, j) = specialisation_at(src, &toks, i, &aliases, &mut normal)?;
+                out.extend(spec);
                 i = j;
                 continue;
             }
@@ -520,6 +461,83 @@ pub fn blob_source(src: &str) -> Result<BlobSource, Error> {
         sequences,
         skeleton,
     })
+}
+
+/// The explicit specialisation whose `template <>` is token `i`, if it
+/// names a function with its argument list (`template <> RET
+/// NAME<ARGS>(`), its arguments normalised under `aliases` (`normal`
+/// keeps those already normalised); and the token where reading stops.
+fn specialisation_at(
+    src: &str,
+    toks: &[Token],
+    i: usize,
+    aliases: &HashMap<&str, (usize, usize)>,
+    normal: &mut HashMap<String, String>,
+) -> Result<(Option<Specialisation>, usize), Error> {
+    let t = &toks[i];
+    let lookup = |n: &str| {
+        aliases
+            .get(n)
+            .and_then(|&(a, b)| toks.get(a..b))
+            .map(|s| (s, src))
+    };
+    // `template <> RET NAME<ARGS>(`: NAME is the identifier
+    // whose argument list is followed by `(`.
+    let mut spec = None;
+    let mut j = i + 3;
+    while let Some(tj) = toks.get(j).filter(|_| j - i < cpp::MAX_SPAN_TOKENS) {
+        if tj.kind == Tok::Punct && matches!(tj.text(src), ";" | "{" | "(") {
+            break;
+        }
+        if tj.kind == Tok::Ident && is_punct(src, toks.get(j + 1), "<") {
+            let close = matching_angle(src, toks, j + 1).ok_or_else(|| {
+                parse_err(tj.line, "unbalanced '<' in a specialisation")
+            })?;
+            if is_punct(src, toks.get(close + 1), "(") {
+                let paren = matching_paren(src, toks, close + 1).ok_or_else(|| {
+                    parse_err(tj.line, "unbalanced '(' in a specialisation")
+                })?;
+                let mut args = Vec::new();
+                for (a, b) in split_commas(src, toks, j + 2, close) {
+                    let spelled = join_tokens(src, &toks[a..b]);
+                    if let Some(n) = normal.get(&spelled) {
+                        args.push(n.clone());
+                        continue;
+                    }
+                    let n = cpp::normalize(src, &toks[a..b], &lookup)
+                        .map_err(|why| parse_err(tj.line, why))?;
+                    normal.insert(spelled, n.clone());
+                    args.push(n);
+                }
+                let text = |a: usize, b: usize| -> String {
+                    toks.get(a..b)
+                        .unwrap_or(&[])
+                        .iter()
+                        .map(|t| t.text(src))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let params = split_commas(src, toks, close + 2, paren)
+                    .into_iter()
+                    .map(|(a, b)| text(a, b))
+                    .filter(|p| !p.is_empty() && p != "void")
+                    .collect();
+                spec = Some(Specialisation {
+                    template: tj.text(src).to_string(),
+                    args,
+                    line: t.line,
+                    span: (t.start, toks[paren].end),
+                    returns: text(i + 3, j),
+                    params,
+                });
+                j = paren;
+                break;
+            }
+            j = close;
+        }
+        j += 1;
+    }
+    Ok((spec, j))
 }
 
 /// `ck_tile::sequence<1, 2, 3>` as `1x2x3`; `None` for any other type.

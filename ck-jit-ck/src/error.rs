@@ -156,7 +156,7 @@ pub enum Error {
         /// What was linked or archived (a library, a shared object).
         output: PathBuf,
         /// Each symbol, with its template and the object that needs it.
-        missing: Vec<crate::objects::Missing>,
+        missing: Vec<Missing>,
     },
 }
 
@@ -183,6 +183,37 @@ impl Error {
 
 pub(crate) fn shown(path: &Path) -> String {
     escape(&path.to_string_lossy())
+}
+
+/// A specialisation of a blob template that an object leaves undefined
+/// and no object of the set defines.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Missing {
+    /// The object that needs it: a file, or `archive(member)`.
+    pub object: String,
+    /// The blob template it specialises (`fmha_bwd_dot_do_o_`).
+    pub template: String,
+    /// The mangled symbol.
+    pub symbol: String,
+}
+
+/// The message of a set of missing specialisations: each with the object
+/// that needs it, at most `max` of them.
+pub(crate) fn describe(missing: &[Missing], max: usize) -> String {
+    let mut text = String::new();
+    for m in missing.iter().take(max) {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&format!(
+            "{} (a {}<...>) needed by {}",
+            m.symbol, m.template, m.object
+        ));
+    }
+    if missing.len() > max {
+        text.push_str(&format!("; ... ({} more)", missing.len() - max));
+    }
+    text
 }
 
 impl fmt::Display for Error {
@@ -236,40 +267,8 @@ impl fmt::Display for Error {
                 Some(p) => write!(f, "{}:{line}: {why}", shown(p)),
                 None => write!(f, "line {line}: {why}"),
             },
-            Error::UnresolvedCalls { calls } => {
-                write!(
-                    f,
-                    "{} dispatcher call{} of blob specialisations no recorded blob defines",
-                    calls.len(),
-                    if calls.len() == 1 { "" } else { "s" }
-                )?;
-                for (file, line, call) in calls.iter().take(20) {
-                    write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
-                }
-                if calls.len() > 20 {
-                    write!(f, "; ... ({} more)", calls.len() - 20)?;
-                }
-                Ok(())
-            }
-            Error::LeftOutCalls { kinds } => {
-                write!(
-                    f,
-                    "the dispatchers call kernels that only blobs kept by none of the requested \
-                     targets define, so the library would miss them at the user's call; request \
-                     the targets those blobs are for, or generate the dispatchers for the \
-                     requested targets only:"
-                )?;
-                for (kind, n, (file, line, call)) in kinds {
-                    write!(
-                        f,
-                        " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
-                        if *n == 1 { "" } else { "s" },
-                        shown(file),
-                        escape(call)
-                    )?;
-                }
-                Ok(())
-            }
+            Error::UnresolvedCalls { calls } => write_unresolved_calls(f, calls),
+            Error::LeftOutCalls { kinds } => write_left_out_calls(f, kinds),
             Error::ForeignBuild {
                 command,
                 status,
@@ -304,10 +303,55 @@ impl fmt::Display for Error {
                 missing.len(),
                 if missing.len() == 1 { "" } else { "s" },
                 if missing.len() == 1 { "has" } else { "have" },
-                escape(&crate::objects::describe(missing, 20))
+                escape(&describe(missing, 20))
             ),
         }
     }
+}
+
+/// The message of [`Error::UnresolvedCalls`]: the count and the first 20
+/// calls.
+fn write_unresolved_calls(
+    f: &mut fmt::Formatter<'_>,
+    calls: &[(PathBuf, usize, String)],
+) -> fmt::Result {
+        write!(
+            f,
+            "{} dispatcher call{} of blob specialisations no recorded blob defines",
+            calls.len(),
+            if calls.len() == 1 { "" } else { "s" }
+        )?;
+        for (file, line, call) in calls.iter().take(20) {
+            write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
+        }
+        if calls.len() > 20 {
+            write!(f, "; ... ({} more)", calls.len() - 20)?;
+        }
+        Ok(())
+}
+
+/// The message of [`Error::LeftOutCalls`]: one example call per kind.
+fn write_left_out_calls(
+    f: &mut fmt::Formatter<'_>,
+    kinds: &[(String, usize, (PathBuf, usize, String))],
+) -> fmt::Result {
+        write!(
+            f,
+            "the dispatchers call kernels that only blobs kept by none of the requested \
+             targets define, so the library would miss them at the user's call; request \
+             the targets those blobs are for, or generate the dispatchers for the \
+             requested targets only:"
+        )?;
+        for (kind, n, (file, line, call)) in kinds {
+            write!(
+                f,
+                " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
+                if *n == 1 { "" } else { "s" },
+                shown(file),
+                escape(call)
+            )?;
+        }
+        Ok(())
 }
 
 impl std::error::Error for Error {
@@ -442,5 +486,21 @@ mod tests {
         );
         assert_eq!(tail("a\nb\nc\n", 100), "a\nb\nc");
         assert_eq!(tail("line one\nline two\nline three", 12), "line three");
+    }
+
+    #[test]
+    fn descriptions_are_cut_with_a_count() {
+        let m = |i: usize| Missing {
+            object: format!("a{i}.o"),
+            template: "fmha_fwd_".into(),
+            symbol: format!("_Z9fmha_fwd_I{i}"),
+        };
+        let all: Vec<Missing> = (0..5).map(m).collect();
+        let text = describe(&all, 2);
+        assert!(
+            text.contains("_Z9fmha_fwd_I0 (a fmha_fwd_<...>) needed by a0.o"),
+            "{text}"
+        );
+        assert!(text.ends_with("... (3 more)"), "{text}");
     }
 }

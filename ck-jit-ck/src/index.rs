@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::calls::{self, CallCheck};
 use super::decl::{self, Specialisation};
 use super::error::{io_err, Error};
-use super::preset::{describe_source, name_disagreement, GeneratedFile, Role};
+use super::generated::{describe_source, name_disagreement, GeneratedFile, Role};
 use super::guard::Skeleton;
 use super::vocab::{calls_template, BlobDecl, Vocabulary};
 

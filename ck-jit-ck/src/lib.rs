@@ -80,11 +80,13 @@ build_side! {
     mod cmake;
     mod codegen;
     pub mod cond;
+    mod config_block;
     mod cpp;
     mod decl;
     mod derived;
     mod error;
     pub mod ffi;
+    mod generated;
     mod guard;
     mod index;
     pub mod intercept;
@@ -100,9 +102,9 @@ build_side! {
     pub use lazy::{
         stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
     };
+    pub use generated::{GeneratedFile, Role};
     pub use preset::{
-        CkFmha, CkFmhaFiles, GeneratedFile, Role, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR,
-        GENERATED_SUBDIR,
+        CkFmha, CkFmhaFiles, AITER_CK_DIR, DEFAULT_ARCH, FMHA_EXAMPLE_DIR, GENERATED_SUBDIR,
     };
     pub use symbol::mangled_template_prefix;
     pub use vocab::{BlobDecl, Vocabulary};

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 
-use crate::error::{io_err, Error};
-use crate::preset::{CkFmhaFiles, Role};
+use crate::error::{io_err, Error, Missing};
+use crate::generated::Role;
+use crate::preset::CkFmhaFiles;
 use crate::symbol::mangled_template_prefix;
 
 impl CkFmhaFiles {
@@ -58,18 +59,6 @@ impl CkFmhaFiles {
             missing,
         })
     }
-}
-
-/// A specialisation of a blob template that an object leaves undefined
-/// and no object of the set defines.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Missing {
-    /// The object that needs it: a file, or `archive(member)`.
-    pub object: String,
-    /// The blob template it specialises (`fmha_bwd_dot_do_o_`).
-    pub template: String,
-    /// The mangled symbol.
-    pub symbol: String,
 }
 
 /// The defined and undefined symbols of one object.
@@ -200,25 +189,6 @@ fn symbols(data: &[u8]) -> Result<Symbols, String> {
     Ok(s)
 }
 
-/// The message of a set of missing specialisations: each with the object
-/// that needs it, at most `max` of them.
-pub(crate) fn describe(missing: &[Missing], max: usize) -> String {
-    let mut text = String::new();
-    for m in missing.iter().take(max) {
-        if !text.is_empty() {
-            text.push_str("; ");
-        }
-        text.push_str(&format!(
-            "{} (a {}<...>) needed by {}",
-            m.symbol, m.template, m.object
-        ));
-    }
-    if missing.len() > max {
-        text.push_str(&format!("; ... ({} more)", missing.len() - max));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,21 +202,5 @@ mod tests {
         let e = missing_specialisations(std::slice::from_ref(&p), ["fmha_fwd_"]).unwrap_err();
         assert!(e.to_string().contains("not-an-object.o"), "{e}");
         let _ = fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn descriptions_are_cut_with_a_count() {
-        let m = |i: usize| Missing {
-            object: format!("a{i}.o"),
-            template: "fmha_fwd_".into(),
-            symbol: format!("_Z9fmha_fwd_I{i}"),
-        };
-        let all: Vec<Missing> = (0..5).map(m).collect();
-        let text = describe(&all, 2);
-        assert!(
-            text.contains("_Z9fmha_fwd_I0 (a fmha_fwd_<...>) needed by a0.o"),
-            "{text}"
-        );
-        assert!(text.ends_with("... (3 more)"), "{text}");
     }
 }

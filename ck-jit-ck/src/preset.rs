@@ -18,9 +18,9 @@ use std::sync::{Arc, OnceLock};
 use super::admit::{self, Admission};
 use super::cmake;
 use super::codegen::{self, Codegen};
-use super::decl;
 use super::derived;
 use super::error::{io_err, shown, Error};
+use super::generated::{name_disagreement, GeneratedFile, Role};
 use super::index::{self, BlobIndex};
 use super::rules::RulesFile;
 use super::symbol::mangled_template_prefix;
@@ -252,32 +252,6 @@ pub struct CkFmha {
     root: Option<PathBuf>,
     cargo_metadata: bool,
     hip_version: Option<String>,
-}
-
-/// A generated file and what it is for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GeneratedFile {
-    /// Absolute path.
-    pub path: PathBuf,
-    /// Path relative to the generated directory, `/`-separated.
-    pub rel: String,
-    /// What the file is, read from its declarations.
-    pub role: Role,
-}
-
-/// What a generated file is for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Role {
-    /// A blob: it specialises an entry template for a traits type the
-    /// headers declare.
-    Blob(Box<BlobDecl>),
-    /// A blob whose guard admits none of the requested targets: not
-    /// recorded (see [`CkFmhaFiles::left_out`]).
-    OtherArch(Box<BlobDecl>),
-    /// A dispatcher: it calls the blobs' entry templates.
-    Dispatcher,
-    /// Any other generated source.
-    Host,
 }
 
 /// What [`CkFmha`] produced: the manifest and every generated file.
@@ -1183,17 +1157,7 @@ impl CkFmha {
         cargo: &mut CargoOutput<'_>,
         reuse: bool,
     ) -> Result<(CkFmhaFiles, Keeping), Error> {
-        let ck = match &self.source {
-            Some(tree) => resolve_ck(tree)?,
-            None => {
-                return Err(Error::SourceTree {
-                    path: PathBuf::new(),
-                    why: "no CK tree given: call source() with a CK or aiter checkout (its \
-                          headers declare the traits every blob is described by)"
-                        .into(),
-                })
-            }
-        };
+        let ck = self.ck_tree()?;
         let example = ck.join(FMHA_EXAMPLE_DIR);
         // The generator, its codegen modules and the headers that declare
         // the traits: what the manifest is made from.
@@ -1288,44 +1252,27 @@ impl CkFmha {
         Ok((files, keeping))
     }
 
+    /// The CK tree given to [`source`](Self::source), resolved.
+    fn ck_tree(&self) -> Result<PathBuf, Error> {
+        match &self.source {
+            Some(tree) => resolve_ck(tree),
+            None => Err(Error::SourceTree {
+                path: PathBuf::new(),
+                why: "no CK tree given: call source() with a CK or aiter checkout (its \
+                      headers declare the traits every blob is described by)"
+                    .into(),
+            }),
+        }
+    }
+
     /// Runs the generator for every direction whose stamp does not match
     /// (side by side, what one wrote read while the others still write),
     /// or takes the generated directory given.
     fn generate(&self, example: &Path, cargo: &mut CargoOutput<'_>) -> Result<Generated, Error> {
         if let Some(dir) = &self.generated {
-            let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
-                path: dir.clone(),
-                why: format!("generated directory: {e}"),
-            })?;
-            // A generated directory under OUT_DIR is the build's own output:
-            // watching it would rerun the build script after every build.
-            let out_dir = self
-                .out_dir
-                .clone()
-                .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
-            let inside_out = out_dir
-                .and_then(|o| fs::canonicalize(o).ok())
-                .is_some_and(|o| canon.starts_with(o));
-            if !inside_out {
-                cargo.rerun_if_changed(&utf8(&canon)?);
-            }
-            return Ok(Generated {
-                dir: canon.clone(),
-                scanned: vec![canon],
-                regenerated: Vec::new(),
-                vocab: None,
-                ahead: index::ReadAhead::new(),
-            });
+            return self.given_generated(dir, cargo);
         }
-        let generate_py = example.join("generate.py");
-        if !generate_py.is_file() {
-            return Err(Error::Generator { path: generate_py });
-        }
-        let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
-        // A generator that knows `--targets` writes blobs for those
-        // architectures only.
-        let targets = (generator.contains("--targets") && !self.archs.is_empty())
-            .then(|| self.archs.join(","));
+        let (generate_py, targets) = self.generator(example)?;
         let base = self.resolve_out_dir(cargo)?.join(GENERATED_SUBDIR);
         fs::create_dir_all(&base).map_err(io_err(&base))?;
         let directions = self.directions(example)?;
@@ -1334,22 +1281,7 @@ impl CkFmha {
             .map(|d| (base.join(d), base.join(format!("{d}.stamp"))))
             .collect();
         let started: Vec<AtomicBool> = directions.iter().map(|_| AtomicBool::new(false)).collect();
-        let runs: Vec<Codegen<'_>> = directions
-            .iter()
-            .zip(&dirs)
-            .zip(&started)
-            .map(|((d, (out, stamp)), started)| Codegen {
-                python: &self.python,
-                generate_py: &generate_py,
-                direction: d,
-                receipt: self.receipt,
-                filter: self.filter.as_deref(),
-                targets: targets.as_deref(),
-                out,
-                stamp,
-                started,
-            })
-            .collect();
+        let runs = self.codegen_runs(&generate_py, targets.as_deref(), &directions, &dirs, &started);
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
         // The vocabulary, read once by whichever needs it first.
         let words: OnceLock<Option<Arc<Vocabulary>>> = OnceLock::new();
@@ -1425,6 +1357,77 @@ impl CkFmha {
             vocab,
             ahead,
         })
+    }
+
+    /// One generator run per direction, writing into its directory of
+    /// `dirs` (output, stamp) and raising its flag of `started`.
+    fn codegen_runs<'a>(
+        &'a self,
+        generate_py: &'a Path,
+        targets: Option<&'a str>,
+        directions: &'a [String],
+        dirs: &'a [(PathBuf, PathBuf)],
+        started: &'a [AtomicBool],
+    ) -> Vec<Codegen<'a>> {
+        directions
+            .iter()
+            .zip(dirs)
+            .zip(started)
+            .map(|((d, (out, stamp)), started)| Codegen {
+                python: &self.python,
+                generate_py,
+                direction: d,
+                receipt: self.receipt,
+                filter: self.filter.as_deref(),
+                targets,
+                out,
+                stamp,
+                started,
+            })
+            .collect()
+    }
+
+    /// The generated directory given, watched unless it is under
+    /// `OUT_DIR`.
+    fn given_generated(&self, dir: &Path, cargo: &mut CargoOutput<'_>) -> Result<Generated, Error> {
+        let canon = fs::canonicalize(dir).map_err(|e| Error::SourceTree {
+            path: dir.to_path_buf(),
+            why: format!("generated directory: {e}"),
+        })?;
+        // A generated directory under OUT_DIR is the build's own output:
+        // watching it would rerun the build script after every build.
+        let out_dir = self
+            .out_dir
+            .clone()
+            .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
+        let inside_out = out_dir
+            .and_then(|o| fs::canonicalize(o).ok())
+            .is_some_and(|o| canon.starts_with(o));
+        if !inside_out {
+            cargo.rerun_if_changed(&utf8(&canon)?);
+        }
+        Ok(Generated {
+            dir: canon.clone(),
+            scanned: vec![canon],
+            regenerated: Vec::new(),
+            vocab: None,
+            ahead: index::ReadAhead::new(),
+        })
+    }
+
+    /// The example's `generate.py` and the `--targets` to give it, when it
+    /// knows that option and architectures were asked for.
+    fn generator(&self, example: &Path) -> Result<(PathBuf, Option<String>), Error> {
+        let generate_py = example.join("generate.py");
+        if !generate_py.is_file() {
+            return Err(Error::Generator { path: generate_py });
+        }
+        let generator = fs::read_to_string(&generate_py).map_err(io_err(&generate_py))?;
+        // A generator that knows `--targets` writes blobs for those
+        // architectures only.
+        let targets = (generator.contains("--targets") && !self.archs.is_empty())
+            .then(|| self.archs.join(","));
+        Ok((generate_py, targets))
     }
 
     /// The root blob sources are recorded relative to: the one given
@@ -1745,72 +1748,6 @@ fn offered_directions(example: &Path) -> Vec<String> {
     }
     d.sort();
     d
-}
-
-/// The description of the file `path` holding `text` when it is a blob:
-/// it specialises a template for a traits type the headers declare.
-pub(crate) fn describe_blob(
-    vocab: &Vocabulary,
-    text: &str,
-    path: &Path,
-) -> Result<Option<BlobDecl>, Error> {
-    let source = decl::blob_source(text).map_err(|e| e.in_file(path))?;
-    describe_source(vocab, &source, path)
-}
-
-/// The description of the file `path` whose declarations are `source`
-/// when it is a blob.
-pub(crate) fn describe_source(
-    vocab: &Vocabulary,
-    source: &decl::BlobSource,
-    path: &Path,
-) -> Result<Option<BlobDecl>, Error> {
-    let specs = &source.specialisations;
-    let is_blob = specs.iter().any(|s| {
-        s.args
-            .first()
-            .and_then(|a| decl::split_instantiation(a))
-            .is_some_and(|(t, _)| vocab.template(&t).is_some_and(|t| t.is_class))
-    });
-    if !is_blob {
-        return Ok(None);
-    }
-    vocab
-        .describe_source(source)
-        .map(Some)
-        .map_err(|why| Error::Parse {
-            file: Some(path.to_path_buf()),
-            line: specs.first().map_or(1, |s| s.line),
-            why,
-        })
-}
-
-/// What a blob's file name states that its declarations contradict: the
-/// head dimension (`_d128_`), the data type token, the architecture suffix.
-pub(crate) fn name_disagreement(stem: &str, d: &BlobDecl) -> Option<String> {
-    let tokens: Vec<&str> = stem.split('_').collect();
-    if let Some(h) = d.meta.get("hdim") {
-        let stated = tokens.iter().find_map(|t| {
-            let n = t.strip_prefix('d')?;
-            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
-        });
-        if let Some(n) = stated.filter(|n| n != h) {
-            return Some(format!("the name says d{n}, the declaration hdim {h}"));
-        }
-    }
-    if let Some(dt) = d.meta.get("dtype") {
-        if !tokens.contains(&dt.as_str()) {
-            return Some(format!("the declared dtype {dt} is not in the name"));
-        }
-    }
-    let suffix = tokens.last().filter(|t| t.starts_with("gfx")).copied();
-    if d.arch.as_deref() != suffix {
-        return Some(format!(
-            "the declared architecture {:?} differs from the name's suffix {suffix:?}",
-            d.arch
-        ));
-    }
-    None
 }
 
 /// `path` relative to `root` when inside it (`.` for the root itself),

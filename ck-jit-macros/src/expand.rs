@@ -6,7 +6,7 @@
 //! `::ck_jit_rt::__private`) so the user's own names cannot capture it, and
 //! it decides nothing: every check lives in `valid`.
 
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{
     Attribute, FnArg, GenericArgument, LitStr, Path, PathArguments, PathSegment, ReturnType, Token,
@@ -271,6 +271,8 @@ fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
         ..
     } = parts(k);
     let abi = &k.abi;
+    let lookup = family_lookup(span);
+    let calls = family_calls(span, &call_attrs, inline, &args, &mod_tys, &mod_output);
 
     quote_spanned! {span=>
         #(#mod_attrs)*
@@ -305,98 +307,120 @@ fn family_kernel(k: &Checked, family: &LitStr) -> TokenStream {
             // up by name resolves the family's symbol and fills its slot.
             ::ck_jit_rt::__declare!(&__FAMILY);
 
-            /// Every blob of the family with its metadata (what its kernel
-            /// supports), in name order; a blob's position is its index.
-            ///
-            /// # Errors
-            ///
-            /// If the manifest cannot be parsed.
-            pub fn blobs(
-            ) -> ::core::result::Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error> {
-                __FAMILY.members()
-            }
+            #lookup
 
-            /// The blob that best supports what `query` needs (see
-            /// `ck_jit_rt::family` for the preference order). Select once
-            /// per configuration and keep the [`Kernel`].
-            ///
-            /// # Errors
-            ///
-            /// When no blob matches, an error saying, for each constraint,
-            /// how many blobs it let through and which values it saw.
-            pub fn select(query: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
-                __FAMILY.select(query)
-            }
-
-            /// Every blob that meets `query`, best first.
-            ///
-            /// # Errors
-            ///
-            /// If the manifest cannot be parsed.
-            pub fn candidates(query: &::ck_jit_rt::Query) -> ::core::result::Result<::std::vec::Vec<Kernel>, ::ck_jit_rt::Error> {
-                __FAMILY.candidates(query)
-            }
-
-            /// The blob named `blob`, which must belong to this family.
-            ///
-            /// # Errors
-            ///
-            /// If it does not, naming its own family or close names.
-            pub fn by_name(blob: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
-                __FAMILY.by_name(blob)
-            }
-
-            #(#call_attrs)*
-            /// Calls the chosen blob. Its first call compiles the blob
-            /// (unless a cached build is found) and loads it; later calls
-            /// cost one acquire load and an indirect call.
-            ///
-            /// # Panics
-            ///
-            /// If the blob cannot be compiled or loaded, or its entry point
-            /// is not found; the message is the runtime's error.
-            /// [`prepare`] and [`try_get`] report that as a `Result`.
-            ///
-            /// # Safety
-            ///
-            /// This calls foreign code through the declared signature: it
-            /// must match the blob's entry point, and the arguments must
-            /// meet the kernel's own requirements.
-            #inline
-            #[track_caller]
-            pub unsafe fn call(kernel: Kernel, #(#args: #mod_tys),*) #mod_output {
-                let __p = kernel.get();
-                // SAFETY: the slot holds the address of a family blob's
-                // entry point, declared with this signature.
-                let __f: Fn = unsafe { ::core::mem::transmute::<*const (), Fn>(__p) };
-                // SAFETY: the caller upholds the kernel's contract (this fn is unsafe).
-                unsafe { __f(#(#args),*) }
-            }
-
-            /// Compiles (unless a cached build is found) and loads the
-            /// chosen blob, returning its entry point or the runtime's
-            /// error. Calling the pointer has the contract of [`call`].
-            ///
-            /// # Errors
-            ///
-            /// If the blob cannot be compiled or loaded, or its entry point
-            /// is not found.
-            pub fn try_get(kernel: Kernel) -> ::core::result::Result<Fn, ::ck_jit_rt::Error> {
-                let __p = kernel.try_get()?;
-                // SAFETY: as in `call`.
-                ::core::result::Result::Ok(unsafe { ::core::mem::transmute::<*const (), Fn>(__p) })
-            }
-
-            /// Compiles (unless a cached build is found) and loads the
-            /// chosen blob ahead of its first call.
-            ///
-            /// # Errors
-            ///
-            /// As [`try_get`].
-            pub fn prepare(kernel: Kernel) -> ::core::result::Result<(), ::ck_jit_rt::Error> {
-                try_get(kernel).map(|_| ())
-            }
+            #calls
         }
+    }
+}
+
+/// The family module's lookups: its blobs, selection by query and by name.
+fn family_lookup(span: Span) -> TokenStream {
+    quote_spanned! {span=>
+    /// Every blob of the family with its metadata (what its kernel
+    /// supports), in name order; a blob's position is its index.
+    ///
+    /// # Errors
+    ///
+    /// If the manifest cannot be parsed.
+    pub fn blobs(
+    ) -> ::core::result::Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error> {
+        __FAMILY.members()
+    }
+
+    /// The blob that best supports what `query` needs (see
+    /// `ck_jit_rt::family` for the preference order). Select once
+    /// per configuration and keep the [`Kernel`].
+    ///
+    /// # Errors
+    ///
+    /// When no blob matches, an error saying, for each constraint,
+    /// how many blobs it let through and which values it saw.
+    pub fn select(query: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+        __FAMILY.select(query)
+    }
+
+    /// Every blob that meets `query`, best first.
+    ///
+    /// # Errors
+    ///
+    /// If the manifest cannot be parsed.
+    pub fn candidates(query: &::ck_jit_rt::Query) -> ::core::result::Result<::std::vec::Vec<Kernel>, ::ck_jit_rt::Error> {
+        __FAMILY.candidates(query)
+    }
+
+    /// The blob named `blob`, which must belong to this family.
+    ///
+    /// # Errors
+    ///
+    /// If it does not, naming its own family or close names.
+    pub fn by_name(blob: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+        __FAMILY.by_name(blob)
+    }
+    }
+}
+
+/// The family module's call through a chosen blob, its `try_get` and
+/// `prepare`.
+fn family_calls(
+    span: Span,
+    call_attrs: &[&Attribute],
+    inline: Option<TokenStream>,
+    args: &[Ident],
+    mod_tys: &[Type],
+    mod_output: &ReturnType,
+) -> TokenStream {
+    quote_spanned! {span=>
+    #(#call_attrs)*
+    /// Calls the chosen blob. Its first call compiles the blob
+    /// (unless a cached build is found) and loads it; later calls
+    /// cost one acquire load and an indirect call.
+    ///
+    /// # Panics
+    ///
+    /// If the blob cannot be compiled or loaded, or its entry point
+    /// is not found; the message is the runtime's error.
+    /// [`prepare`] and [`try_get`] report that as a `Result`.
+    ///
+    /// # Safety
+    ///
+    /// This calls foreign code through the declared signature: it
+    /// must match the blob's entry point, and the arguments must
+    /// meet the kernel's own requirements.
+    #inline
+    #[track_caller]
+    pub unsafe fn call(kernel: Kernel, #(#args: #mod_tys),*) #mod_output {
+        let __p = kernel.get();
+        // SAFETY: the slot holds the address of a family blob's
+        // entry point, declared with this signature.
+        let __f: Fn = unsafe { ::core::mem::transmute::<*const (), Fn>(__p) };
+        // SAFETY: the caller upholds the kernel's contract (this fn is unsafe).
+        unsafe { __f(#(#args),*) }
+    }
+
+    /// Compiles (unless a cached build is found) and loads the
+    /// chosen blob, returning its entry point or the runtime's
+    /// error. Calling the pointer has the contract of [`call`].
+    ///
+    /// # Errors
+    ///
+    /// If the blob cannot be compiled or loaded, or its entry point
+    /// is not found.
+    pub fn try_get(kernel: Kernel) -> ::core::result::Result<Fn, ::ck_jit_rt::Error> {
+        let __p = kernel.try_get()?;
+        // SAFETY: as in `call`.
+        ::core::result::Result::Ok(unsafe { ::core::mem::transmute::<*const (), Fn>(__p) })
+    }
+
+    /// Compiles (unless a cached build is found) and loads the
+    /// chosen blob ahead of its first call.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_get`].
+    pub fn prepare(kernel: Kernel) -> ::core::result::Result<(), ::ck_jit_rt::Error> {
+        try_get(kernel).map(|_| ())
+    }
     }
 }
 

@@ -244,6 +244,39 @@ fn block<'a>(
     parse::helper_args(&block.helpers, &mut outer, errors);
     let outer = resolve(outer, base, errors);
     let abi = abi_name(&block.abi, errors);
+    block_shape(&outer, block, errors);
+    let (block_cfgs, block_attrs) = block_attributes(block, errors);
+    block_items(block, errors);
+
+    let enclosing = Enclosing {
+        outer: &outer,
+        base,
+        one_kernel: block.kernels.len() == 1,
+        block_cfgs,
+        block_attrs,
+        abi,
+    };
+    let mut checked = Vec::new();
+    for kernel in &block.kernels {
+        checked.push(block_kernel(kernel, &enclosing, errors));
+    }
+    checked
+}
+
+/// What a block gives each of its fns: its arguments (resolved), where
+/// paths are relative to, its attributes and ABI.
+struct Enclosing<'a, 'r> {
+    outer: &'r Resolved,
+    base: &'r FsPath,
+    one_kernel: bool,
+    block_cfgs: Vec<&'a Attribute>,
+    block_attrs: Vec<&'a Attribute>,
+    abi: LitStr,
+}
+
+/// Checks of the block as a whole: arguments meant for one fn on a block
+/// of several, no fn at all, inner attributes.
+fn block_shape(outer: &Resolved, block: &Block, errors: &mut Errors) {
     if block.kernels.len() > 1 {
         if let Some(blob) = &outer.blob {
             errors.spanned(
@@ -284,6 +317,13 @@ fn block<'a>(
             "inner attributes are not supported in a #[lazy_kernel] block: expected them on the block or on a fn",
         );
     }
+}
+
+/// The block's `#[cfg]`s and its other attributes; `#[link]` is refused.
+fn block_attributes<'a>(
+    block: &'a Block,
+    errors: &mut Errors,
+) -> (Vec<&'a Attribute>, Vec<&'a Attribute>) {
     let mut block_cfgs = Vec::new();
     let mut block_attrs = Vec::new();
     for attr in &block.attrs {
@@ -298,6 +338,11 @@ fn block<'a>(
             block_attrs.push(attr);
         }
     }
+    (block_cfgs, block_attrs)
+}
+
+/// Items of the block that are not fn declarations, each refused.
+fn block_items(block: &Block, errors: &mut Errors) {
     for item in &block.others {
         let what = match item {
             ForeignItem::Static(_) => "a static",
@@ -310,76 +355,74 @@ fn block<'a>(
             format!("expected only fn declarations in a #[lazy_kernel] block, found {what}"),
         );
     }
+}
 
-    let one_kernel = block.kernels.len() == 1;
-    let mut checked = Vec::new();
-    for kernel in &block.kernels {
-        let mut own = Args::default();
-        parse::helper_args(&kernel.helpers, &mut own, errors);
-        let own = resolve(own, base, errors);
-        let family = match (own.family, &outer.family) {
-            (Some(own), Some(_)) if one_kernel => {
-                errors.spanned(&own, "duplicate argument `family`");
-                Some(own)
-            }
-            (Some(own), _) => Some(own),
-            // Several fns under one family were refused above; each still
-            // gets a family module so that its uses resolve.
-            (None, Some(outer)) => Some(outer.clone()),
-            (None, None) => None,
-        };
-        // A blob and a family both on the block were reported above.
-        let reported = outer.blob.is_some() && outer.family.is_some() && own.blob.is_none();
-        if family.is_some() && !reported {
-            if let Some(blob) = own
-                .blob
-                .as_ref()
-                .or(outer.blob.as_ref().filter(|_| one_kernel))
-            {
-                errors.spanned(blob, FAMILY_AND_BLOB);
-            }
+/// One fn of a block, its own arguments merged with the block's.
+fn block_kernel<'a>(kernel: &'a Kernel, e: &Enclosing<'a, '_>, errors: &mut Errors) -> Checked<'a> {
+    let mut own = Args::default();
+    parse::helper_args(&kernel.helpers, &mut own, errors);
+    let own = resolve(own, e.base, errors);
+    let family = match (own.family, &e.outer.family) {
+        (Some(own), Some(_)) if e.one_kernel => {
+            errors.spanned(&own, "duplicate argument `family`");
+            Some(own)
         }
-        let blob_meant =
-            family.is_none() && (own.blob.is_some() || one_kernel || outer.blob.is_none());
-        let blob = match (own.blob, &outer.blob) {
-            (Some(own), Some(_)) if one_kernel => {
-                errors.spanned(&own, "duplicate argument `blob`");
-                Some(own)
-            }
-            (Some(own), _) => Some(own),
-            (None, Some(outer)) if one_kernel => Some(outer.clone()),
-            (None, _) => None,
-        };
-        if let Some(abi) = &kernel.sig.abi {
-            errors.spanned(
-                abi,
-                "a fn in an extern block takes the block's ABI: expected no `extern` here",
-            );
+        (Some(own), _) => Some(own),
+        // Several fns under one family were refused above; each still
+        // gets a family module so that its uses resolve.
+        (None, Some(outer)) => Some(outer.clone()),
+        (None, None) => None,
+    };
+    // A blob and a family both on the block were reported above.
+    let reported = e.outer.blob.is_some() && e.outer.family.is_some() && own.blob.is_none();
+    if family.is_some() && !reported {
+        if let Some(blob) = own
+            .blob
+            .as_ref()
+            .or(e.outer.blob.as_ref().filter(|_| e.one_kernel))
+        {
+            errors.spanned(blob, FAMILY_AND_BLOB);
         }
-        if let Some(body) = &kernel.body {
-            errors.spanned(
-                body,
-                "a #[lazy_kernel] fn is declared, not defined: expected `;` instead of a body",
-            );
-        }
-        let sig_ok = signature(kernel, errors);
-        checked.push(Checked {
-            kernel,
-            block_cfgs: block_cfgs.clone(),
-            block_attrs: block_attrs.clone(),
-            abi: abi.clone(),
-            blob: blob_name(blob, kernel, errors),
-            family,
-            symbol: own
-                .symbol
-                .or_else(|| outer.symbol.clone())
-                .unwrap_or(Symbol::Manifest),
-            manifest: own.manifest.or_else(|| outer.manifest.clone()),
-            blob_meant,
-            sig_ok,
-        });
     }
-    checked
+    let blob_meant =
+        family.is_none() && (own.blob.is_some() || e.one_kernel || e.outer.blob.is_none());
+    let blob = match (own.blob, &e.outer.blob) {
+        (Some(own), Some(_)) if e.one_kernel => {
+            errors.spanned(&own, "duplicate argument `blob`");
+            Some(own)
+        }
+        (Some(own), _) => Some(own),
+        (None, Some(outer)) if e.one_kernel => Some(outer.clone()),
+        (None, _) => None,
+    };
+    if let Some(abi) = &kernel.sig.abi {
+        errors.spanned(
+            abi,
+            "a fn in an extern block takes the block's ABI: expected no `extern` here",
+        );
+    }
+    if let Some(body) = &kernel.body {
+        errors.spanned(
+            body,
+            "a #[lazy_kernel] fn is declared, not defined: expected `;` instead of a body",
+        );
+    }
+    let sig_ok = signature(kernel, errors);
+    Checked {
+        kernel,
+        block_cfgs: e.block_cfgs.clone(),
+        block_attrs: e.block_attrs.clone(),
+        abi: e.abi.clone(),
+        blob: blob_name(blob, kernel, errors),
+        family,
+        symbol: own
+            .symbol
+            .or_else(|| e.outer.symbol.clone())
+            .unwrap_or(Symbol::Manifest),
+        manifest: own.manifest.or_else(|| e.outer.manifest.clone()),
+        blob_meant,
+        sig_ok,
+    }
 }
 
 /// The blob named by `blob = "..."`, else the fn's own name.

@@ -107,7 +107,45 @@ impl Manifest {
     /// The compact form of this manifest (see the [module docs](self)).
     /// Deterministic: the same manifest gives the same bytes.
     pub fn to_compact(&self) -> Vec<u8> {
-        // Source templates: a source that is `prefix + name + suffix`.
+        let (sources, source_of) = self.source_templates();
+        let families = self.family_tables();
+        let (blocks, names) = self.name_records(&source_of, &families.row_of);
+
+        let head = Head {
+            format: self.format,
+            name: self.name.clone(),
+            root: self.root.clone(),
+            sources,
+            groups: self
+                .groups
+                .iter()
+                .map(|g| (g.name.clone(), g.family().to_string()))
+                .collect(),
+            families: families.names,
+        };
+        let (group_offsets, groups) = concat(
+            self.groups
+                .iter()
+                .map(|g| serde_json::to_vec(g).unwrap_or_default()),
+        );
+        let (family_offsets, family_bytes) = concat(families.json);
+        let sections: [Vec<u8>; SECTIONS] = [
+            serde_json::to_vec(&head).unwrap_or_default(),
+            group_offsets,
+            groups,
+            blocks,
+            names,
+            family_offsets,
+            family_bytes,
+            families.data,
+            self.together_bytes(),
+        ];
+        self.lay_out(&sections)
+    }
+
+    /// Source templates, a source that is `prefix + name + suffix`, and
+    /// each blob's template code (0: its source is written in full).
+    fn source_templates(&self) -> (Vec<(String, String)>, Vec<usize>) {
         let mut sources: Vec<(String, String)> = Vec::new();
         let mut source_of: Vec<usize> = Vec::with_capacity(self.blobs.len());
         for b in &self.blobs {
@@ -130,9 +168,12 @@ impl Manifest {
             };
             source_of.push(code);
         }
+        (sources, source_of)
+    }
 
-        // Families: the groups sharing a family name, their members'
-        // metadata as codes.
+    /// Families: the groups sharing a family name, their members'
+    /// metadata as codes.
+    fn family_tables(&self) -> FamilyTables {
         let mut families: Vec<String> = Vec::new();
         let mut family_of_group = Vec::with_capacity(self.groups.len());
         for g in &self.groups {
@@ -179,8 +220,17 @@ impl Manifest {
             };
             family_json.push(serde_json::to_vec(&head).unwrap_or_default());
         }
+        FamilyTables {
+            names: families,
+            row_of,
+            data,
+            json: family_json,
+        }
+    }
 
-        // Names, front-coded in blocks, with each blob's record.
+    /// Names, front-coded in blocks, with each blob's record: the block
+    /// offsets and the records.
+    fn name_records(&self, source_of: &[usize], row_of: &[usize]) -> (Vec<u8>, Vec<u8>) {
         let mut names: Vec<u8> = Vec::new();
         let mut blocks: Vec<u8> = Vec::new();
         let mut prev: &str = "";
@@ -215,25 +265,11 @@ impl Manifest {
             put_varint(&mut names, row_of[i] as u64);
             prev = &b.name;
         }
+        (blocks, names)
+    }
 
-        let head = Head {
-            format: self.format,
-            name: self.name.clone(),
-            root: self.root.clone(),
-            sources,
-            groups: self
-                .groups
-                .iter()
-                .map(|g| (g.name.clone(), g.family().to_string()))
-                .collect(),
-            families,
-        };
-        let (group_offsets, groups) = concat(
-            self.groups
-                .iter()
-                .map(|g| serde_json::to_vec(g).unwrap_or_default()),
-        );
-        let (family_offsets, family_bytes) = concat(family_json);
+    /// The sets of blobs run together, delta-coded.
+    fn together_bytes(&self) -> Vec<u8> {
         let mut together = Vec::new();
         put_varint(&mut together, self.together.len() as u64);
         for set in &self.together {
@@ -244,36 +280,41 @@ impl Manifest {
                 prev = i;
             }
         }
-        let sections: [Vec<u8>; SECTIONS] = [
-            serde_json::to_vec(&head).unwrap_or_default(),
-            group_offsets,
-            groups,
-            blocks,
-            names,
-            family_offsets,
-            family_bytes,
-            data,
-            together,
-        ];
+        together
+    }
+
+    /// The header (magic, version, counts, section table) and the
+    /// sections after it.
+    fn lay_out(&self, sections: &[Vec<u8>; SECTIONS]) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
         put_u32(&mut out, COMPACT_VERSION as usize);
         put_u32(&mut out, self.blobs.len());
         put_u32(&mut out, BLOCK);
         let mut at = HEADER;
-        for s in &sections {
+        for s in sections {
             // Sections start 4-aligned, so u32 tables can be read in place.
             at = at.next_multiple_of(4);
             put_u32(&mut out, at);
             put_u32(&mut out, s.len());
             at += s.len();
         }
-        for s in &sections {
+        for s in sections {
             out.resize(out.len().next_multiple_of(4), 0);
             out.extend_from_slice(s);
         }
         out
     }
+}
+
+/// What [`Manifest::family_tables`] lays out: the family names, each
+/// blob's row in its family's table, the tables' data and each family's
+/// JSON head.
+struct FamilyTables {
+    names: Vec<String>,
+    row_of: Vec<usize>,
+    data: Vec<u8>,
+    json: Vec<Vec<u8>>,
 }
 
 /// Items laid end to end, with the u32 offsets of their starts and of the

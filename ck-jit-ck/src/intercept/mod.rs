@@ -102,7 +102,8 @@ pub use protocol::Record;
 pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
-use super::preset::{describe_blob, describe_source, family_of, group_base, neutral_of};
+use super::generated::{describe_blob, describe_source};
+use super::preset::{family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
@@ -977,178 +978,214 @@ impl Intercept {
         let root_text = root.to_str().ok_or_else(|| Error::Intercept {
             why: format!("root '{}' is not valid UTF-8", shown(root)),
         })?;
-        struct Entry {
-            blob: Blob,
-            key: GroupKey,
-            decl: Option<BlobDecl>,
-        }
         // The vocabulary of each CK example directory the blobs include.
         let mut vocabs: BTreeMap<PathBuf, Option<Vocabulary>> = BTreeMap::new();
-        // (base name, compiler, args, cwd, symbol as (is prefix, text)).
-        type GroupKey = (String, String, Vec<String>, String, (bool, String));
         let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
         for r in records {
-            let bad = |why: String| Error::Intercept { why };
-            let args = r.argv.get(1..).unwrap_or(&[]);
-            let a = args::analyse(args);
-            let Some(&(source_at, _)) = a.sources.first() else {
-                return Err(bad(format!(
-                    "recorded command has no source: {}",
-                    quoted(&r.argv)
-                )));
-            };
-            let cwd = PathBuf::from(&r.cwd);
-            let src =
-                fs::canonicalize(cwd.join(&r.source)).map_err(io_err(&cwd.join(&r.source)))?;
-            let rel = src
-                .strip_prefix(root)
-                .ok()
-                .and_then(Path::to_str)
-                .map(|s| s.replace('\\', "/"))
-                .ok_or_else(|| {
-                    bad(format!(
-                        "source '{}' is outside the root '{}'; set root() to a directory holding it",
-                        shown(&src),
-                        shown(root)
-                    ))
-                })?;
-            let stem = src
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_string();
-            let compiler = match &self.manifest_compiler {
-                Some(c) => c.clone(),
-                None => Path::new(&r.argv[0])
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or(protocol::DEFAULT_NAME)
-                    .to_string(),
-            };
-            let cwd_template = match cwd.strip_prefix(root) {
-                Ok(p) if p.as_os_str().is_empty() => "{root}".to_string(),
-                Ok(p) => format!("{{root}}/{}", p.to_string_lossy().replace('\\', "/")),
-                Err(_) => r.cwd.clone(),
-            };
-            // What the blob declares, read with the vocabulary of the CK
-            // headers its command includes.
-            let decl = match ck_example_dir(args, &cwd) {
-                Some(dir) => {
-                    if !vocabs.contains_key(&dir) {
-                        vocabs.insert(dir.clone(), Vocabulary::read(&dir).ok());
-                    }
-                    match vocabs.get(&dir).and_then(Option::as_ref) {
-                        Some(vocab) => match read.get(&src).filter(|r| {
-                            protocol::file_stamp(&src) == Some((r.len, r.mtime_ns))
-                        }) {
-                            Some(r) => describe_source(vocab, &r.source, &src)?,
-                            None => {
-                                let text = fs::read_to_string(&src).map_err(io_err(&src))?;
-                                describe_blob(vocab, &text, &src)?
-                            }
-                        },
-                        None => None,
-                    }
-                }
-                None => None,
-            };
-            let (base, symbol, meta) = match &decl {
-                Some(d) => (
-                    group_base(&d.kind, d.arch.as_deref()),
-                    SymbolSpec::Prefix(mangled_template_prefix(&d.entry)),
-                    d.meta.clone(),
-                ),
-                None => (
-                    self.group_name.clone(),
-                    self.symbol.clone(),
-                    BTreeMap::new(),
-                ),
-            };
-            let symbol = match symbol {
-                SymbolSpec::Prefix(p) => (true, p),
-                SymbolSpec::Exact(e) => (false, e),
-            };
-            let template: Vec<String> = args::template(args, source_at)
-                .iter()
-                .map(|a| relocate(a, root_text))
-                .collect();
-            let key = (base, compiler, template, cwd_template, symbol);
+            let (stem, entry) = self.entry(r, root, root_text, read, &mut vocabs)?;
+            let key = &entry.key;
+            let rel = &entry.blob.source;
             if let Some(old) = entries.get(&stem) {
-                if old.key != key || old.blob.source != rel {
-                    return Err(bad(format!(
+                if old.key != *key || old.blob.source != *rel {
+                    return Err(Error::Intercept { why: format!(
                         "blob '{}' was compiled twice with different commands (sources '{}' and '{}')",
                         escape(&stem),
                         escape(&old.blob.source),
-                        escape(&rel)
-                    )));
+                        escape(rel)
+                    ) });
                 }
                 continue;
             }
-            entries.insert(
-                stem.clone(),
-                Entry {
-                    blob: Blob {
-                        name: stem,
-                        source: rel,
-                        group: 0,
-                        symbol: None,
-                        meta,
-                    },
-                    key,
-                    decl,
-                },
-            );
+            entries.insert(stem, entry);
         }
-
-        let mut recorder = Recorder::new(name, root_text);
-        let mut groups: BTreeMap<&GroupKey, u32> = BTreeMap::new();
-        let mut per_base: BTreeMap<&str, usize> = BTreeMap::new();
-        let keys: std::collections::BTreeSet<&GroupKey> =
-            entries.values().map(|e| &e.key).collect();
-        for key in keys {
-            let n = per_base.entry(key.0.as_str()).or_insert(0);
-            *n += 1;
-            let group_name = if *n == 1 {
-                key.0.clone()
-            } else {
-                format!("{}_{n}", key.0)
-            };
-            let mut g = BlobGroup::new(&group_name);
-            g.compiler(&key.1).args_template(&key.2);
-            match &key.4 {
-                (true, p) => g.symbol_prefix(p),
-                (false, e) => g.symbol_exact(e),
-            };
-            let rendered = g.render()?;
-            // The working directory is already a template (`{root}/...` or
-            // absolute).
-            let decls: Vec<&BlobDecl> = entries
-                .values()
-                .filter(|e| &e.key == key)
-                .filter_map(|e| e.decl.as_ref())
-                .collect();
-            // A CK kind is one family whatever the architecture or command,
-            // and a query that leaves out a trait the blobs vary in gets
-            // its neutral value, as with the CK preset.
-            let family = decls.first().and_then(|d| family_of(&d.kind, &group_name));
-            let rendered = manifest::Group {
-                cwd: Some(key.3.clone()),
-                family,
-                neutral: neutral_of(decls.into_iter()),
-                ..rendered
-            };
-            groups.insert(key, recorder.group(rendered));
-        }
-        for e in entries.values() {
-            let mut blob = e.blob.clone();
-            blob.group = groups.get(&e.key).copied().unwrap_or(0);
-            recorder.blob(blob).map_err(|refused| match refused {
-                Refused::Duplicate(e) => Error::from(e),
-                Refused::Name(e) => Error::Intercept { why: e.to_string() },
-            })?;
-        }
-        Ok(recorder.finish()?)
+        assemble(entries, name, root_text)
     }
+
+    /// The blob of one recorded command, named by its source's stem, with
+    /// the key of the group it belongs to and what it declares.
+    fn entry(
+        &self,
+        r: &Record,
+        root: &Path,
+        root_text: &str,
+        read: &HashMap<PathBuf, protocol::ReadSource>,
+        vocabs: &mut BTreeMap<PathBuf, Option<Vocabulary>>,
+    ) -> Result<(String, Entry), Error> {
+        let bad = |why: String| Error::Intercept { why };
+        let args = r.argv.get(1..).unwrap_or(&[]);
+        let a = args::analyse(args);
+        let Some(&(source_at, _)) = a.sources.first() else {
+            return Err(bad(format!(
+                "recorded command has no source: {}",
+                quoted(&r.argv)
+            )));
+        };
+        let cwd = PathBuf::from(&r.cwd);
+        let src =
+            fs::canonicalize(cwd.join(&r.source)).map_err(io_err(&cwd.join(&r.source)))?;
+        let rel = src
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .map(|s| s.replace('\\', "/"))
+            .ok_or_else(|| {
+                bad(format!(
+                    "source '{}' is outside the root '{}'; set root() to a directory holding it",
+                    shown(&src),
+                    shown(root)
+                ))
+            })?;
+        let stem = src
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let compiler = match &self.manifest_compiler {
+            Some(c) => c.clone(),
+            None => Path::new(&r.argv[0])
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(protocol::DEFAULT_NAME)
+                .to_string(),
+        };
+        let cwd_template = match cwd.strip_prefix(root) {
+            Ok(p) if p.as_os_str().is_empty() => "{root}".to_string(),
+            Ok(p) => format!("{{root}}/{}", p.to_string_lossy().replace('\\', "/")),
+            Err(_) => r.cwd.clone(),
+        };
+        // What the blob declares, read with the vocabulary of the CK
+        // headers its command includes.
+        let decl = blob_decl(args, &cwd, &src, read, vocabs)?;
+        let (base, symbol, meta) = match &decl {
+            Some(d) => (
+                group_base(&d.kind, d.arch.as_deref()),
+                SymbolSpec::Prefix(mangled_template_prefix(&d.entry)),
+                d.meta.clone(),
+            ),
+            None => (
+                self.group_name.clone(),
+                self.symbol.clone(),
+                BTreeMap::new(),
+            ),
+        };
+        let symbol = match symbol {
+            SymbolSpec::Prefix(p) => (true, p),
+            SymbolSpec::Exact(e) => (false, e),
+        };
+        let template: Vec<String> = args::template(args, source_at)
+            .iter()
+            .map(|a| relocate(a, root_text))
+            .collect();
+        let key = (base, compiler, template, cwd_template, symbol);
+        let entry = Entry {
+            blob: Blob {
+                name: stem.clone(),
+                source: rel,
+                group: 0,
+                symbol: None,
+                meta,
+            },
+            key,
+            decl,
+        };
+        Ok((stem, entry))
+    }
+}
+
+/// A blob of the manifest `Intercept::manifest` builds, with its
+/// group's key and what it declares.
+struct Entry {
+    blob: Blob,
+    key: GroupKey,
+    decl: Option<BlobDecl>,
+}
+
+/// (base name, compiler, args, cwd, symbol as (is prefix, text)).
+type GroupKey = (String, String, Vec<String>, String, (bool, String));
+
+/// What the blob `src` declares, read with the vocabulary of the CK
+/// headers its command includes (kept in `vocabs` per directory); what the
+/// lazy links already read (`read`) is not read again.
+fn blob_decl(
+    args: &[String],
+    cwd: &Path,
+    src: &Path,
+    read: &HashMap<PathBuf, protocol::ReadSource>,
+    vocabs: &mut BTreeMap<PathBuf, Option<Vocabulary>>,
+) -> Result<Option<BlobDecl>, Error> {
+    Ok(match ck_example_dir(args, cwd) {
+    Some(dir) => {
+        if !vocabs.contains_key(&dir) {
+            vocabs.insert(dir.clone(), Vocabulary::read(&dir).ok());
+        }
+        match vocabs.get(&dir).and_then(Option::as_ref) {
+            Some(vocab) => match read.get(src).filter(|r| {
+                protocol::file_stamp(src) == Some((r.len, r.mtime_ns))
+            }) {
+                Some(r) => describe_source(vocab, &r.source, src)?,
+                None => {
+                    let text = fs::read_to_string(src).map_err(io_err(src))?;
+                    describe_blob(vocab, &text, src)?
+                }
+            },
+            None => None,
+        }
+    }
+    None => None,
+})
+}
+
+/// The manifest of `entries`: one group per key, numbered when a base
+/// name has several, each blob in its group.
+fn assemble(entries: BTreeMap<String, Entry>, name: String, root_text: &str) -> Result<Manifest, Error> {
+    let mut recorder = Recorder::new(name, root_text);
+    let mut groups: BTreeMap<&GroupKey, u32> = BTreeMap::new();
+    let mut per_base: BTreeMap<&str, usize> = BTreeMap::new();
+    let keys: std::collections::BTreeSet<&GroupKey> =
+        entries.values().map(|e| &e.key).collect();
+    for key in keys {
+        let n = per_base.entry(key.0.as_str()).or_insert(0);
+        *n += 1;
+        let group_name = if *n == 1 {
+            key.0.clone()
+        } else {
+            format!("{}_{n}", key.0)
+        };
+        let mut g = BlobGroup::new(&group_name);
+        g.compiler(&key.1).args_template(&key.2);
+        match &key.4 {
+            (true, p) => g.symbol_prefix(p),
+            (false, e) => g.symbol_exact(e),
+        };
+        let rendered = g.render()?;
+        // The working directory is already a template (`{root}/...` or
+        // absolute).
+        let decls: Vec<&BlobDecl> = entries
+            .values()
+            .filter(|e| &e.key == key)
+            .filter_map(|e| e.decl.as_ref())
+            .collect();
+        // A CK kind is one family whatever the architecture or command,
+        // and a query that leaves out a trait the blobs vary in gets
+        // its neutral value, as with the CK preset.
+        let family = decls.first().and_then(|d| family_of(&d.kind, &group_name));
+        let rendered = manifest::Group {
+            cwd: Some(key.3.clone()),
+            family,
+            neutral: neutral_of(decls.into_iter()),
+            ..rendered
+        };
+        groups.insert(key, recorder.group(rendered));
+    }
+    for e in entries.values() {
+        let mut blob = e.blob.clone();
+        blob.group = groups.get(&e.key).copied().unwrap_or(0);
+        recorder.blob(blob).map_err(|refused| match refused {
+            Refused::Duplicate(e) => Error::from(e),
+            Refused::Name(e) => Error::Intercept { why: e.to_string() },
+        })?;
+    }
+    Ok(recorder.finish()?)
 }
 
 /// `arg` with the root's absolute path, where it starts the argument or

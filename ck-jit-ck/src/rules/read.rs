@@ -83,102 +83,14 @@ pub fn dispatcher_rules(
         read: BTreeSet::new(),
         wanted: BTreeSet::new(),
     };
-    // The file's function definitions (the dispatcher's own templates are
-    // read where they are called).
-    let mut defs = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
-            i = end + 1;
-            continue;
-        }
-        let Some((name, open)) = function_at(src, &toks, i) else {
-            i += 1;
-            continue;
-        };
-        let close = matching_brace(src, &toks, open)
-            .ok_or_else(|| parse_err(toks[open].line, "unbalanced '{'"))?;
-        if !bodies.iter().any(|&(start, _)| start == open) {
-            defs.push(Def {
-                name,
-                at: i,
-                open,
-                close,
-            });
-        }
-        i = close + 1;
-    }
+    let defs = definitions(src, &toks, &bodies)?;
     w.defined = defs.iter().map(|d| d.name.clone()).collect();
     w.def_words = defs
         .iter()
         .map(|d| d.name.split('<').next().unwrap_or_default().to_string())
         .collect();
-    // Read: the functions that call blobs, those that call them (newer
-    // CK's public `fmha_fwd` calls `fmha_fwd_v3` and `fmha_fwd_v2`, which
-    // call the blobs), and whatever those call as a statement.
-    for d in &defs {
-        if w.calls_in(d.open, d.close) {
-            w.read.insert(d.name.clone());
-        }
-    }
-    loop {
-        let before = w.read.len();
-        for d in &defs {
-            if !w.read.contains(&d.name) && w.invokes_in(d.open, d.close) {
-                w.read.insert(d.name.clone());
-            }
-        }
-        if w.read.len() == before {
-            break;
-        }
-    }
-    let mut functions: Vec<Function> = Vec::new();
-    loop {
-        // File order, aliases as the file declares them up to each function.
-        w.aliases.clear();
-        let mut def = defs.iter().peekable();
-        let mut i = 0;
-        while i < toks.len() {
-            if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
-                i = end + 1;
-                continue;
-            }
-            if let Some(d) = def.peek().filter(|d| d.at == i) {
-                if w.read.contains(&d.name) && !functions.iter().any(|f| f.name == d.name) {
-                    let body = w.block(d.open + 1, d.close, 0)?;
-                    functions.push(Function {
-                        name: d.name.clone(),
-                        line: u32::try_from(toks[i].line).unwrap_or(u32::MAX),
-                        params: params_at(src, &toks, i),
-                        body,
-                    });
-                }
-                i = d.close + 1;
-                def.next();
-                continue;
-            }
-            if toks[i].kind == Tok::Ident && toks[i].text(src) == "using" {
-                if let Some((name_at, range, next)) = using_decl(src, &toks, i) {
-                    w.aliases.insert(toks[name_at].text(src), range);
-                    i = next;
-                    continue;
-                }
-            }
-            i += 1;
-        }
-        // Functions first met as callees (a `fmha_fwd_v3` with no kernel
-        // in this build calls no blob) are read in another round.
-        let more: Vec<String> = w
-            .wanted
-            .iter()
-            .filter(|n| !w.read.contains(*n))
-            .cloned()
-            .collect();
-        if more.is_empty() {
-            break;
-        }
-        w.read.extend(more);
-    }
+    w.mark_read(&defs);
+    let mut functions = w.functions(&defs, &bodies)?;
     functions.sort_by_key(|f| f.line);
     Ok(DispatcherRules {
         rules: RulesFile {
@@ -191,6 +103,35 @@ pub fn dispatcher_rules(
         unresolved: w.unresolved,
         calls: w.calls,
     })
+}
+
+/// The file's function definitions outside `bodies` (the dispatcher's
+/// own templates are read where they are called).
+fn definitions(src: &str, toks: &[Token], bodies: &[(usize, usize)]) -> Result<Vec<Def>, Error> {
+    let mut defs = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
+            i = end + 1;
+            continue;
+        }
+        let Some((name, open)) = function_at(src, toks, i) else {
+            i += 1;
+            continue;
+        };
+        let close = matching_brace(src, toks, open)
+            .ok_or_else(|| parse_err(toks[open].line, "unbalanced '{'"))?;
+        if !bodies.iter().any(|&(start, _)| start == open) {
+            defs.push(Def {
+                name,
+                at: i,
+                open,
+                close,
+            });
+        }
+        i = close + 1;
+    }
+    Ok(defs)
 }
 
 /// A function definition of the dispatcher.
@@ -305,6 +246,88 @@ struct Walker<'s> {
 }
 
 impl<'s> Walker<'s> {
+    /// Marks what is read: the functions that call blobs, those that
+    /// call them (newer CK's public `fmha_fwd` calls `fmha_fwd_v3` and
+    /// `fmha_fwd_v2`, which call the blobs), and whatever those call as a
+    /// statement.
+    fn mark_read(&mut self, defs: &[Def]) {
+        for d in defs {
+            if self.calls_in(d.open, d.close) {
+                self.read.insert(d.name.clone());
+            }
+        }
+        loop {
+            let before = self.read.len();
+            for d in defs {
+                if !self.read.contains(&d.name) && self.invokes_in(d.open, d.close) {
+                    self.read.insert(d.name.clone());
+                }
+            }
+            if self.read.len() == before {
+                break;
+            }
+        }
+    }
+
+    /// The functions read, in file order, aliases as the file declares
+    /// them up to each function; functions first met as callees are read
+    /// in another round.
+    fn functions(
+        &mut self,
+        defs: &[Def],
+        bodies: &[(usize, usize)],
+    ) -> Result<Vec<Function>, Error> {
+        let mut functions: Vec<Function> = Vec::new();
+        loop {
+            // File order, aliases as the file declares them up to each function.
+            self.aliases.clear();
+            let mut def = defs.iter().peekable();
+            let mut i = 0;
+            while i < self.toks.len() {
+                if let Some(&(_, end)) = bodies.iter().find(|(start, _)| *start == i) {
+                    i = end + 1;
+                    continue;
+                }
+                if let Some(d) = def.peek().filter(|d| d.at == i) {
+                    if self.read.contains(&d.name) && !functions.iter().any(|f| f.name == d.name) {
+                        let body = self.block(d.open + 1, d.close, 0)?;
+                        functions.push(Function {
+                            name: d.name.clone(),
+                            line: u32::try_from(self.toks[i].line).unwrap_or(u32::MAX),
+                            params: params_at(self.src, self.toks, i),
+                            body,
+                        });
+                    }
+                    i = d.close + 1;
+                    def.next();
+                    continue;
+                }
+                if self.toks[i].kind == Tok::Ident && self.toks[i].text(self.src) == "using" {
+                    if let Some((name_at, range, next)) = using_decl(self.src, self.toks, i) {
+                        self.aliases
+                            .insert(self.toks[name_at].text(self.src), range);
+                        i = next;
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+            // Functions first met as callees (a `fmha_fwd_v3` with no kernel
+            // in this build calls no blob) are read in another round.
+            let more: Vec<String> = self
+                .wanted
+                .iter()
+                .filter(|n| !self.read.contains(*n))
+                .cloned()
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            self.read.extend(more);
+        }
+        Ok(functions)
+    }
+
     fn text(&self, k: usize) -> &'s str {
         self.toks.get(k).map_or("", |t| t.text(self.src))
     }

@@ -4,12 +4,13 @@
 //! compile limit is set to the same number (and, under make or cargo, the
 //! runtime takes the jobserver's slots besides).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ck_jit_rt::config::config;
-use ck_jit_rt::Outcome;
+use ck_jit_rt::{Outcome, Runtime};
 use serde::Serialize;
 
 use crate::args::BuildArgs;
@@ -71,53 +72,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
     ck_jit_rt::set_jobs(jobs);
 
     let t0 = Instant::now();
-    let progress = ctx.out.progress(names.len() as u64);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<BlobDoc>>> = Mutex::new((0..names.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.min(names.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(name) = names.get(i) else { break };
-                let t = Instant::now();
-                let r = rt.ensure(name, args.force);
-                let dt = t.elapsed();
-                let doc = match r {
-                    Ok((entry, _, outcome)) => BlobDoc {
-                        name: name.clone(),
-                        outcome: match outcome {
-                            Outcome::Compiled => "compiled",
-                            Outcome::Cached => "cached",
-                        },
-                        object: Some(entry.object.display().to_string()),
-                        seconds: dt.as_secs_f64(),
-                        error: None,
-                    },
-                    Err(e) => BlobDoc {
-                        name: name.clone(),
-                        outcome: "failed",
-                        object: None,
-                        seconds: dt.as_secs_f64(),
-                        error: Some(output::message(&e)),
-                    },
-                };
-                let line = format!("{:<9} {name} ({})", doc.outcome, output::seconds(dt));
-                if doc.error.is_some() {
-                    progress.step_kept(&line);
-                } else {
-                    progress.step(&line);
-                }
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(doc);
-            });
-        }
-    });
-    progress.finish();
-    let blobs: Vec<BlobDoc> = results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .flatten()
-        .collect();
+    let blobs = build_all(ctx, &rt, &names, jobs, args.force);
     let count = |o: &str| blobs.iter().filter(|b| b.outcome == o).count();
     let stats = ck_jit_rt::stats();
     let report = Report {
@@ -161,5 +116,69 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
         Err(CliError::Failed)
     } else {
         Ok(())
+    }
+}
+
+/// Builds `names` on `jobs` threads, each blob through `Runtime::ensure`,
+/// with a progress line per blob; the outcomes in `names`' order.
+fn build_all(
+    ctx: &Context,
+    rt: &Runtime,
+    names: &[String],
+    jobs: usize,
+    force: bool,
+) -> Vec<BlobDoc> {
+    let progress = ctx.out.progress(names.len() as u64);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<BlobDoc>>> = Mutex::new((0..names.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(names.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(name) = names.get(i) else { break };
+                let t = Instant::now();
+                let r = rt.ensure(name, force);
+                let dt = t.elapsed();
+                let r = r.map(|(entry, _, outcome)| (entry.object, outcome));
+                let doc = blob_doc(name, r, dt);
+                let line = format!("{:<9} {name} ({})", doc.outcome, output::seconds(dt));
+                if doc.error.is_some() {
+                    progress.step_kept(&line);
+                } else {
+                    progress.step(&line);
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(doc);
+            });
+        }
+    });
+    progress.finish();
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// What became of the blob `name`, built (or found) in `dt`.
+fn blob_doc(name: &str, r: Result<(PathBuf, Outcome), ck_jit_rt::Error>, dt: Duration) -> BlobDoc {
+    match r {
+        Ok((object, outcome)) => BlobDoc {
+            name: name.to_string(),
+            outcome: match outcome {
+                Outcome::Compiled => "compiled",
+                Outcome::Cached => "cached",
+            },
+            object: Some(object.display().to_string()),
+            seconds: dt.as_secs_f64(),
+            error: None,
+        },
+        Err(e) => BlobDoc {
+            name: name.to_string(),
+            outcome: "failed",
+            object: None,
+            seconds: dt.as_secs_f64(),
+            error: Some(output::message(&e)),
+        },
     }
 }
