@@ -14,10 +14,9 @@ use std::fmt;
 
 use crate::error::Error;
 
-/// The accepted forms of `CK_JIT_ARCH`, as error messages list them.
-pub const ARCH_FORMS: &str = "gfx<id> (gfx942, gfx90a, gfx1100), sm_<cc> (sm_80, sm_90, sm_100; \
-     sm_90a names the same device as sm_90), one of each separated by a comma (gfx942,sm_90), \
-     or all (compile the recorded targets unchanged)";
+// The message text lives with the messages, which must not depend on
+// this module.
+pub use crate::error::ARCH_FORMS;
 
 /// A GPU vendor's family of targets; a device is detected per platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,6 +11,11 @@ use std::sync::Arc;
 
 use ck_jit_manifest::{escape, ManifestError, SymbolSpec};
 
+/// The accepted forms of `CK_JIT_ARCH`, as error messages list them.
+pub const ARCH_FORMS: &str = "gfx<id> (gfx942, gfx90a, gfx1100), sm_<cc> (sm_80, sm_90, sm_100; \
+     sm_90a names the same device as sm_90), one of each separated by a comma (gfx942,sm_90), \
+     or all (compile the recorded targets unchanged)";
+
 /// How a compile was killed ([`Error::CompileKilled`]): the signal, and
 /// the memory figures that tell whether memory ran out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -501,7 +506,7 @@ impl fmt::Display for Error {
                 f,
                 "blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
                  forms: {}",
-                crate::arch::ARCH_FORMS
+                ARCH_FORMS
             ),
             Error::ProgramManifest { manifests } if manifests.is_empty() => write!(
                 f,
