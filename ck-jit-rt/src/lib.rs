@@ -96,7 +96,7 @@ mod tally;
 
 pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
-pub use compile::CompilerCheck;
+pub use config::CompilerCheck;
 pub use declared::runtime;
 pub use error::{shell_quote, Error, Kill};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};

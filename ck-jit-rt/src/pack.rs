@@ -310,7 +310,7 @@ pub struct Packed {
 /// entry, found as a lazy call would find it (the writable cache or a
 /// read-only tier); none is compiled.
 pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackError> {
-    let env = compile::key_env(&rt.config().key_env);
+    let env = crate::config::key_env(&rt.config().key_env);
     let mut compilers: BTreeMap<String, PackCompiler> = BTreeMap::new();
     let mut devices: BTreeSet<String> = BTreeSet::new();
     let mut missing = Vec::new();
@@ -814,7 +814,7 @@ pub fn unpack(
         devices: cache.root().join("devices"),
         found: HashMap::new(),
     };
-    let env = compile::key_env(&config.key_env);
+    let env = crate::config::key_env(&config.key_env);
     let compilers_dir = cache.root().join("compilers");
     let mut notes = Vec::new();
     let mut skipped = Vec::new();

@@ -294,7 +294,7 @@ pub struct Runtime {
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::sources::SourceMemo>>,
-    /// The compiler variables of the key ([`compile::key_env`]), read at
+    /// The compiler variables of the key ([`config::key_env`](crate::config::key_env)), read at
     /// the first plan: like the rest of the configuration, once per
     /// runtime, not once per blob.
     key_env: OnceCell<String>,
@@ -1042,7 +1042,7 @@ impl Runtime {
         .map(|id| {
             let env = self
                 .key_env
-                .get_or_init(|| compile::key_env(&self.config.key_env));
+                .get_or_init(|| crate::config::key_env(&self.config.key_env));
             let prekey = inputs_key.prekey(&id, env);
             (id, prekey)
         });
