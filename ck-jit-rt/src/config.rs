@@ -493,7 +493,7 @@ pub const KEY_ENV: &[&str] = &[
 
 /// The values of [`KEY_ENV`] and of `extra` as they are now, in a form
 /// for the key: `NAME=value` for each variable that is set.
-pub fn key_env(extra: &[String]) -> String {
+pub(crate) fn key_env(extra: &[String]) -> String {
     let mut out = String::new();
     for name in KEY_ENV
         .iter()

@@ -99,6 +99,7 @@ mod tally;
 
 pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
+#[doc(inline)]
 pub use config::CompilerCheck;
 pub use declared::runtime;
 pub use error::{shell_quote, Error, Kill};

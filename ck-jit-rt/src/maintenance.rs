@@ -12,6 +12,7 @@ pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
+#[doc(inline)]
 pub use crate::config::{parse_size, Limits};
 pub use crate::evict::{entry_bytes, Eviction, Removal};
 pub use crate::memory::{Estimates as MemoryEstimates, Learnt as LearntMemory, MEMORY_FILE};
