@@ -14,10 +14,9 @@ use std::fmt;
 
 use crate::error::Error;
 
-/// The accepted forms of `CK_JIT_ARCH`, as error messages list them.
-pub const ARCH_FORMS: &str = "gfx<id> (gfx942, gfx90a, gfx1100), sm_<cc> (sm_80, sm_90, sm_100; \
-     sm_90a names the same device as sm_90), one of each separated by a comma (gfx942,sm_90), \
-     or all (compile the recorded targets unchanged)";
+// The message text lives with the messages, which must not depend on
+// this module.
+pub use crate::error::ARCH_FORMS;
 
 /// A GPU vendor's family of targets; a device is detected per platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -604,25 +603,8 @@ pub fn for_device(
     arch_names.sort();
     arch_names.dedup();
     let several = any || arch_names.len() > 1;
-    let device = match choice {
-        ArchChoice::Invalid(value) => {
-            return Err(Error::ArchVariable {
-                blob: blob.to_string(),
-                value: value.clone(),
-            })
-        }
-        ArchChoice::All => return Ok(None),
-        ArchChoice::Detect | ArchChoice::Fixed(_) => match choice.fixed(platform) {
-            Some(arch) => Device {
-                arch: arch.clone(),
-                found_by: "CK_JIT_ARCH".into(),
-            },
-            None if several => match detect(platform) {
-                Some(d) => d,
-                None => return Ok(None),
-            },
-            None => return Ok(None),
-        },
+    let Some(device) = chosen_device(blob, choice, platform, several, detect)? else {
+        return Ok(None);
     };
     let foreign = || Error::ForeignDevice {
         blob: blob.to_string(),
@@ -659,19 +641,60 @@ pub fn for_device(
         // A generic target may well run on the device: nvcc/clang decide.
         return if generic { Ok(None) } else { Err(foreign()) };
     };
-    // Which values of each site stay: the best-ranked targets, and in a
-    // site that keeps one, the PTX beside it the device can also run.
-    let kept: Vec<Option<Vec<String>>> = sites
+    let kept = kept_values(&sites, has_code, &device.arch, best);
+    let out = without_dropped(args, &sites, &kept, has_code);
+    Ok(Some(Narrowed { args: out, device }))
+}
+
+/// The device `for_device` narrows to: the one `CK_JIT_ARCH` names for
+/// `platform`, else the one `detect` finds when the command names
+/// `several` targets; `None` when the argv stays as recorded.
+fn chosen_device(
+    blob: &str,
+    choice: &ArchChoice,
+    platform: Platform,
+    several: bool,
+    detect: impl FnOnce(Platform) -> Option<Device>,
+) -> Result<Option<Device>, Error> {
+    Ok(match choice {
+        ArchChoice::Invalid(value) => {
+            return Err(Error::ArchVariable {
+                blob: blob.to_string(),
+                value: value.clone(),
+            })
+        }
+        ArchChoice::All => None,
+        ArchChoice::Detect | ArchChoice::Fixed(_) => match choice.fixed(platform) {
+            Some(arch) => Some(Device {
+                arch: arch.clone(),
+                found_by: "CK_JIT_ARCH".into(),
+            }),
+            None if several => detect(platform),
+            None => None,
+        },
+    })
+}
+
+/// Which values of each site stay (`None`: the site goes): the targets
+/// ranked `best` on `device`, and in a site that keeps one, the PTX beside
+/// it the device can also run.
+fn kept_values(
+    sites: &[Site],
+    has_code: bool,
+    device: &DeviceArch,
+    best: (u8, u32),
+) -> Vec<Option<Vec<String>>> {
+    sites
         .iter()
         .map(|s| {
             if s.kind == Kind::Arch {
                 let keep = has_code
                     || site_targets(s, false)
                         .iter()
-                        .any(|t| t.rank(&device.arch) == Some(best));
+                        .any(|t| t.rank(device) == Some(best));
                 return keep.then(|| s.values.iter().map(|(v, _)| v.clone()).collect());
             }
-            let is_best = |t: &Target| t.rank(&device.arch) == Some(best);
+            let is_best = |t: &Target| t.rank(device) == Some(best);
             if !s.values.iter().any(|(_, t)| is_best(t)) {
                 return None;
             }
@@ -679,23 +702,31 @@ pub fn for_device(
                 s.values
                     .iter()
                     .filter(|(_, t)| {
-                        is_best(t)
-                            || matches!(t, Target::Ptx { .. }) && t.rank(&device.arch).is_some()
+                        is_best(t) || matches!(t, Target::Ptx { .. }) && t.rank(device).is_some()
                     })
                     .map(|(v, _)| v.clone())
                     .collect(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// `args` with each site replaced by its `kept` values (or taken out).
+fn without_dropped(
+    args: &[String],
+    sites: &[Site],
+    kept: &[Option<Vec<String>>],
+    has_code: bool,
+) -> Vec<String> {
     // An `-arch` that only named the virtual architecture of `-code` lists
     // goes when every `-code` went.
     let code_left = sites
         .iter()
-        .zip(&kept)
+        .zip(kept)
         .any(|(s, k)| s.kind == Kind::Code && k.is_some());
     let mut out = Vec::with_capacity(args.len());
     let mut i = 0;
-    for (site, keep) in sites.iter().zip(&kept) {
+    for (site, keep) in sites.iter().zip(kept) {
         out.extend_from_slice(&args[i..site.at]);
         i = site.at + site.len;
         let keep = match keep {
@@ -717,7 +748,7 @@ pub fn for_device(
         }
     }
     out.extend_from_slice(&args[i..]);
-    Ok(Some(Narrowed { args: out, device }))
+    out
 }
 
 #[cfg(test)]

@@ -698,6 +698,83 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Refuses an existing cache root `dir` (`md`: its own metadata, a link
+/// not followed) that is a link, not a directory, or writable by others,
+/// as [`Cache::open`] describes.
+fn check_root(dir: &Path, md: &fs::Metadata, shared: bool) -> Result<(), Error> {
+    let refuse = |why: String| Error::Cache {
+        dir: dir.to_path_buf(),
+        why,
+    };
+    let cannot = |what: &str, e: io::Error| {
+        refuse(format!(
+            "{what}: {e}; set CK_JIT_CACHE_DIR to a directory you can write"
+        ))
+    };
+    if md.file_type().is_symlink() && !shared {
+        return Err(refuse(format!(
+            "is a symlink (to {}); a link can be redirected by whoever controls it. \
+             Point CK_JIT_CACHE_DIR at the real directory, or set CK_JIT_SHARED_CACHE=1 \
+             if this is a deliberate team cache",
+            fs::read_link(dir)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "?".into())
+        )));
+    }
+    let md = fs::metadata(dir).map_err(|e| cannot("cannot be inspected", e))?;
+    if !md.is_dir() {
+        return Err(refuse("exists and is not a directory".into()));
+    }
+    let mode = md.mode() & 0o7777;
+    if mode & 0o002 != 0 {
+        return Err(refuse(format!(
+            "is writable by every user (mode {mode:o}); anyone could plant code in it. \
+             Use a directory of your own (chmod 700 it), e.g. the default under ~/.cache"
+        )));
+    }
+    if !shared {
+        if md.uid() != euid() {
+            return Err(refuse(format!(
+                "is owned by user id {}, not by you ({}); another user could plant code in it. \
+                 Use a directory you own, or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
+                md.uid(),
+                euid()
+            )));
+        }
+        if mode & 0o020 != 0 {
+            return Err(refuse(format!(
+                "is writable by its group (mode {mode:o}); run `chmod 700 {}`, \
+                 or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether files may be made in `dir`, judged with the effective ids as
+/// creating one would be (a read-only file system is EROFS).
+fn access_for_writing(dir: &Path) -> io::Result<()> {
+    std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(io::Error::other)
+        .and_then(|c| {
+            // SAFETY: a NUL-terminated path; faccessat only reads it.
+            let rc = unsafe {
+                libc::faccessat(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::W_OK | libc::X_OK,
+                    libc::AT_EACCESS,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        })
+}
+
 impl Cache {
     /// Opens (creating if needed) the cache root `dir`.
     ///
@@ -725,46 +802,7 @@ impl Cache {
             ))
         };
         match fs::symlink_metadata(&dir) {
-            Ok(md) => {
-                if md.file_type().is_symlink() && !shared {
-                    return Err(refuse(format!(
-                        "is a symlink (to {}); a link can be redirected by whoever controls it. \
-                         Point CK_JIT_CACHE_DIR at the real directory, or set CK_JIT_SHARED_CACHE=1 \
-                         if this is a deliberate team cache",
-                        fs::read_link(&dir)
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_else(|_| "?".into())
-                    )));
-                }
-                let md = fs::metadata(&dir).map_err(|e| cannot("cannot be inspected", e))?;
-                if !md.is_dir() {
-                    return Err(refuse("exists and is not a directory".into()));
-                }
-                let mode = md.mode() & 0o7777;
-                if mode & 0o002 != 0 {
-                    return Err(refuse(format!(
-                        "is writable by every user (mode {mode:o}); anyone could plant code in it. \
-                         Use a directory of your own (chmod 700 it), e.g. the default under ~/.cache"
-                    )));
-                }
-                if !shared {
-                    if md.uid() != euid() {
-                        return Err(refuse(format!(
-                            "is owned by user id {}, not by you ({}); another user could plant code in it. \
-                             Use a directory you own, or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
-                            md.uid(),
-                            euid()
-                        )));
-                    }
-                    if mode & 0o020 != 0 {
-                        return Err(refuse(format!(
-                            "is writable by its group (mode {mode:o}); run `chmod 700 {}`, \
-                             or set CK_JIT_SHARED_CACHE=1 for a deliberate team cache",
-                            dir.display()
-                        )));
-                    }
-                }
-            }
+            Ok(md) => check_root(&dir, &md, shared)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if let Some(parent) = dir.parent() {
                     fs::create_dir_all(parent)
@@ -801,24 +839,7 @@ impl Cache {
         // effective ids, as creating a file there would be judged; a
         // read-only file system is EROFS).
         let tmp = cache.root.join("tmp");
-        let writable = std::ffi::CString::new(tmp.as_os_str().as_encoded_bytes())
-            .map_err(io::Error::other)
-            .and_then(|c| {
-                // SAFETY: a NUL-terminated path; faccessat only reads it.
-                let rc = unsafe {
-                    libc::faccessat(
-                        libc::AT_FDCWD,
-                        c.as_ptr(),
-                        libc::W_OK | libc::X_OK,
-                        libc::AT_EACCESS,
-                    )
-                };
-                if rc == 0 {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
-            });
+        let writable = access_for_writing(&tmp);
         if let Err(e) = writable {
             return Err(Error::Cache {
                 dir: cache.root.clone(),

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use ck_jit_manifest::{Group, STRIPPED_FLAGS};
 use once_cell::sync::{Lazy, OnceCell};
 
-use crate::config::{compiler_override, compiler_var};
+use crate::config::{compiler_override, compiler_var, CompilerCheck};
 use crate::error::{shell_quote, Error, Kill};
 use crate::symbol;
 
@@ -58,99 +58,6 @@ pub struct CompilerId {
     /// were identified: what the memo in the cache is kept under and what
     /// `identity_changed` compares. Never part of a key.
     pub stat: String,
-}
-
-/// Variables, besides the arguments, that change what a compiler produces:
-/// include and library search paths the driver reads, the ROCm/HIP and
-/// CUDA installation a wrapper picks, and flags a wrapper appends. Their
-/// values (set or not) are part of every cache key; `CK_JIT_KEY_ENV` adds
-/// more (comma- or space-separated names).
-pub const KEY_ENV: &[&str] = &[
-    "CPATH",
-    "C_INCLUDE_PATH",
-    "CPLUS_INCLUDE_PATH",
-    "LIBRARY_PATH",
-    "GCC_EXEC_PREFIX",
-    "COMPILER_PATH",
-    "CCC_OVERRIDE_OPTIONS",
-    "SOURCE_DATE_EPOCH",
-    "HIP_PATH",
-    "ROCM_PATH",
-    "HIP_CLANG_PATH",
-    "HIP_PLATFORM",
-    "HIP_COMPILER",
-    "HIP_RUNTIME",
-    "HIP_DEVICE_LIB_PATH",
-    "DEVICE_LIB_PATH",
-    "HIPCC_COMPILE_FLAGS_APPEND",
-    "HIPCC_LINK_FLAGS_APPEND",
-    "HSA_PATH",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "NVCC_PREPEND_FLAGS",
-    "NVCC_APPEND_FLAGS",
-    "NVCC_CCBIN",
-];
-
-/// The values of [`KEY_ENV`] and of `extra` as they are now, in a form
-/// for the key: `NAME=value` for each variable that is set.
-pub fn key_env(extra: &[String]) -> String {
-    let mut out = String::new();
-    for name in KEY_ENV
-        .iter()
-        .copied()
-        .chain(extra.iter().map(String::as_str))
-    {
-        if let Some(v) = std::env::var_os(name) {
-            out.push_str(name);
-            out.push('=');
-            out.push_str(&v.to_string_lossy());
-            out.push('\0');
-        }
-    }
-    out
-}
-
-/// How a compiler is identified for the cache key (`CK_JIT_COMPILER_CHECK`),
-/// after the policies users of ccache know as `compiler_check`. Whatever
-/// the policy, the identity is computed at most once per process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompilerCheck {
-    /// `content` (the default; `mtime`, the name of an earlier default, is
-    /// read as this): the compiler's files by content and its `--version`
-    /// output ([`CompilerId`]). Both are worked out once per set of files
-    /// (resolved path, size, modification and change time, inode) and kept
-    /// in the cache directory, so a later process with a cache hit starts
-    /// no compiler and hashes nothing. A wrapper is followed to the files
-    /// behind it ([`wrapped_files`]), so upgrading the compiler behind an
-    /// unchanged wrapper is a new identity.
-    Content,
-    /// `command`: runs `--version` in every process; the identity is its
-    /// output alone.
-    Command,
-    /// `string:<text>`: the identity is `<text>`; the compiler is never run
-    /// to identify it.
-    String(String),
-    /// A value none of the above: identifying a compiler is an error.
-    Invalid(String),
-}
-
-impl CompilerCheck {
-    /// Reads a `CK_JIT_COMPILER_CHECK` value (`None`: the default).
-    pub fn parse(value: Option<&str>) -> CompilerCheck {
-        match value.map(str::trim) {
-            None | Some("") | Some("content") | Some("mtime") => CompilerCheck::Content,
-            Some("command") => CompilerCheck::Command,
-            Some(v) => match v.strip_prefix("string:") {
-                Some(text) => CompilerCheck::String(text.to_string()),
-                None => CompilerCheck::Invalid(v.to_string()),
-            },
-        }
-    }
-
-    fn tag(&self) -> String {
-        format!("{self:?}")
-    }
 }
 
 type Identities = HashMap<String, Arc<CompilerId>>;

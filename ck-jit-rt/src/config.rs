@@ -37,14 +37,17 @@
 //! is not ignored silently: [`Config::problems`] says what was wrong and
 //! what is used instead, the process configuration prints that on stderr
 //! once, and the `ck-jit` tool refuses to run.
+//!
+//! The settings' own types and parsers ([`CompilerCheck`], [`Limits`],
+//! [`parse_size`], the key's variables [`KEY_ENV`]) live here as well:
+//! this module is the bottom layer, and reads none of the modules that
+//! act on its settings.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use once_cell::sync::Lazy;
-
-pub use crate::compile::KEY_ENV;
 
 /// The runtime's settings from the environment.
 #[derive(Debug, Clone)]
@@ -96,9 +99,9 @@ pub struct Config {
     pub cache_max_size: Option<String>,
     /// `CK_JIT_CACHE_MAX_SIZE` and `CK_JIT_CACHE_MAX_ENTRIES`: the limits
     /// every publish keeps the cache within.
-    pub cache_limits: crate::evict::Limits,
+    pub cache_limits: Limits,
     /// `CK_JIT_COMPILER_CHECK`: how a compiler is identified.
-    pub compiler_check: crate::compile::CompilerCheck,
+    pub compiler_check: CompilerCheck,
     /// `CK_JIT_KEY_ENV`: variables whose values enter the cache key besides
     /// [`KEY_ENV`].
     pub key_env: Vec<String>,
@@ -174,8 +177,7 @@ impl Reader {
 
     /// `CK_JIT_COMPILER_CHECK`: a policy; another value is a problem and
     /// the default applies.
-    fn compiler_check(&mut self) -> crate::compile::CompilerCheck {
-        use crate::compile::CompilerCheck;
+    fn compiler_check(&mut self) -> CompilerCheck {
         let v = var("CK_JIT_COMPILER_CHECK").map(|v| v.to_string_lossy().into_owned());
         match CompilerCheck::parse(v.as_deref()) {
             CompilerCheck::Invalid(bad) => {
@@ -249,7 +251,7 @@ impl Reader {
     /// (powers of 1024).
     fn size(&mut self, name: &str, default: &str) -> Option<u64> {
         let v = var(name)?;
-        let parsed = crate::evict::parse_size(&v.to_string_lossy());
+        let parsed = parse_size(&v.to_string_lossy());
         if let Err(e) = &parsed {
             self.problems.push(format!("{name}: {e}; using {default}"));
         }
@@ -300,9 +302,9 @@ impl Config {
             }
         };
         let cache_max_size = var("CK_JIT_CACHE_MAX_SIZE").map(|v| v.to_string_lossy().into_owned());
-        let cache_limits = crate::evict::Limits {
+        let cache_limits = Limits {
             max_size: cache_max_size.as_deref().and_then(|v| {
-                crate::evict::parse_size(v)
+                parse_size(v)
                     .map_err(|e| {
                         r.problems.push(format!(
                             "CK_JIT_CACHE_MAX_SIZE: {e}; the cache is not limited"
@@ -455,6 +457,151 @@ fn default_jobs() -> usize {
             .unwrap_or(1)
     });
     *CORES
+}
+
+/// Variables, besides the arguments, that change what a compiler produces:
+/// include and library search paths the driver reads, the ROCm/HIP and
+/// CUDA installation a wrapper picks, and flags a wrapper appends. Their
+/// values (set or not) are part of every cache key; `CK_JIT_KEY_ENV` adds
+/// more (comma- or space-separated names).
+pub const KEY_ENV: &[&str] = &[
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "LIBRARY_PATH",
+    "GCC_EXEC_PREFIX",
+    "COMPILER_PATH",
+    "CCC_OVERRIDE_OPTIONS",
+    "SOURCE_DATE_EPOCH",
+    "HIP_PATH",
+    "ROCM_PATH",
+    "HIP_CLANG_PATH",
+    "HIP_PLATFORM",
+    "HIP_COMPILER",
+    "HIP_RUNTIME",
+    "HIP_DEVICE_LIB_PATH",
+    "DEVICE_LIB_PATH",
+    "HIPCC_COMPILE_FLAGS_APPEND",
+    "HIPCC_LINK_FLAGS_APPEND",
+    "HSA_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "NVCC_CCBIN",
+];
+
+/// The values of [`KEY_ENV`] and of `extra` as they are now, in a form
+/// for the key: `NAME=value` for each variable that is set.
+pub(crate) fn key_env(extra: &[String]) -> String {
+    let mut out = String::new();
+    for name in KEY_ENV
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+    {
+        if let Some(v) = std::env::var_os(name) {
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&v.to_string_lossy());
+            out.push('\0');
+        }
+    }
+    out
+}
+
+/// How a compiler is identified for the cache key (`CK_JIT_COMPILER_CHECK`),
+/// after the policies users of ccache know as `compiler_check`. Whatever
+/// the policy, the identity is computed at most once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompilerCheck {
+    /// `content` (the default; `mtime`, the name of an earlier default, is
+    /// read as this): the compiler's files by content and its `--version`
+    /// output ([`CompilerId`](crate::compile::CompilerId)). Both are worked out once per set of files
+    /// (resolved path, size, modification and change time, inode) and kept
+    /// in the cache directory, so a later process with a cache hit starts
+    /// no compiler and hashes nothing. A wrapper is followed to the files
+    /// behind it ([`wrapped_files`](crate::compile::wrapped_files)), so upgrading the compiler behind an
+    /// unchanged wrapper is a new identity.
+    Content,
+    /// `command`: runs `--version` in every process; the identity is its
+    /// output alone.
+    Command,
+    /// `string:<text>`: the identity is `<text>`; the compiler is never run
+    /// to identify it.
+    String(String),
+    /// A value none of the above: identifying a compiler is an error.
+    Invalid(String),
+}
+
+impl CompilerCheck {
+    /// Reads a `CK_JIT_COMPILER_CHECK` value (`None`: the default).
+    pub fn parse(value: Option<&str>) -> CompilerCheck {
+        match value.map(str::trim) {
+            None | Some("") | Some("content") | Some("mtime") => CompilerCheck::Content,
+            Some("command") => CompilerCheck::Command,
+            Some(v) => match v.strip_prefix("string:") {
+                Some(text) => CompilerCheck::String(text.to_string()),
+                None => CompilerCheck::Invalid(v.to_string()),
+            },
+        }
+    }
+
+    pub(crate) fn tag(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+/// How big a cache may grow; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of objects and records.
+    pub max_size: Option<u64>,
+    /// Entries.
+    pub max_entries: Option<u64>,
+}
+
+impl Limits {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.max_size.is_some() || self.max_entries.is_some()
+    }
+
+    /// Whether `entries` entries of `bytes` in all exceed a limit.
+    pub fn exceeded(&self, entries: u64, bytes: u64) -> bool {
+        self.max_entries.is_some_and(|n| entries > n) || self.max_size.is_some_and(|s| bytes > s)
+    }
+}
+
+/// Parses a size: a number with an optional `K`, `M`, `G` or `T` suffix
+/// (powers of 1024; `B`, `KB`, `KiB`, ... are accepted too).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let expected = || {
+        format!(
+            "expected a size such as 500M or 2G (a number with an optional K, M, G or T \
+             suffix, powers of 1024), got '{}'",
+            text.escape_debug()
+        )
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: f64 = number.parse().map_err(|_| expected())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(expected()),
+    };
+    let bytes = number * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        return Err(expected());
+    }
+    Ok(bytes.round() as u64)
 }
 
 #[cfg(test)]

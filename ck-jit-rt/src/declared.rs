@@ -1,8 +1,9 @@
 //! The kernels this program declares, listed before `main` runs, so that
-//! what is asked for by blob name ([`Runtime::warmup`]) resolves the entry
-//! points the declarations name (`#[lazy_kernel(symbol = "...")]`), not
-//! only the manifest's, and so that [`runtime`](crate::runtime) finds the
-//! manifest the program's kernels use.
+//! what is asked for by blob name ([`Runtime::warmup`], written here)
+//! resolves the entry points the declarations name
+//! (`#[lazy_kernel(symbol = "...")]`), not only the manifest's, and so
+//! that [`runtime`](crate::runtime) finds the manifest the program's
+//! kernels use.
 //!
 //! Each `#[lazy_kernel]` and [`embed_manifest!`](crate::embed_manifest)
 //! places, through [`declare!`](crate::__declare), a static
@@ -123,6 +124,43 @@ pub(crate) fn all() -> impl Iterator<Item = &'static dyn Declared> {
         at = d.next.load(Ordering::Acquire);
         Some(d.declared)
     })
+}
+
+/// Warming blobs up by name: the declarations of each blob say which
+/// entry points to resolve, so this part of [`Runtime`] is written here,
+/// above it, and the runtime reads none of the program's declarations.
+impl Runtime {
+    /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
+    /// compiles at once, no more than the memory available holds at their
+    /// groups' estimates, and under `make -jN` or in a cargo build script no
+    /// more than the jobserver's free slots), returning each blob's result
+    /// in input order.
+    ///
+    /// A blob is ready when its entry points are found: those that the
+    /// program's `#[lazy_kernel]` declarations of it name (its own
+    /// `symbol`/`symbol_prefix`, its family's), whose slots are then filled
+    /// so that their first call costs one load, or the manifest's symbol
+    /// when no declaration of it resolves through this runtime. A blob
+    /// declared by two kernels with two symbols has both resolved.
+    pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
+        self.in_parallel(blobs, |b| self.warm(b))
+    }
+
+    /// Compiles and loads `blob` and resolves its entry points, as
+    /// [`Runtime::warmup`] describes.
+    fn warm(&self, blob: &str) -> Result<(), Error> {
+        let mut declared = false;
+        for d in all() {
+            if let Some(filled) = d.warm(self, blob) {
+                declared = true;
+                filled?;
+            }
+        }
+        if declared {
+            return Ok(());
+        }
+        self.resolve(blob, None).map(|_| ())
+    }
 }
 
 /// Lists a [`Declaration`] of `$declared` (a `&'static` slot, family table

@@ -11,6 +11,11 @@ use std::sync::Arc;
 
 use ck_jit_manifest::{escape, ManifestError, SymbolSpec};
 
+/// The accepted forms of `CK_JIT_ARCH`, as error messages list them.
+pub const ARCH_FORMS: &str = "gfx<id> (gfx942, gfx90a, gfx1100), sm_<cc> (sm_80, sm_90, sm_100; \
+     sm_90a names the same device as sm_90), one of each separated by a comma (gfx942,sm_90), \
+     or all (compile the recorded targets unchanged)";
+
 /// How a compile was killed ([`Error::CompileKilled`]): the signal, and
 /// the memory figures that tell whether memory ran out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -306,6 +311,39 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Manifest { .. }
+            | Error::UnknownBlob { .. }
+            | Error::Source { .. }
+            | Error::SourceOutsideRoot { .. }
+            | Error::SourceChanged { .. }
+            | Error::ProgramManifest { .. } => self.fmt_inputs(f),
+            Error::CompilerNotFound { .. }
+            | Error::LauncherNotFound { .. }
+            | Error::CompileFailed { .. }
+            | Error::CompileKilled { .. }
+            | Error::CompileTimeout { .. } => self.fmt_compile(f),
+            Error::BadObject { .. } | Error::DlOpen { .. } | Error::SymbolNotFound { .. } => {
+                self.fmt_load(f)
+            }
+            Error::Cache { .. }
+            | Error::LockTimeout { .. }
+            | Error::WaitedForTimeout { .. }
+            | Error::Offline { .. } => self.fmt_cache(f),
+            Error::ForeignDevice { .. } | Error::ArchVariable { .. } => self.fmt_device(f),
+            Error::Io { op, path, error } => {
+                write!(f, "{op} {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+/// The messages, a helper per group of variants, which `fmt` dispatches
+/// to.
+impl Error {
+    /// The messages of failures of what a blob is compiled from:
+    /// the manifests, the blob, its source.
+    fn fmt_inputs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::Manifest { origin, error } => write!(f, "manifest {origin}: {error}"),
             Error::UnknownBlob { blob, suggestions } => {
                 write!(f, "blob '{}' is in no manifest", escape(blob))?;
@@ -333,6 +371,26 @@ impl fmt::Display for Error {
                 "blob '{blob}': source {} changed while it was being compiled; try again",
                 path.display()
             ),
+            Error::ProgramManifest { manifests } if manifests.is_empty() => write!(
+                f,
+                "this program embeds no manifest: ck_jit_rt::embed_manifest!() at the root of \
+                 the crate that declares the kernels embeds one"
+            ),
+            Error::ProgramManifest { manifests } => write!(
+                f,
+                "this program embeds {} manifests ({}), so none is the program's; \
+                 ck_jit_runtime() of the crate that embeds one gives its runtime",
+                manifests.len(),
+                manifests.join(", ")
+            ),
+            _ => unreachable!("Display::fmt sends fmt_inputs its variants only"),
+        }
+    }
+
+    /// The messages of failures of the compiler: finding it and
+    /// running it.
+    fn fmt_compile(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::CompilerNotFound {
                 blob,
                 program,
@@ -418,16 +476,22 @@ impl fmt::Display for Error {
                 "blob '{blob}': compiler killed after {seconds} s (CK_JIT_COMPILE_TIMEOUT)\n  command: {command}\n  full log: {}",
                 log.display()
             ),
+            _ => unreachable!("Display::fmt sends fmt_compile its variants only"),
+        }
+    }
+
+    /// The messages of failures of the object: loading it and
+    /// finding its entry point.
+    fn fmt_load(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::BadObject { blob, path, why } => write!(
                 f,
                 "blob '{blob}': compiler output {} is unusable: {why}",
                 path.display()
             ),
-            Error::DlOpen { blob, path, desc } => write!(
-                f,
-                "blob '{blob}': dlopen {} failed: {desc}",
-                path.display()
-            ),
+            Error::DlOpen { blob, path, desc } => {
+                write!(f, "blob '{blob}': dlopen {} failed: {desc}", path.display())
+            }
             Error::SymbolNotFound {
                 blob,
                 path,
@@ -436,11 +500,22 @@ impl fmt::Display for Error {
             } => {
                 write!(f, "blob '{blob}': no {spec} in {}", path.display())?;
                 if candidates.is_empty() {
-                    write!(f, " (it exports no function symbols; was it built with -fvisibility=hidden?)")
+                    write!(
+                        f,
+                        " (it exports no function symbols; was it built with -fvisibility=hidden?)"
+                    )
                 } else {
                     write!(f, "; exported functions: {}", candidates.join(", "))
                 }
             }
+            _ => unreachable!("Display::fmt sends fmt_load its variants only"),
+        }
+    }
+
+    /// The messages of failures of the cache: its directory, its
+    /// locks, and a miss when compiling is off.
+    fn fmt_cache(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::Cache { dir, why } => {
                 write!(f, "cache directory {}: {why}", dir.display())
             }
@@ -473,7 +548,10 @@ impl fmt::Display for Error {
                 cache,
             } => {
                 let (looked, dir) = match cache {
-                    Some(c) => (format!(" {}", c.display()), format!(" --cache-dir {}", c.display())),
+                    Some(c) => (
+                        format!(" {}", c.display()),
+                        format!(" --cache-dir {}", c.display()),
+                    ),
                     None => (String::new(), String::new()),
                 };
                 write!(
@@ -484,6 +562,13 @@ impl fmt::Display for Error {
                      manifest: `ck-jit export-manifest`)"
                 )
             }
+            _ => unreachable!("Display::fmt sends fmt_cache its variants only"),
+        }
+    }
+
+    /// The messages of failures of the device compiles are for.
+    fn fmt_device(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::ForeignDevice {
                 blob,
                 device,
@@ -501,23 +586,9 @@ impl fmt::Display for Error {
                 f,
                 "blob '{blob}': CK_JIT_ARCH='{value}' names no architecture; accepted \
                  forms: {}",
-                crate::arch::ARCH_FORMS
+                ARCH_FORMS
             ),
-            Error::ProgramManifest { manifests } if manifests.is_empty() => write!(
-                f,
-                "this program embeds no manifest: ck_jit_rt::embed_manifest!() at the root of \
-                 the crate that declares the kernels embeds one"
-            ),
-            Error::ProgramManifest { manifests } => write!(
-                f,
-                "this program embeds {} manifests ({}), so none is the program's; \
-                 ck_jit_runtime() of the crate that embeds one gives its runtime",
-                manifests.len(),
-                manifests.join(", ")
-            ),
-            Error::Io { op, path, error } => {
-                write!(f, "{op} {}: {error}", path.display())
-            }
+            _ => unreachable!("Display::fmt sends fmt_device its variants only"),
         }
     }
 }

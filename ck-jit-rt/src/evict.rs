@@ -15,28 +15,8 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use crate::cache::{Cache, Entry};
+use crate::config::Limits;
 use crate::error::Error;
-
-/// How big a cache may grow; `None` is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// Bytes of objects and records.
-    pub max_size: Option<u64>,
-    /// Entries.
-    pub max_entries: Option<u64>,
-}
-
-impl Limits {
-    /// Whether any limit is set.
-    pub fn any(&self) -> bool {
-        self.max_size.is_some() || self.max_entries.is_some()
-    }
-
-    /// Whether `entries` entries of `bytes` in all exceed a limit.
-    pub fn exceeded(&self, entries: u64, bytes: u64) -> bool {
-        self.max_entries.is_some_and(|n| entries > n) || self.max_size.is_some_and(|s| bytes > s)
-    }
-}
 
 /// What an eviction found and did.
 #[derive(Debug, Default)]
@@ -159,35 +139,4 @@ impl Cache {
         }
         Ok(ev)
     }
-}
-
-/// Parses a size: a number with an optional `K`, `M`, `G` or `T` suffix
-/// (powers of 1024; `B`, `KB`, `KiB`, ... are accepted too).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let expected = || {
-        format!(
-            "expected a size such as 500M or 2G (a number with an optional K, M, G or T \
-             suffix, powers of 1024), got '{}'",
-            text.escape_debug()
-        )
-    };
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: f64 = number.parse().map_err(|_| expected())?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return Err(expected()),
-    };
-    let bytes = number * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
-        return Err(expected());
-    }
-    Ok(bytes.round() as u64)
 }

@@ -36,11 +36,13 @@
 //!   budget, and each group's estimate learnt from its compiles' peak
 //!   resident size); `depfile` — the headers it read;
 //! - `load` and `symbol` — `dlopen` and entry-point resolution;
+//! - `mapped` — files read in place for the life of the process;
 //! - [`Runtime`] — the cold path tying them together, single flight,
 //!   remembered failures, [`warmup`], [`freeze`], [`stats`];
 //! - `declared` — the kernels the program declares, listed when it
-//!   starts: warming a blob up by name resolves the symbols they name, and
-//!   [`runtime()`] finds the manifest they use;
+//!   starts: warming a blob up by name ([`Runtime::warmup`], written
+//!   there) resolves the symbols they name, and [`runtime()`] finds the
+//!   manifest they use;
 //! - `manifest_file` — kernels declared from a manifest file, found through
 //!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
 //! - [`family`] — kernel families selected by attributes ([`Query`]);
@@ -82,6 +84,7 @@ pub mod family;
 mod load;
 pub mod maintenance;
 mod manifest_file;
+mod mapped;
 mod memory;
 #[cfg(feature = "pack")]
 pub mod pack;
@@ -96,7 +99,8 @@ mod tally;
 
 pub use cache::ObjectBytes;
 pub use ck_jit_manifest as manifest;
-pub use compile::CompilerCheck;
+#[doc(inline)]
+pub use config::CompilerCheck;
 pub use declared::runtime;
 pub use error::{shell_quote, Error, Kill};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};

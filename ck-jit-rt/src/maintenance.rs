@@ -12,7 +12,9 @@ pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
-pub use crate::evict::{entry_bytes, parse_size, Eviction, Limits, Removal};
+#[doc(inline)]
+pub use crate::config::{parse_size, Limits};
+pub use crate::evict::{entry_bytes, Eviction, Removal};
 pub use crate::memory::{Estimates as MemoryEstimates, Learnt as LearntMemory, MEMORY_FILE};
 pub use crate::tally::{
     flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,

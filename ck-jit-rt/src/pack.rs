@@ -310,12 +310,61 @@ pub struct Packed {
 /// entry, found as a lazy call would find it (the writable cache or a
 /// read-only tier); none is compiled.
 pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackError> {
-    let env = compile::key_env(&rt.config().key_env);
+    let Selection {
+        compilers,
+        device,
+        chosen,
+    } = choose(rt, blobs)?;
+    let (small, files) = small_files(&chosen)?;
+    let index = Index {
+        kind: KIND.into(),
+        format: PACK_FORMAT,
+        cache_format: CACHE_FORMAT,
+        created: now(),
+        host: std::env::consts::ARCH.into(),
+        arch: device,
+        compilers: compilers.into_values().collect(),
+        entries: chosen.iter().map(|(e, _, _)| e.clone()).collect(),
+        files,
+    };
+    write_archive(out, &index, &chosen, &small)?;
+    let bytes = fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(Packed {
+        path: out.to_path_buf(),
+        bytes,
+        index,
+    })
+}
+
+/// An entry chosen for a pack: what the index says of it, the root of the
+/// cache it is in, and the entry there.
+type Chosen = (PackEntry, PathBuf, crate::cache::Entry);
+
+/// A small file of a pack (a record, a header set): its path in the pack,
+/// its bytes, and its modification time.
+type SmallFile = (String, Vec<u8>, u64);
+
+/// What [`write()`] packs.
+struct Selection {
+    /// The compilers that built the entries, by program.
+    compilers: BTreeMap<String, PackCompiler>,
+    /// The one architecture the entries are for, if any.
+    device: Option<String>,
+    /// The entries.
+    chosen: Vec<Chosen>,
+}
+
+/// The verified cache entries of `blobs`, with the compilers that made
+/// them and the one architecture they are for; an error when one is not
+/// cached, does not match its record, or the selection spans two
+/// architectures or two identities of one compiler.
+fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
+    let env = crate::config::key_env(&rt.config().key_env);
     let mut compilers: BTreeMap<String, PackCompiler> = BTreeMap::new();
     let mut devices: BTreeSet<String> = BTreeSet::new();
     let mut missing = Vec::new();
     // (entry, where its cache's root is)
-    let mut chosen: Vec<(PackEntry, PathBuf, crate::cache::Entry)> = Vec::new();
+    let mut chosen: Vec<Chosen> = Vec::new();
     for blob in blobs {
         let owner = rt.owner(blob)?;
         let plan = owner.plan(blob)?;
@@ -382,13 +431,21 @@ pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackE
             devices.into_iter().collect::<Vec<_>>().join(", ")
         )));
     }
+    Ok(Selection {
+        compilers,
+        device: devices.into_iter().next(),
+        chosen,
+    })
+}
 
-    // The small files now (records, header sets), with their checksums;
-    // objects are streamed from their files and checked as they go.
-    let mut small: Vec<(String, Vec<u8>, u64)> = Vec::new();
+/// The small files of the `chosen` entries (records, header sets), read
+/// now, and the index's list of every file with its checksum; objects are
+/// streamed from their files later and checked as they go.
+fn small_files(chosen: &[Chosen]) -> Result<(Vec<SmallFile>, Vec<PackFile>), PackError> {
+    let mut small: Vec<SmallFile> = Vec::new();
     let mut files: Vec<PackFile> = Vec::new();
     let mut depsets_done = BTreeSet::new();
-    for (e, root, entry) in &chosen {
+    for (e, root, entry) in chosen {
         let record = fs::read(&entry.record_path)
             .map_err(|err| io_err("reading", &entry.record_path, err))?;
         files.push(PackFile {
@@ -421,18 +478,18 @@ pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackE
             }
         }
     }
-    let index = Index {
-        kind: KIND.into(),
-        format: PACK_FORMAT,
-        cache_format: CACHE_FORMAT,
-        created: now(),
-        host: std::env::consts::ARCH.into(),
-        arch: devices.into_iter().next(),
-        compilers: compilers.into_values().collect(),
-        entries: chosen.iter().map(|(e, _, _)| e.clone()).collect(),
-        files,
-    };
+    Ok((small, files))
+}
 
+/// Writes the pack `out` whole: `index`, the objects of `chosen` (each
+/// checked against its checksum as it is copied), then the `small` files;
+/// written beside `out`, synced, then renamed over it.
+fn write_archive(
+    out: &Path,
+    index: &Index,
+    chosen: &[Chosen],
+    small: &[SmallFile],
+) -> Result<(), PackError> {
     let dir = match out.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -444,9 +501,9 @@ pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackE
         .map_err(|e| io_err("creating a temp file in", &dir, e))?;
     let enc = zstd::Encoder::new(tmp.as_file(), 9).map_err(|e| io_err("compressing", out, e))?;
     let mut tar = tar::Builder::new(enc);
-    let index_bytes = serde_json::to_vec_pretty(&index).map_err(|e| io_err("encoding", out, e))?;
+    let index_bytes = serde_json::to_vec_pretty(index).map_err(|e| io_err("encoding", out, e))?;
     append(&mut tar, INDEX_FILE, index.created, &index_bytes[..], out)?;
-    for (e, _, entry) in &chosen {
+    for (e, _, entry) in chosen {
         let f = File::open(&entry.object).map_err(|err| io_err("opening", &entry.object, err))?;
         let mut reader = Hashing::new(f.take(e.size));
         append_sized(
@@ -465,7 +522,7 @@ pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackE
             )));
         }
     }
-    for (path, bytes, created) in &small {
+    for (path, bytes, created) in small {
         append(&mut tar, path, *created, &bytes[..], out)?;
     }
     let enc = tar.into_inner().map_err(|e| io_err("writing", out, e))?;
@@ -475,12 +532,7 @@ pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackE
         .map_err(|e| io_err("syncing", tmp.path(), e))?;
     tmp.persist(out)
         .map_err(|e| io_err("writing", out, e.error))?;
-    let bytes = fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok(Packed {
-        path: out.to_path_buf(),
-        bytes,
-        index,
-    })
+    Ok(())
 }
 
 fn append<W: Write>(
@@ -814,144 +866,29 @@ pub fn unpack(
         devices: cache.root().join("devices"),
         found: HashMap::new(),
     };
-    let env = compile::key_env(&config.key_env);
+    let env = crate::config::key_env(&config.key_env);
     let compilers_dir = cache.root().join("compilers");
     let mut notes = Vec::new();
     let mut skipped = Vec::new();
     let mut judged_for: Option<String> = None;
     // (pack, entry, fit) of every entry that may be installed.
-    let mut candidates: Vec<(usize, PackEntry, Fit)> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     let mut indexes = Vec::new();
     // Packs for another architecture: refused, unless other packs given
     // with them fit (then they are only passed over).
     let mut foreign: Vec<PackError> = Vec::new();
     for (pi, path) in packs.iter().enumerate() {
         let index = read_index(path)?;
-        let refuse = |why: String| PackError::Refused {
-            path: path.clone(),
-            why,
-        };
-        if index.host != std::env::consts::ARCH {
-            return Err(refuse(format!(
-                "it was built for {} machines, this one is {}",
-                index.host,
-                std::env::consts::ARCH
-            )));
-        }
-        if index.cache_format != CACHE_FORMAT {
-            return Err(refuse(format!(
-                "its entries are of cache format {}, this runtime's are of format {CACHE_FORMAT}",
-                index.cache_format
-            )));
-        }
-        for c in &index.compilers {
-            match compile::identify(
-                &c.program,
-                "(pack)",
-                &config.compiler_check,
-                Some(&compilers_dir),
-            ) {
-                Ok(id) => {
-                    let here = describe(&id, &env, &c.program);
-                    if here.identity != c.identity {
-                        let what = if here.version == c.version {
-                            " (the same first line of --version: the rest of that output, the \
-                             contents of its files, or the compiler variables such as CPATH or \
-                             HIP_PATH differ)"
-                        } else {
-                            ""
-                        };
-                        let at = |p: &str| {
-                            if p == c.program {
-                                String::new()
-                            } else {
-                                format!(" ({p})")
-                            }
-                        };
-                        return Err(refuse(format!(
-                            "it was built by compiler {}{}, whose --version says \"{}\" \
-                             (identity {}); here {}{} says \"{}\" (identity {}){what}. Entries \
-                             another compiler built are never found by this one's lookups: \
-                             pack them with this compiler",
-                            c.program,
-                            at(&c.path),
-                            c.version,
-                            c.identity,
-                            c.program,
-                            at(&here.path),
-                            here.version,
-                            here.identity
-                        )));
-                    }
-                }
-                Err(_) => notes.push(format!(
-                    "compiler {} ({}, {}) is not found here: the entries it built are loaded \
-                     only offline (CK_JIT_OFFLINE=1), for blobs whose compiler is missing",
-                    c.program, c.path, c.version
-                )),
-            }
-        }
-        // The pack's own architecture against the device's.
-        let mut pack_other: Option<(String, String, String)> = None;
-        if let Some(a) = &index.arch {
-            let platform = DeviceArch::parse(a).map(|d| d.platform());
-            match platform.and_then(|p| ours.device(p)) {
-                None => {
-                    return Err(refuse(format!(
-                        "it was built for {a}, and no {a}-like device was found here: pass \
-                         --arch (or set CK_JIT_ARCH) to the architecture it is for"
-                    )))
-                }
-                Some((d, by)) => {
-                    judged_for = Some(d.to_string());
-                    if d.to_string() != *a {
-                        pack_other = Some((a.clone(), d.to_string(), by));
-                    }
-                }
-            }
-        }
-        let mut runs_here = 0;
-        for e in &index.entries {
-            let f = if e.arch.is_empty() {
-                Some(Fit::Exact)
-            } else {
-                match platform_of(&e.arch).and_then(|p| ours.device(p)) {
-                    Some((d, _)) => {
-                        judged_for.get_or_insert_with(|| d.to_string());
-                        fit(&e.arch, &d)
-                    }
-                    None => None,
-                }
-            };
-            match f {
-                Some(f) => {
-                    if !e.arch.is_empty() {
-                        runs_here += 1;
-                    }
-                    candidates.push((pi, e.clone(), f));
-                }
-                None => skipped.push(Skipped {
-                    blob: e.blob.clone(),
-                    pack: path.clone(),
-                    why: format!(
-                        "compiled for {}, which {}",
-                        e.arch.join(", "),
-                        match platform_of(&e.arch).and_then(|p| ours.device(p)) {
-                            Some((d, by)) => format!("this device ({d}, {by}) cannot run"),
-                            None => "no device found here runs (pass --arch)".into(),
-                        }
-                    ),
-                }),
-            }
-        }
-        if let Some((theirs, mine, by)) = pack_other {
-            if runs_here == 0 {
-                foreign.push(refuse(format!(
-                    "it was built for {theirs}, this device is {mine} (found by {by}), and none \
-                     of its kernels runs on {mine}"
-                )));
-            }
-        }
+        check_compatible(path, &index, config, &env, &compilers_dir, &mut notes)?;
+        let refused = judge(
+            (pi, path),
+            &index,
+            &mut ours,
+            &mut judged_for,
+            &mut candidates,
+            &mut skipped,
+        )?;
+        foreign.extend(refused);
         indexes.push(index);
     }
 
@@ -964,15 +901,205 @@ pub fn unpack(
         }
     }
 
-    // Per blob, the best fit of every pack; of equal fits, each key once.
+    let wanted = best_fits(packs, &candidates, &mut skipped);
+    // Every file of every pack read and checked before anything is
+    // installed; the files of wanted entries kept in the staging directory.
+    let staging = cache.work_dir("unpack")?;
+    stage_wanted(packs, &indexes, &wanted, staging.path())?;
+    let ready = checked_records(packs, &wanted, staging.path())?;
+    let installed = install(cache, packs, ready)?;
+    drop(staging);
+    Ok(Unpacked {
+        cache: cache.root().to_path_buf(),
+        arch: judged_for,
+        installed,
+        skipped,
+        notes,
+    })
+}
+
+/// An entry of a pack that may be installed: the pack's position among
+/// those given, the entry, and how it fits the device.
+type Candidate = (usize, PackEntry, Fit);
+
+/// An entry whose record (and header set) is read and checked, ready to
+/// publish: its pack, its entry, its fit, its record and its staged object.
+type Ready<'a> = (usize, &'a PackEntry, Fit, Record, PathBuf);
+
+/// Refuses the pack at `path` when it was built for another host, another
+/// cache format, or by another identity of a compiler found here; a
+/// compiler not found here is a note.
+fn check_compatible(
+    path: &Path,
+    index: &Index,
+    config: &Config,
+    env: &str,
+    compilers_dir: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(), PackError> {
+    let refuse = |why: String| PackError::Refused {
+        path: path.to_path_buf(),
+        why,
+    };
+    if index.host != std::env::consts::ARCH {
+        return Err(refuse(format!(
+            "it was built for {} machines, this one is {}",
+            index.host,
+            std::env::consts::ARCH
+        )));
+    }
+    if index.cache_format != CACHE_FORMAT {
+        return Err(refuse(format!(
+            "its entries are of cache format {}, this runtime's are of format {CACHE_FORMAT}",
+            index.cache_format
+        )));
+    }
+    for c in &index.compilers {
+        match compile::identify(
+            &c.program,
+            "(pack)",
+            &config.compiler_check,
+            Some(compilers_dir),
+        ) {
+            Ok(id) => {
+                let here = describe(&id, env, &c.program);
+                if here.identity != c.identity {
+                    let what = if here.version == c.version {
+                        " (the same first line of --version: the rest of that output, the \
+                         contents of its files, or the compiler variables such as CPATH or \
+                         HIP_PATH differ)"
+                    } else {
+                        ""
+                    };
+                    let at = |p: &str| {
+                        if p == c.program {
+                            String::new()
+                        } else {
+                            format!(" ({p})")
+                        }
+                    };
+                    return Err(refuse(format!(
+                        "it was built by compiler {}{}, whose --version says \"{}\" \
+                         (identity {}); here {}{} says \"{}\" (identity {}){what}. Entries \
+                         another compiler built are never found by this one's lookups: \
+                         pack them with this compiler",
+                        c.program,
+                        at(&c.path),
+                        c.version,
+                        c.identity,
+                        c.program,
+                        at(&here.path),
+                        here.version,
+                        here.identity
+                    )));
+                }
+            }
+            Err(_) => notes.push(format!(
+                "compiler {} ({}, {}) is not found here: the entries it built are loaded \
+                 only offline (CK_JIT_OFFLINE=1), for blobs whose compiler is missing",
+                c.program, c.path, c.version
+            )),
+        }
+    }
+    Ok(())
+}
+
+/// Judges the entries of pack `pi` at `path` for the device: those that
+/// run on it become candidates, the others are skipped. Refuses the pack
+/// when it is for an architecture no device here is like; returns the
+/// refusal to note (`Some`) when it is for another device and none of its
+/// kernels runs on this one.
+fn judge(
+    (pi, path): (usize, &Path),
+    index: &Index,
+    ours: &mut Ours<'_>,
+    judged_for: &mut Option<String>,
+    candidates: &mut Vec<Candidate>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Option<PackError>, PackError> {
+    let refuse = |why: String| PackError::Refused {
+        path: path.to_path_buf(),
+        why,
+    };
+    // The pack's own architecture against the device's.
+    let mut pack_other: Option<(String, String, String)> = None;
+    if let Some(a) = &index.arch {
+        let platform = DeviceArch::parse(a).map(|d| d.platform());
+        match platform.and_then(|p| ours.device(p)) {
+            None => {
+                return Err(refuse(format!(
+                    "it was built for {a}, and no {a}-like device was found here: pass \
+                     --arch (or set CK_JIT_ARCH) to the architecture it is for"
+                )))
+            }
+            Some((d, by)) => {
+                *judged_for = Some(d.to_string());
+                if d.to_string() != *a {
+                    pack_other = Some((a.clone(), d.to_string(), by));
+                }
+            }
+        }
+    }
+    let mut runs_here = 0;
+    for e in &index.entries {
+        let f = if e.arch.is_empty() {
+            Some(Fit::Exact)
+        } else {
+            match platform_of(&e.arch).and_then(|p| ours.device(p)) {
+                Some((d, _)) => {
+                    judged_for.get_or_insert_with(|| d.to_string());
+                    fit(&e.arch, &d)
+                }
+                None => None,
+            }
+        };
+        match f {
+            Some(f) => {
+                if !e.arch.is_empty() {
+                    runs_here += 1;
+                }
+                candidates.push((pi, e.clone(), f));
+            }
+            None => skipped.push(Skipped {
+                blob: e.blob.clone(),
+                pack: path.to_path_buf(),
+                why: format!(
+                    "compiled for {}, which {}",
+                    e.arch.join(", "),
+                    match platform_of(&e.arch).and_then(|p| ours.device(p)) {
+                        Some((d, by)) => format!("this device ({d}, {by}) cannot run"),
+                        None => "no device found here runs (pass --arch)".into(),
+                    }
+                ),
+            }),
+        }
+    }
+    if let Some((theirs, mine, by)) = pack_other {
+        if runs_here == 0 {
+            return Ok(Some(refuse(format!(
+                "it was built for {theirs}, this device is {mine} (found by {by}), and none \
+                 of its kernels runs on {mine}"
+            ))));
+        }
+    }
+    Ok(None)
+}
+
+/// Per blob, the best fit of every pack; of equal fits, each key once.
+/// The entries passed over for a better fit are skipped.
+fn best_fits(
+    packs: &[PathBuf],
+    candidates: &[Candidate],
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Candidate> {
     let mut best: HashMap<&str, Fit> = HashMap::new();
-    for (_, e, f) in &candidates {
+    for (_, e, f) in candidates {
         let b = best.entry(e.blob.as_str()).or_insert(*f);
         *b = (*b).max(*f);
     }
     let mut keys = BTreeSet::new();
-    let mut wanted: Vec<(usize, PackEntry, Fit)> = Vec::new();
-    for (pi, e, f) in &candidates {
+    let mut wanted: Vec<Candidate> = Vec::new();
+    for (pi, e, f) in candidates {
         if best[e.blob.as_str()] != *f {
             skipped.push(Skipped {
                 blob: e.blob.clone(),
@@ -983,12 +1110,19 @@ pub fn unpack(
             wanted.push((*pi, e.clone(), *f));
         }
     }
+    wanted
+}
 
-    // Every file of every pack read and checked before anything is
-    // installed; the files of wanted entries kept in the staging directory.
-    let staging = cache.work_dir("unpack")?;
+/// Reads and checks every file of every pack, keeping the files of the
+/// `wanted` entries under `staging` (a directory per pack).
+fn stage_wanted(
+    packs: &[PathBuf],
+    indexes: &[Index],
+    wanted: &[Candidate],
+    staging: &Path,
+) -> Result<(), PackError> {
     let mut keep: Vec<BTreeSet<String>> = vec![BTreeSet::new(); packs.len()];
-    for (pi, e, _) in &wanted {
+    for (pi, e, _) in wanted {
         keep[*pi].insert(e.object_path());
         keep[*pi].insert(e.record_path());
         if let Some(d) = e.depset_path() {
@@ -996,17 +1130,21 @@ pub fn unpack(
         }
     }
     for (pi, path) in packs.iter().enumerate() {
-        stage(
-            path,
-            &indexes[pi],
-            &keep[pi],
-            &staging.path().join(pi.to_string()),
-        )?;
+        stage(path, &indexes[pi], &keep[pi], &staging.join(pi.to_string()))?;
     }
-    // The records say what the index says.
+    Ok(())
+}
+
+/// The staged record of each `wanted` entry, checked to say what the
+/// index says, with its header set read back into it.
+fn checked_records<'a>(
+    packs: &[PathBuf],
+    wanted: &'a [Candidate],
+    staging: &Path,
+) -> Result<Vec<Ready<'a>>, PackError> {
     let mut ready = Vec::new();
-    for (pi, e, f) in &wanted {
-        let dir = staging.path().join(pi.to_string());
+    for (pi, e, f) in wanted {
+        let dir = staging.join(pi.to_string());
         let damaged = |why: String| PackError::Damaged {
             path: packs[*pi].clone(),
             why,
@@ -1042,8 +1180,16 @@ pub fn unpack(
         }
         ready.push((*pi, e, *f, record, dir.join(e.object_path())));
     }
+    Ok(ready)
+}
 
-    // Install: each entry as a compile publishes one.
+/// Installs each `ready` entry as a compile publishes one, unless the
+/// cache has it already.
+fn install(
+    cache: &Cache,
+    packs: &[PathBuf],
+    ready: Vec<Ready<'_>>,
+) -> Result<Vec<Installed>, PackError> {
     let mut installed = Vec::new();
     for (pi, e, f, record, object) in ready {
         let present = cache.entries_of(&e.blob).into_iter().any(|have| {
@@ -1063,14 +1209,7 @@ pub fn unpack(
             present,
         });
     }
-    drop(staging);
-    Ok(Unpacked {
-        cache: cache.root().to_path_buf(),
-        arch: judged_for,
-        installed,
-        skipped,
-        notes,
-    })
+    Ok(installed)
 }
 
 /// Reads every member of the pack at `path`, checking each against

@@ -27,6 +27,7 @@ use crate::config::{config, Config};
 use crate::depfile;
 use crate::error::Error;
 use crate::load::Loaded;
+use crate::mapped::map_for_process;
 use crate::memory::{self, Estimates};
 use crate::stats::{self, Stats};
 use crate::store::{BlobInfo, Store};
@@ -215,38 +216,6 @@ fn drop_sequence(args: &mut Vec<String>, seq: &[String]) {
     }
 }
 
-/// The bytes of the file at `path`, mapped read-only for the rest of the
-/// process (a copy when mapping is refused); `None` if it cannot be read.
-/// A library's compact manifest is 580 KB at aiter's scale, of which a
-/// lookup reads a few pages: copying it all was a tenth of a warm
-/// process's first call.
-pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
-    use std::os::fd::AsRawFd;
-    let f = fs::File::open(path).ok()?;
-    let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
-    if len > 0 {
-        // SAFETY: a private read-only mapping of an open file, never
-        // unmapped, so the slice lives as long as the process. Builds
-        // replace the file by rename, so the mapped one stays whole.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if p != libc::MAP_FAILED {
-            // SAFETY: `len` readable bytes, mapped for good.
-            return Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
-        }
-    }
-    let bytes = fs::read(path).ok()?;
-    Some(Box::leak(bytes.into_boxed_slice()))
-}
-
 /// A failure that retrying cannot fix, with the key of the inputs it
 /// happened on: a call made after the source, the flags or the compiler
 /// changed (a new prekey) tries again.
@@ -294,7 +263,7 @@ pub struct Runtime {
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::sources::SourceMemo>>,
-    /// The compiler variables of the key ([`compile::key_env`]), read at
+    /// The compiler variables of the key ([`config::key_env`](crate::config::key_env)), read at
     /// the first plan: like the rest of the configuration, once per
     /// runtime, not once per blob.
     key_env: OnceCell<String>,
@@ -815,42 +784,10 @@ impl Runtime {
         forget_process_state();
     }
 
-    /// Compiles and loads `blobs` in parallel (at most `CK_JIT_JOBS`
-    /// compiles at once, no more than the memory available holds at their
-    /// groups' estimates, and under `make -jN` or in a cargo build script no
-    /// more than the jobserver's free slots), returning each blob's result
-    /// in input order.
-    ///
-    /// A blob is ready when its entry points are found: those that the
-    /// program's `#[lazy_kernel]` declarations of it name (its own
-    /// `symbol`/`symbol_prefix`, its family's), whose slots are then filled
-    /// so that their first call costs one load, or the manifest's symbol
-    /// when no declaration of it resolves through this runtime. A blob
-    /// declared by two kernels with two symbols has both resolved.
-    pub fn warmup(&self, blobs: &[&str]) -> Vec<(String, Result<(), Error>)> {
-        self.in_parallel(blobs, |b| self.warm(b))
-    }
-
-    /// Compiles and loads `blob` and resolves its entry points, as
-    /// [`Runtime::warmup`] describes.
-    fn warm(&self, blob: &str) -> Result<(), Error> {
-        let mut declared = false;
-        for d in crate::declared::all() {
-            if let Some(filled) = d.warm(self, blob) {
-                declared = true;
-                filled?;
-            }
-        }
-        if declared {
-            return Ok(());
-        }
-        self.resolve(blob, None).map(|_| ())
-    }
-
     /// Runs `f` on each of `blobs` on as many threads as compiles may run
     /// at once ([`jobs`]: `CK_JIT_JOBS`, or what [`set_jobs`] set since),
     /// returning each result in input order.
-    fn in_parallel(
+    pub(crate) fn in_parallel(
         &self,
         blobs: &[&str],
         f: impl Fn(&str) -> Result<(), Error> + Sync,
@@ -1042,7 +979,7 @@ impl Runtime {
         .map(|id| {
             let env = self
                 .key_env
-                .get_or_init(|| compile::key_env(&self.config.key_env));
+                .get_or_init(|| crate::config::key_env(&self.config.key_env));
             let prekey = inputs_key.prekey(&id, env);
             (id, prekey)
         });
@@ -1678,30 +1615,4 @@ pub fn stats() -> Stats {
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Runtime>();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_mapped_manifest_reads_as_the_file_and_outlives_its_replacement() {
-        let dir = std::env::temp_dir().join(format!("ck-jit-map-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.ckm");
-        let old: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
-        fs::write(&path, &old).unwrap();
-        let mapped = map_for_process(&path).unwrap();
-        assert_eq!(mapped, &old[..]);
-        // Replaced by rename, as builds write it: the mapping keeps the old.
-        let new = dir.join("m.ckm.tmp");
-        fs::write(&new, b"new").unwrap();
-        fs::rename(&new, &path).unwrap();
-        assert_eq!(mapped, &old[..]);
-        assert_eq!(map_for_process(&path).unwrap(), b"new");
-        fs::write(dir.join("empty"), b"").unwrap();
-        assert_eq!(map_for_process(&dir.join("empty")).unwrap(), b"");
-        assert!(map_for_process(&dir.join("none")).is_none());
-        let _ = fs::remove_dir_all(&dir);
-    }
 }

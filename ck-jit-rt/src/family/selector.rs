@@ -696,30 +696,7 @@ impl<F: 'static> Selector<F> {
             .collect();
         // The keys the order reads, in the order it reads them; a key no
         // member has orders nothing.
-        let mut keys: Vec<(&str, Order)> = query
-            .prefs
-            .iter()
-            .map(|p| {
-                let smaller_first = matches!(p, super::Preference::Min(_));
-                (p.key(), Order::Prefer { smaller_first })
-            })
-            .collect();
-        keys.extend(
-            query
-                .clauses
-                .iter()
-                .chain(derived.iter().map(|(c, _)| c))
-                .filter_map(|c| match c {
-                    Clause::Cmp(k, op, _) => Some((
-                        k.as_str(),
-                        Order::Fit {
-                            smaller_first: matches!(op, super::Cmp::Ge | super::Cmp::Gt),
-                        },
-                    )),
-                    _ => None,
-                }),
-        );
-        keys.push((PRIORITY_KEY, Order::Priority));
+        let keys = order_keys(query, &derived);
         let mut order: Vec<(usize, Order)> = Vec::with_capacity(keys.len());
         for (key, how) in keys {
             if let Some(k) = column(data, key) {
@@ -781,4 +758,35 @@ impl<F: 'static> Selector<F> {
         }
         Err("the family's neutral values".to_string())
     }
+}
+
+/// The keys `best_of` orders members by, in the order it reads them: the
+/// query's preferences, then each bound of the query and of `derived` (the
+/// closer fit first), then the priority.
+fn order_keys<'q>(query: &'q Query, derived: &'q [(Clause, Pass)]) -> Vec<(&'q str, Order)> {
+    let mut keys: Vec<(&str, Order)> = query
+        .prefs
+        .iter()
+        .map(|p| {
+            let smaller_first = matches!(p, super::Preference::Min(_));
+            (p.key(), Order::Prefer { smaller_first })
+        })
+        .collect();
+    keys.extend(
+        query
+            .clauses
+            .iter()
+            .chain(derived.iter().map(|(c, _)| c))
+            .filter_map(|c| match c {
+                Clause::Cmp(k, op, _) => Some((
+                    k.as_str(),
+                    Order::Fit {
+                        smaller_first: matches!(op, super::Cmp::Ge | super::Cmp::Gt),
+                    },
+                )),
+                _ => None,
+            }),
+    );
+    keys.push((PRIORITY_KEY, Order::Priority));
+    keys
 }
