@@ -17,11 +17,11 @@
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
-use crate::embed::Embedded;
 use crate::error::Error;
 use crate::family::FamilySlots;
+use crate::runtime::embed::Embedded;
+use crate::runtime::slot::Slot;
 use crate::runtime::Runtime;
-use crate::slot::Slot;
 
 /// Something a program declares: a kernel's slot, a family's table or an
 /// embedded manifest.

@@ -630,7 +630,6 @@ pub fn signal_name(signal: i32) -> &'static str {
 
 /// The memory figures of a killed compile, those that are known.
 fn memory_figures(peak: Option<u64>, estimate: Option<u64>, budget: Option<u64>) -> String {
-    use crate::memory::human;
     let peak = match peak {
         Some(p) => format!("peak resident size {}", human(p)),
         None => "peak resident size not measured".to_string(),
@@ -672,6 +671,18 @@ pub fn shell_quote(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A size for messages: `812 MiB`, `2.4 GiB`.
+pub(crate) fn human(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else {
+        format!("{:.0} MiB", b / MIB)
+    }
 }
 
 #[cfg(test)]

@@ -22,35 +22,40 @@
 //! ck_jit_rt::runtime()?.warmup(&["vadd_f32"]);
 //! ```
 //!
-//! # Modules, in the order a cold call uses them
+//! # Layout
 //!
-//! - [`manifest`] — the blobs and how to compile them (the `ck-jit-manifest`
-//!   crate, shared with the build helper and the macro);
-//! - [`config`] — every environment variable, read once;
-//! - `cache` — keys, entry layout, publish, lookup, verify, directory
-//!   safety;
-//! - [`arch`] — the GPU targets of a compile command, narrowed to the
-//!   device in use (`device`: finding it, once per process);
-//! - `compile` — finding, identifying and running the compiler (launchers
-//!   included), as many at once as cores and memory allow (`memory`: the
-//!   budget, and each group's estimate learnt from its compiles' peak
-//!   resident size); `depfile` — the headers it read;
-//! - `load` and `symbol` — `dlopen` and entry-point resolution;
-//! - `mapped` — files read in place for the life of the process;
-//! - [`Runtime`] — the cold path tying them together, single flight,
-//!   remembered failures, [`warmup`], [`freeze`], [`stats`];
+//! The crate is in rooms by concept. Each room is a folder whose module
+//! doc says what it owns and what it may use; a room uses only rooms
+//! listed below it here, never one above (the `structure` test checks
+//! this), so a reader can start at the bottom:
+//!
+//! - `error` — [`Error`], every message the runtime gives;
+//! - [`config`] — every environment variable, read once, and the values
+//!   they parse into (the architecture names `CK_JIT_ARCH` takes);
+//! - `object` — compiled objects: their bytes (read, or mapped), their
+//!   ELF symbols, `dlopen`, and files mapped for the life of the process;
+//! - `compile` — finding, identifying and running compilers (launchers
+//!   included), as many at once as cores and memory allow;
+//! - `gpu` — the GPU targets of a compile command ([`arch`]), narrowed
+//!   to the device in use (found once per process);
+//! - `cache` — entries, header sets, the source memo, eviction, the
+//!   counters per process and per cache, and the view of a maintenance
+//!   tool ([`maintenance`]);
+//! - `runtime` — [`Runtime`]: from a blob name to a loaded entry point
+//!   (single flight, remembered failures, [`warmup`], [`freeze`],
+//!   [`stats`]), over a manifest embedded or read from a file, and the
+//!   entry-point slot every declared kernel fills once;
+//! - [`family`] — kernel families selected by attributes ([`Query`]);
 //! - `declared` — the kernels the program declares, listed when it
 //!   starts: warming a blob up by name ([`Runtime::warmup`], written
 //!   there) resolves the symbols they name, and [`runtime()`] finds the
 //!   manifest they use;
-//! - `manifest_file` — kernels declared from a manifest file, found through
-//!   the fallback manifest (`CK_JIT_MANIFEST`) or that file;
-//! - [`family`] — kernel families selected by attributes ([`Query`]);
-//! - [`maintenance`] — the cache as the `ck-jit` command-line tool (crate
-//!   `ck-jit-cli`) sees it: entries, verification, removal;
 //! - `pack` (feature `pack`) — the entries of a selection as one archive
 //!   to ship (`ck-jit pack`), checked and installed into another cache
 //!   (`ck-jit unpack`).
+//!
+//! [`manifest`] is the `ck-jit-manifest` crate, shared with the build
+//! helper and the macro.
 //!
 //! The C ABI (`ck_jit.h`) for C++ consumers is the `ck-jit-capi` crate;
 //! nothing of it is compiled into a program that only links this one.
@@ -70,58 +75,46 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("ck-jit-rt supports Linux only (ELF objects, flock, /proc/self/fd)");
 
-pub mod arch;
 mod cache;
 mod compile;
 pub mod config;
 mod declared;
-mod depfile;
-mod device;
-mod embed;
 mod error;
-mod evict;
 pub mod family;
-mod load;
-pub mod maintenance;
-mod manifest_file;
-mod mapped;
-mod memory;
+mod gpu;
+mod object;
 #[cfg(feature = "pack")]
 pub mod pack;
-mod record;
 mod runtime;
-mod slot;
-mod sources;
-mod stats;
-mod store;
-mod symbol;
-mod tally;
 
-pub use cache::ObjectBytes;
+pub use cache::maintenance;
+pub use gpu::arch;
+
+pub use cache::stats::Stats;
 pub use ck_jit_manifest as manifest;
 #[doc(inline)]
 pub use config::CompilerCheck;
 pub use declared::runtime;
 pub use error::{shell_quote, Error, Kill};
 pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
-pub use load::Loaded;
+pub use object::bytes::ObjectBytes;
+pub use object::load::Loaded;
 pub use runtime::{
     fallback, freeze, frozen_reason, jobs, set_jobs, stats, unfreeze, Outcome, Plan, Runtime,
 };
-pub use stats::Stats;
 
 /// Internals that the workspace's tests, benchmarks and fuzz targets
 /// exercise directly; not part of the API, may change at any time.
 #[doc(hidden)]
 pub mod __internals {
+    pub use crate::cache::depfile::parse as parse_depfile;
     pub use crate::cache::{forget_checks, safe_component};
     pub use crate::compile::{
         expand, find_program, forget_identities, identify, normalise_args, split_for_launcher,
         wrapped_files, CompilerId, TAIL_BYTES,
     };
-    pub use crate::depfile::parse as parse_depfile;
-    pub use crate::device::{amd as amd_device, detect as detect_device, gfx_name, KFD_NODES};
-    pub use crate::symbol::{
+    pub use crate::gpu::device::{amd as amd_device, detect as detect_device, gfx_name, KFD_NODES};
+    pub use crate::object::symbol::{
         candidate_names, check_header, dynamic_symbols, find_prefix, function_names, pick_prefix,
         DynSym, ElfError, HOST_MACHINE,
     };
@@ -132,10 +125,10 @@ pub mod __internals {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::declared::{Declaration, Declared};
-    pub use crate::embed::Embedded;
     pub use crate::error::Error;
     pub use crate::family::FamilySlots;
-    pub use crate::slot::{Slot, SymbolOverride};
+    pub use crate::runtime::embed::Embedded;
+    pub use crate::runtime::slot::{Slot, SymbolOverride};
 }
 
 /// Embeds the manifest that `ck-jit-build` wrote into `OUT_DIR`, as the

@@ -41,11 +41,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::arch::{self, DeviceArch, Platform};
 use crate::cache::{safe_component, short_hash, Cache, Dep, Record, CACHE_FORMAT};
 use crate::compile::{self, CompilerId};
 use crate::config::Config;
 use crate::error::Error;
+use crate::gpu::arch::{self, DeviceArch, Platform};
 use crate::runtime::Runtime;
 
 /// Version of the pack layout this runtime writes and reads.
@@ -421,7 +421,7 @@ fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
     if !missing.is_empty() {
         return Err(PackError::NotCached(missing));
     }
-    if let crate::arch::ArchChoice::Fixed(archs) = &rt.config().arch {
+    if let crate::gpu::arch::ArchChoice::Fixed(archs) = &rt.config().arch {
         devices.extend(archs.iter().map(|a| a.to_string()));
     }
     if devices.len() > 1 {
@@ -821,7 +821,7 @@ impl Ours<'_> {
             .entry(platform)
             .or_insert_with(|| {
                 arch::device_for(&config.arch, platform, |p| {
-                    crate::device::detect(p, Some(devices)).map(|(d, _)| d)
+                    crate::gpu::device::detect(p, Some(devices)).map(|(d, _)| d)
                 })
                 .map(|d| (d.arch, d.found_by))
             })

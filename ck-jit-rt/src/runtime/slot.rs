@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use ck_jit_manifest::SymbolSpec;
 
-use crate::embed::Embedded;
 use crate::error::Error;
-use crate::manifest_file;
+use crate::runtime::embed::Embedded;
+use crate::runtime::manifest_file;
 use crate::runtime::Runtime;
 
 /// A symbol override given to `#[lazy_kernel]`.

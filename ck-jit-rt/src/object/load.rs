@@ -15,9 +15,9 @@ use std::sync::OnceLock;
 use ck_jit_manifest::SymbolSpec;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
-use crate::cache::ObjectBytes;
 use crate::error::Error;
-use crate::symbol::{self, DynSym};
+use crate::object::bytes::ObjectBytes;
+use crate::object::symbol::{self, DynSym};
 
 /// A loaded object's dynamic symbols: read with the object, or, for an
 /// object whose bytes were never read (vouched for by its identity), read

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use once_cell::sync::OnceCell;
 
-use crate::arch::{Device, DeviceArch, Platform};
 use crate::config::DeviceEnv;
+use crate::gpu::arch::{Device, DeviceArch, Platform};
 
 /// Where the KFD driver publishes its topology.
 pub const KFD_NODES: &str = "/sys/class/kfd/kfd/topology/nodes";

@@ -7,8 +7,8 @@ use ck_jit_manifest::Manifest;
 use once_cell::sync::OnceCell;
 
 use crate::error::Error;
+use crate::runtime::store::Store;
 use crate::runtime::Runtime;
-use crate::store::Store;
 
 enum Form {
     Json(&'static str),

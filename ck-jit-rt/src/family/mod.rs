@@ -43,6 +43,16 @@
 //! one at a time, keeps the members that support their composition, and
 //! answers each with the best kernel so far ([`Step::Selectable`]) or with
 //! why the region must be closed first ([`Step::Flush`]).
+//!
+//! # The room
+//!
+//! Owns: families, their members' slots, queries and selection
+//! (`compose`, `parse`, `selector`).
+//!
+//! May use: [`runtime`](crate::Runtime) (a member is resolved as any
+//! declared kernel is), [`gpu`](crate::arch) (the device a selection
+//! asks for), [`error`](crate::Error). Only `declared` and the crate
+//! root sit above it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -52,11 +62,11 @@ use ck_jit_manifest::compact::{Names, Table};
 use ck_jit_manifest::{closest, escape, neutral_relation, Blob, Manifest};
 use once_cell::sync::OnceCell;
 
-use crate::embed::Embedded;
 use crate::error::Error;
+use crate::runtime::embed::Embedded;
+pub use crate::runtime::slot::SymbolOverride;
+use crate::runtime::slot::{Slot, Source};
 use crate::runtime::Runtime;
-pub use crate::slot::SymbolOverride;
-use crate::slot::{Slot, Source};
 
 mod compose;
 mod parse;
@@ -960,14 +970,14 @@ impl FamilyData {
     /// A member runs on the device unless its `arch` or its group's
     /// recorded targets say it does not: an `arch` of another target or
     /// family (a `gfx950` kernel on a `gfx942`: its code is compiled out
-    /// there, see [`arch::tag_runs_on`](crate::arch::tag_runs_on)), or a
+    /// there, see [`arch::tag_runs_on`](crate::gpu::arch::tag_runs_on)), or a
     /// group compiled for other targets only (its object would not load on
     /// the device). Where no device of the platform is known (none found,
     /// `CK_JIT_ARCH=all`) every member stays a candidate, as the compile
     /// then keeps every recorded target. Nothing is detected for a family
     /// whose members name no GPU architecture.
     fn judge_runs(&self) -> Result<Runs, Error> {
-        use crate::arch::{self, Device, Platform};
+        use crate::gpu::arch::{self, Device, Platform};
         let table = &self.table;
         let store = self.runtime.store();
         let groups = store

@@ -19,19 +19,19 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
+use crate::cache::depfile;
+use crate::cache::stats::{self, Stats};
+use crate::cache::tally;
 use crate::cache::{
     self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
 };
+use crate::compile::memory::{self, Estimates};
 use crate::compile::{self, Budget, CompilerId, Jobs, Memory};
 use crate::config::{config, Config};
-use crate::depfile;
 use crate::error::Error;
-use crate::load::Loaded;
-use crate::mapped::map_for_process;
-use crate::memory::{self, Estimates};
-use crate::stats::{self, Stats};
-use crate::store::{BlobInfo, Store};
-use crate::tally;
+use crate::object::load::Loaded;
+use crate::object::mapped::map_for_process;
+use crate::runtime::store::{BlobInfo, Store};
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
 static JOBS: Lazy<Jobs> = Lazy::new(|| Jobs::new(config().jobs()));
@@ -143,7 +143,7 @@ pub struct Plan {
     /// recorded for several GPU architectures and one device was chosen
     /// (`CK_JIT_ARCH`, or detected); the narrowed arguments are what the
     /// keys hold and the compiler gets.
-    pub device: Option<crate::arch::Device>,
+    pub device: Option<crate::gpu::arch::Device>,
     source_hash: blake3::Hash,
 }
 
@@ -262,7 +262,7 @@ pub struct Runtime {
     canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
-    sources: OnceCell<Option<crate::sources::SourceMemo>>,
+    sources: OnceCell<Option<crate::cache::sources::SourceMemo>>,
     /// The compiler variables of the key ([`config::key_env`](crate::config::key_env)), read at
     /// the first plan: like the rest of the configuration, once per
     /// runtime, not once per blob.
@@ -665,7 +665,7 @@ impl Runtime {
                 let l = Arc::new(l);
                 let _ = state.loaded.set(l.clone());
                 if let Some(file) = &self.config.record {
-                    crate::record::note(file, blob);
+                    crate::runtime::blob_list::note(file, blob);
                 }
                 Ok(l)
             }
@@ -915,11 +915,11 @@ impl Runtime {
     /// the members that run on it.
     pub(crate) fn device_for(
         &self,
-        platform: crate::arch::Platform,
-    ) -> Option<crate::arch::Device> {
-        crate::arch::device_for(&self.config.arch, platform, |p| {
+        platform: crate::gpu::arch::Platform,
+    ) -> Option<crate::gpu::arch::Device> {
+        crate::gpu::arch::device_for(&self.config.arch, platform, |p| {
             let devices = self.cache().ok().map(|c| c.root().join("devices"));
-            crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
+            crate::gpu::device::detect(p, devices.as_deref()).map(|(d, _)| d)
         })
     }
 
@@ -927,9 +927,10 @@ impl Runtime {
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
         let devices = self.cache().ok().map(|c| c.root().join("devices"));
-        let narrowed = crate::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
-            crate::device::detect(p, devices.as_deref()).map(|(d, _)| d)
-        })?;
+        let narrowed =
+            crate::gpu::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
+                crate::gpu::device::detect(p, devices.as_deref()).map(|(d, _)| d)
+            })?;
         let (mut group, device) = match narrowed {
             Some(n) => {
                 let mut g = info.group.clone();
@@ -1463,7 +1464,7 @@ impl Runtime {
         let memo = self.sources.get_or_init(|| {
             let cache = self.cache().ok()?;
             (!cache.is_shared() && !cache.is_read_only())
-                .then(|| crate::sources::SourceMemo::open(cache.root(), canon_root))
+                .then(|| crate::cache::sources::SourceMemo::open(cache.root(), canon_root))
         });
         if let Some(memo) = memo {
             if let Some((dir, name)) = source_parts(source) {
@@ -1565,7 +1566,7 @@ impl Runtime {
         // (a file written meanwhile is hashed again next time).
         let kept = before.filter(|b| {
             file.metadata().is_ok_and(|a| {
-                crate::sources::same_identity(&a, b) && a.len() == bytes.len() as u64
+                crate::cache::sources::same_identity(&a, b) && a.len() == bytes.len() as u64
             })
         });
         Ok((canon, bytes, kept))

@@ -88,6 +88,8 @@ use std::sync::Mutex;
 
 use crate::compile::{self, CompilerId};
 use crate::error::Error;
+pub use crate::object::bytes::ObjectBytes;
+use crate::object::bytes::{map, read_len, Bytes, LOOK_MAP_ABOVE};
 
 /// Version of the cache layout and key derivation; part of every key.
 /// Format 2 stores header lists apart (`deps/<digest>.json`) and records
@@ -222,210 +224,6 @@ impl Entry {
     /// found in, or `None` when it is in the writable cache.
     pub fn tier(&self) -> Option<&Path> {
         self.tier.as_deref()
-    }
-}
-
-/// An object's bytes, verified: by their checksum, or (in a private cache)
-/// by the object's identity, in which case a large object is mapped
-/// read-only rather than read.
-pub struct ObjectBytes {
-    bytes: Bytes,
-    hashed: bool,
-    /// The file these bytes were read from and checked, open: what a
-    /// shared cache's loads go through, so nothing can swap the file
-    /// between the check and the `dlopen`.
-    file: Option<File>,
-}
-
-/// Objects up to this size are read when their identity is trusted;
-/// larger ones are mapped (CK objects are megabytes; a map costs a few
-/// system calls and page faults, a read of a small file one copy).
-const MAP_ABOVE: u64 = 256 << 10;
-
-enum Bytes {
-    Owned(Vec<u8>),
-    Mapped(*const u8, usize),
-    /// Vouched for by identity and not read yet: read (or mapped) from
-    /// `path` on first use. A hit that only loads the object never reads
-    /// it; the loader maps it.
-    Unread {
-        path: PathBuf,
-        len: u64,
-        read: std::sync::OnceLock<Box<Bytes>>,
-    },
-}
-
-// SAFETY: a mapping is read-only, private to this value, and unmapped only
-// on drop.
-unsafe impl Send for ObjectBytes {}
-// SAFETY: as above; shared access only reads.
-unsafe impl Sync for ObjectBytes {}
-
-impl ObjectBytes {
-    /// Bytes held in memory whose checksum was computed.
-    pub fn hashed(bytes: Vec<u8>) -> ObjectBytes {
-        ObjectBytes {
-            bytes: Bytes::Owned(bytes),
-            hashed: true,
-            file: None,
-        }
-    }
-
-    /// These bytes, with the open file they were checked in.
-    fn with_file(mut self, file: File) -> ObjectBytes {
-        self.file = Some(file);
-        self
-    }
-
-    /// The open file the bytes were checked in, when there is one.
-    pub fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    /// The bytes of `f` (`len` long), not hashed: read when small, mapped
-    /// when large; `None` if that fails.
-    fn unhashed(f: &mut File, len: u64) -> Option<ObjectBytes> {
-        let bytes = if len <= MAP_ABOVE {
-            Bytes::Owned(read_len(f, len).ok()?)
-        } else {
-            map(f, len as usize)?
-        };
-        Some(ObjectBytes {
-            bytes,
-            hashed: false,
-            file: None,
-        })
-    }
-
-    /// An object vouched for by its identity alone, read from `path` only
-    /// if its bytes are asked for.
-    fn unread(path: &Path, len: u64) -> ObjectBytes {
-        ObjectBytes {
-            bytes: Bytes::Unread {
-                path: path.to_path_buf(),
-                len,
-                read: std::sync::OnceLock::new(),
-            },
-            hashed: false,
-            file: None,
-        }
-    }
-
-    /// Whether the object's whole checksum was checked (else its identity
-    /// was enough).
-    pub fn was_hashed(&self) -> bool {
-        self.hashed
-    }
-
-    /// For bytes not read yet, another handle on the same file that reads
-    /// (or, large, maps) it when asked: what a loaded object keeps to read
-    /// its symbol table later without holding these.
-    pub(crate) fn unread_again(&self) -> Option<ObjectBytes> {
-        match &self.bytes {
-            Bytes::Unread { path, len, read } if read.get().is_none() => {
-                Some(ObjectBytes::unread(path, *len))
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether the bytes are in memory (read, mapped, or read since on
-    /// demand); `false` for an object vouched for by its identity whose
-    /// bytes nothing has asked for.
-    pub fn is_read(&self) -> bool {
-        match &self.bytes {
-            Bytes::Unread { read, .. } => read.get().is_some(),
-            _ => true,
-        }
-    }
-}
-
-impl Bytes {
-    /// Whether the bytes are (or, once read, were) mapped, not copied.
-    fn is_mapped(&self) -> bool {
-        match self {
-            Bytes::Mapped(..) => true,
-            Bytes::Unread { read, .. } => read.get().is_some_and(|b| b.is_mapped()),
-            Bytes::Owned(_) => false,
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            // SAFETY: a live mapping of exactly `len` readable bytes.
-            Bytes::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
-            Bytes::Unread { path, len, read } => read
-                .get_or_init(|| {
-                    // Read now: a file that cannot be read (removed since
-                    // its identity was checked) gives no bytes, which the
-                    // ELF checks of whoever asked then refuse.
-                    let bytes = OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                        .open(path)
-                        .ok()
-                        .and_then(|mut f| {
-                            if *len <= LOOK_MAP_ABOVE {
-                                read_len(&mut f, *len).ok().map(Bytes::Owned)
-                            } else {
-                                map(&f, *len as usize)
-                            }
-                        });
-                    Box::new(bytes.unwrap_or(Bytes::Owned(Vec::new())))
-                })
-                .as_slice(),
-        }
-    }
-}
-
-/// Maps `len` (> 0) bytes of `f` read-only; `None` if the system refuses.
-fn map(f: &File, len: usize) -> Option<Bytes> {
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a fresh private read-only mapping of an open file; the
-        // pointer is checked and unmapped once, on drop. Objects in the
-        // cache are never truncated or rewritten (they are replaced by
-        // rename), so the mapping stays backed.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        (p != libc::MAP_FAILED).then_some(Bytes::Mapped(p as *const u8, len))
-    }
-}
-
-impl std::ops::Deref for ObjectBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.bytes.as_slice()
-    }
-}
-
-impl Drop for Bytes {
-    fn drop(&mut self) {
-        if let Bytes::Mapped(p, len) = *self {
-            // SAFETY: the mapping made in `map`, unmapped once.
-            unsafe {
-                libc::munmap(p as *mut libc::c_void, len);
-            }
-        }
-    }
-}
-
-impl fmt::Debug for ObjectBytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ObjectBytes")
-            .field("len", &self.len())
-            .field("hashed", &self.hashed)
-            .field("mapped", &self.bytes.is_mapped())
-            .finish()
     }
 }
 
@@ -1243,7 +1041,7 @@ impl Cache {
                 if bytes.len() as u64 != md.len() {
                     return Err(format!("read {} bytes of {}", bytes.len(), md.len()));
                 }
-                crate::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
+                crate::object::symbol::check_header(&bytes, None).map_err(|e| e.to_string())?;
                 return Ok(bytes.with_file(f));
             }
         }
@@ -2004,11 +1802,6 @@ fn read_set(path: &Path) -> Option<Bytes> {
     read_capped(&mut f, len).map(Bytes::Owned)
 }
 
-/// Files of the cache larger than this are mapped, not read, when they
-/// are only looked at: header sets ([`read_set`]), an object whose
-/// symbol table a lookup reads (the table is a few of its pages).
-const LOOK_MAP_ABOVE: u64 = 32 << 10;
-
 /// Reads a file of the cache that is never rewritten in place (records and
 /// header sets are replaced by rename), `len` bytes long by `fstat`, up to
 /// 16 MiB: one `read`.
@@ -2017,15 +1810,6 @@ fn read_capped(f: &mut File, len: u64) -> Option<Vec<u8>> {
         return None;
     }
     read_len(f, len).ok()
-}
-
-/// Reads the first `len` bytes of `f` with no other system call than
-/// `read` (`File::read_to_end` also stats and seeks); fewer if it ends
-/// sooner.
-fn read_len(f: &mut File, len: u64) -> io::Result<Vec<u8>> {
-    let mut v = Vec::with_capacity(len as usize);
-    f.take(len).read_to_end(&mut v)?;
-    Ok(v)
 }
 
 /// Parsed header sets of this process, by digest.
@@ -2562,6 +2346,7 @@ pub fn file_hash(path: &Path) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::bytes::MAP_ABOVE;
 
     #[test]
     fn a_header_identity_reads_back_as_written_and_nothing_else_does() {
@@ -2819,9 +2604,9 @@ mod tests {
         assert!(!got.was_hashed());
         // Vouched for by one lstat: nothing read until the bytes are asked
         // for, and then mapped, being large.
-        assert!(!got.is_read());
+        assert!(format!("{got:?}").contains("read: false"), "{got:?}");
         assert!(*got == *exe);
-        assert!(got.is_read());
+        assert!(format!("{got:?}").contains("read: true"), "{got:?}");
         assert!(format!("{got:?}").contains("mapped: true"), "{got:?}");
         drop(got);
         assert!(cache.verify_for_load(&e, true).unwrap().was_hashed());

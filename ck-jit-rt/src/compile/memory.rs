@@ -113,17 +113,7 @@ fn room_in(dir: &Path) -> Option<u64> {
     Some(max.saturating_sub(current))
 }
 
-/// A size for messages: `812 MiB`, `2.4 GiB`.
-pub fn human(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    let b = bytes as f64;
-    if b >= GIB {
-        format!("{:.1} GiB", b / GIB)
-    } else {
-        format!("{:.0} MiB", b / MIB)
-    }
-}
+pub(crate) use crate::error::human;
 
 /// What is known of one group's compiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

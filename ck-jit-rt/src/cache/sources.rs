@@ -193,7 +193,7 @@ impl SourceMemo {
 
 /// The memo at `path`, mapped for the process, and its sorted count.
 fn read(path: &Path) -> Option<(&'static [u8], usize)> {
-    let bytes = crate::mapped::map_for_process(path)?;
+    let bytes = crate::object::mapped::map_for_process(path)?;
     let head = bytes.get(..HEADER)?;
     if !head.starts_with(MAGIC) || head[HEADER - 1] != b'\n' {
         return None;

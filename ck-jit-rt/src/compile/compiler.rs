@@ -24,7 +24,7 @@ use once_cell::sync::{Lazy, OnceCell};
 
 use crate::config::{compiler_override, compiler_var, CompilerCheck};
 use crate::error::{shell_quote, Error, Kill};
-use crate::symbol;
+use crate::object::symbol;
 
 /// Most bytes of compiler output kept in memory for an error message.
 pub const TAIL_BYTES: usize = 8 * 1024;
@@ -621,7 +621,7 @@ impl Memory {
 /// The memory compiles may use at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {
-    /// What is available now ([`crate::memory::available`]), read each
+    /// What is available now ([`crate::compile::memory::available`]), read each
     /// time a compile is admitted.
     Detect,
     /// This many bytes (`CK_JIT_MEMORY_BUDGET`).
@@ -791,7 +791,7 @@ impl Jobs {
     fn budget(st: &mut Slots, budget: Budget) -> Option<u64> {
         let now = match budget {
             Budget::Fixed(b) => return Some(b),
-            Budget::Detect => crate::memory::available(),
+            Budget::Detect => crate::compile::memory::available(),
         };
         if st.running == 0 {
             st.base = now;
@@ -813,8 +813,8 @@ impl Jobs {
             "ck-jit: one compile is estimated at {} but compiles may use {} of memory; \
              compiling one at a time while that lasts (CK_JIT_JOB_MEMORY sets the estimate, \
              CK_JIT_MEMORY_BUDGET the budget)",
-            crate::memory::human(estimate),
-            crate::memory::human(budget)
+            crate::compile::memory::human(estimate),
+            crate::compile::memory::human(budget)
         );
         log::warn!("{msg}");
         eprintln!("{msg}");

@@ -8,17 +8,19 @@
 //! publishes them the same way), so an entry pre-built by a tool is
 //! exactly the one a lazy call loads.
 
+pub use crate::cache::evict::{entry_bytes, Eviction, Removal};
+pub use crate::cache::tally::{
+    flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,
+};
 pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,
 };
+pub use crate::compile::memory::{
+    Estimates as MemoryEstimates, Learnt as LearntMemory, MEMORY_FILE,
+};
 #[doc(inline)]
 pub use crate::config::{parse_size, Limits};
-pub use crate::evict::{entry_bytes, Eviction, Removal};
-pub use crate::memory::{Estimates as MemoryEstimates, Learnt as LearntMemory, MEMORY_FILE};
-pub use crate::tally::{
-    flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,
-};
 
 /// The memory estimates learnt per group in the cache at `root`
 /// (`memory.json`); none when it is missing or cannot be read.

@@ -42,6 +42,15 @@
 //! [`parse_size`], the key's variables [`KEY_ENV`]) live here as well:
 //! this module is the bottom layer, and reads none of the modules that
 //! act on its settings.
+//!
+//! # The room
+//!
+//! Owns: every variable's name, its parsing, and the problems reported
+//! for it.
+//!
+//! May use: [`error`](crate::Error) only (its message texts).
+
+pub(crate) mod arch_name;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -113,7 +122,7 @@ pub struct Config {
     pub record: Option<PathBuf>,
     /// `CK_JIT_ARCH`: which GPU architecture compiles of blobs recorded
     /// for several are for.
-    pub arch: crate::arch::ArchChoice,
+    pub arch: arch_name::ArchChoice,
     /// Variables whose values could not be read, each a sentence naming
     /// the variable, the value and what is used instead.
     pub problems: Vec<String>,
@@ -319,16 +328,16 @@ impl Config {
         let verbose = r.flag("CK_JIT_VERBOSE");
         let offline = r.flag("CK_JIT_OFFLINE");
         let shared_cache = r.flag("CK_JIT_SHARED_CACHE");
-        let arch = crate::arch::ArchChoice::parse(
+        let arch = arch_name::ArchChoice::parse(
             var("CK_JIT_ARCH")
                 .map(|v| v.to_string_lossy().into_owned())
                 .as_deref(),
         );
-        if let crate::arch::ArchChoice::Invalid(v) = &arch {
+        if let arch_name::ArchChoice::Invalid(v) = &arch {
             r.problems.push(format!(
                 "CK_JIT_ARCH='{v}' names no architecture (accepted: {}); blobs recorded for GPU \
                  targets fail to compile until it is fixed",
-                crate::arch::ARCH_FORMS
+                crate::error::ARCH_FORMS
             ));
         }
         let cache_path = r.cache_path();

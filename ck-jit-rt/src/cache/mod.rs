@@ -1,0 +1,25 @@
+//! The disk cache: entries and their header sets ([`entries`], the
+//! layout and every rule of publish, lookup and verification), the headers
+//! a compile read ([`depfile`]), eviction ([`evict`]), the memo of source
+//! digests ([`sources`]), the counters kept per process and per cache
+//! ([`stats`], [`tally`]), and the view of a maintenance tool
+//! ([`maintenance`]).
+//!
+//! Owns: everything under a cache root (`v1/`, `deps/`, `sources/`,
+//! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files).
+//!
+//! May use: [`config`](crate::config), [`error`](crate::error),
+//! [`object`](crate::object) (object bytes and ELF checks) and
+//! [`compile`](crate::compile) (the compiler identity a key holds). It
+//! never runs a compile or loads an object: the runtime does, and asks
+//! the cache before and after.
+
+pub(crate) mod depfile;
+mod entries;
+pub(crate) mod evict;
+pub mod maintenance;
+pub(crate) mod sources;
+pub(crate) mod stats;
+pub(crate) mod tally;
+
+pub use entries::*;
