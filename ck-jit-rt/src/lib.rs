@@ -90,7 +90,7 @@ mod runtime;
 pub use cache::maintenance;
 pub use gpu::arch;
 
-pub use cache::stats::Stats;
+pub use cache::counters::Stats;
 pub use ck_jit_manifest as manifest;
 #[doc(inline)]
 pub use config::CompilerCheck;

@@ -8,10 +8,10 @@
 //! publishes them the same way), so an entry pre-built by a tool is
 //! exactly the one a lazy call loads.
 
-pub use crate::cache::evict::{entry_bytes, Eviction, Removal};
-pub use crate::cache::tally::{
+pub use crate::cache::counters::{
     flush as flush_counters, read as read_counters, CacheCounters, COUNTERS_FILE,
 };
+pub use crate::cache::evict::{entry_bytes, Eviction, Removal};
 pub use crate::cache::{
     default_dir, Cache, Dep, Entry, InputsKey, Key, LockGuard, ObjectBytes, Prekey, Record,
     CACHE_FORMAT, CHECK_REUSE, DEPSET_GRACE, TOUCH_EVERY,

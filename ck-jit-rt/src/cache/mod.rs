@@ -2,8 +2,7 @@
 //! layout and every rule of publish, lookup and verification), the headers
 //! a compile read ([`depfile`]), eviction ([`evict`]), the memo of source
 //! digests ([`sources`]), the counters kept per process and per cache
-//! ([`stats`], [`tally`]), and the view of a maintenance tool
-//! ([`maintenance`]).
+//! ([`counters`]), and the view of a maintenance tool ([`maintenance`]).
 //!
 //! Owns: everything under a cache root (`v1/`, `deps/`, `sources/`,
 //! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files).
@@ -14,12 +13,11 @@
 //! never runs a compile or loads an object: the runtime does, and asks
 //! the cache before and after.
 
+pub(crate) mod counters;
 pub(crate) mod depfile;
 mod entries;
 pub(crate) mod evict;
 pub mod maintenance;
 pub(crate) mod sources;
-pub(crate) mod stats;
-pub(crate) mod tally;
 
 pub use entries::*;

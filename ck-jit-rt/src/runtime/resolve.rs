@@ -19,9 +19,8 @@ use std::time::{Instant, SystemTime};
 use ck_jit_manifest::{Group, Manifest, SymbolSpec};
 use once_cell::sync::{Lazy, OnceCell};
 
+use crate::cache::counters::{self, CacheCounts, Event, Stats};
 use crate::cache::depfile;
-use crate::cache::stats::{self, Stats};
-use crate::cache::tally;
 use crate::cache::{
     self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
 };
@@ -270,6 +269,8 @@ pub struct Runtime {
     cache_dir: Option<PathBuf>,
     config: Config,
     cache: OnceCell<Cache>,
+    /// The counts of `cache`, taken once it is open.
+    counts: OnceCell<Arc<CacheCounts>>,
     /// The read-only tiers of `CK_JIT_CACHE_PATH` that could be opened,
     /// in order (opened on first use).
     tiers: OnceCell<Vec<Cache>>,
@@ -312,6 +313,7 @@ impl Runtime {
             cache_dir: None,
             config,
             cache: OnceCell::new(),
+            counts: OnceCell::new(),
             tiers: OnceCell::new(),
             states: Mutex::new(HashMap::new()),
             is_fallback: false,
@@ -535,23 +537,24 @@ impl Runtime {
         &self.store
     }
 
-    /// Counts `event` for this runtime's cache across processes
-    /// (`ck-jit stat`).
-    fn tally(&self, event: tally::Event) {
-        if let Ok(cache) = self.cache() {
-            tally::note(cache.root(), cache.is_shared(), event);
-        }
+    /// Counts `event` for the process and for this runtime's cache
+    /// (opened if it is not yet).
+    fn count(&self, event: Event<'_>) {
+        counters::count(self.counts(true), event);
     }
 
-    /// Counts a hit served by `entry`: in the writable cache's counters,
-    /// with the tier it came from, if any (a tier is never written).
-    fn tally_hit(&self, entry: &Entry) {
-        if let Ok(cache) = self.cache() {
-            match entry.tier() {
-                Some(tier) => tally::note_tier_hit(cache.root(), cache.is_shared(), tier),
-                None => tally::note(cache.root(), cache.is_shared(), tally::Event::Hit),
-            }
-        }
+    /// The counts of this runtime's writable cache; `None` without one, or
+    /// when it is not open and `open` is false.
+    fn counts(&self, open: bool) -> Option<&CacheCounts> {
+        let cache = if open {
+            self.cache().ok()?
+        } else {
+            self.cache.get()?
+        };
+        Some(
+            self.counts
+                .get_or_init(|| counters::for_cache(cache.root(), cache.is_shared())),
+        )
     }
 
     /// Why a miss may not compile, if it may not: [`freeze`], or offline
@@ -671,10 +674,7 @@ impl Runtime {
             }
             Err(Failure { error, prekey }) => {
                 let error = *error;
-                stats::FAILURES.add(1);
-                if let Some(cache) = self.cache.get() {
-                    tally::note(cache.root(), cache.is_shared(), tally::Event::Failure);
-                }
+                counters::count(self.counts(false), Event::Failure);
                 log::warn!("{error}");
                 if self.config.verbose {
                     eprintln!("{error}");
@@ -1068,7 +1068,7 @@ impl Runtime {
                     entry.object.display(),
                     cache.root().display()
                 );
-                stats::CORRUPT.add(1);
+                counters::CORRUPT.add(1);
                 Ok(None)
             }
             Err(why) => {
@@ -1077,7 +1077,7 @@ impl Runtime {
                     plan.blob,
                     entry.object.display()
                 );
-                stats::CORRUPT.add(1);
+                counters::CORRUPT.add(1);
                 cache.quarantine(&entry);
                 Ok(None)
             }
@@ -1150,8 +1150,8 @@ impl Runtime {
         };
         let loaded = loaded.built_from(&entry.record.prekey);
         let dt = t0.elapsed();
-        stats::LOADS.add(1);
-        stats::LOAD_NS.add(dt.as_nanos() as u64);
+        counters::LOADS.add(1);
+        counters::LOAD_NS.add(dt.as_nanos() as u64);
         if outcome == Outcome::Cached && entry.tier().is_none() {
             self.cache()?.touch(&entry);
         }
@@ -1208,8 +1208,7 @@ impl Runtime {
             last_source = plan.source.clone();
             if !force {
                 if let Some((e, bytes)) = self.entry_to_load(&plan)? {
-                    stats::HITS.add(1);
-                    self.tally_hit(&e);
+                    self.count(Event::Hit { tier: e.tier() });
                     return Ok((e, bytes, Outcome::Cached));
                 }
             }
@@ -1232,8 +1231,7 @@ impl Runtime {
                 continue;
             }
             let cache = self.cache()?;
-            stats::LOCK_WAITS.add(1);
-            self.tally(tally::Event::Miss);
+            self.count(Event::Miss);
             let lock = cache.lock(
                 blob,
                 prekey.as_str(),
@@ -1250,7 +1248,7 @@ impl Runtime {
             } else if let Some((e, bytes)) = self.entry_to_load(&plan)? {
                 // Another thread or process compiled it while we waited
                 // (counted for the cache as the miss it was).
-                stats::HITS.add(1);
+                counters::HITS.add(1);
                 return Ok((e, bytes, Outcome::Cached));
             }
             match self.compile_with_companions(cache, &plan) {
@@ -1299,9 +1297,7 @@ impl Runtime {
         let t0 = Instant::now();
         let ran = self.run_admitted(cache, plan, &jobs);
         let dt = t0.elapsed();
-        stats::COMPILES.add(1);
-        stats::COMPILE_NS.add(dt.as_nanos() as u64);
-        self.tally(tally::Event::Compile);
+        self.count(Event::Compile(dt));
         ran?;
         if self.config.verbose {
             eprintln!(
@@ -1483,7 +1479,7 @@ impl Runtime {
         }
         let (canon, bytes, md) = self.read_source(blob, source, canon_root)?;
         let digest = blake3::hash(&bytes);
-        stats::SOURCES_READ.add(1);
+        counters::SOURCES_READ.add(1);
         if let (Some(memo), Some(md)) = (memo, md) {
             memo.remember(&canon, &md, &digest, std::time::SystemTime::now());
         }
@@ -1609,7 +1605,7 @@ fn with_figures(
 
 /// Counters of this process (compiles, hits, loads, failures, time).
 pub fn stats() -> Stats {
-    stats::snapshot()
+    counters::snapshot()
 }
 
 #[allow(dead_code)]
