@@ -370,9 +370,7 @@ pub fn parse_arch(text: &str) -> Result<DeviceArch, String> {
 /// Parses a `--where` condition (or several, separated by commas) as a
 /// family query reads it.
 pub fn parse_condition(text: &str) -> Result<Query, String> {
-    let q: Query = text
-        .parse()
-        .map_err(|e: ck_jit_rt::family::ParseQueryError| e.to_string())?;
+    let q: Query = text.parse().map_err(|e: ck_jit_rt::Error| e.to_string())?;
     if q == Query::new() {
         return Err(format!(
             "expected a condition such as dtype=bf16, hdim>=128, lse or !dropout, got '{}'",

@@ -41,24 +41,16 @@ impl fmt::Display for CliError {
     }
 }
 
-impl From<ck_jit_rt::pack::PackError> for CliError {
-    fn from(e: ck_jit_rt::pack::PackError) -> CliError {
-        use ck_jit_rt::pack::PackError;
-        match e {
-            // A file that is not there, or not a pack: a wrong request.
-            PackError::Missing(_) | PackError::NotAPack { .. } => CliError::Usage(e.to_string()),
-            PackError::Runtime(e) => e.into(),
-            e => CliError::Io(e.to_string()),
-        }
-    }
-}
-
 impl From<ck_jit_rt::Error> for CliError {
     fn from(e: ck_jit_rt::Error) -> CliError {
         match e {
             // A manifest that cannot be used is a wrong request, like a
             // wrong path.
             ck_jit_rt::Error::Manifest { .. } => CliError::Usage(e.to_string()),
+            // A pack that is not there, or a file that is not a pack.
+            ck_jit_rt::Error::PackMissing { .. } | ck_jit_rt::Error::NotAPack { .. } => {
+                CliError::Usage(e.to_string())
+            }
             e => CliError::Runtime(e),
         }
     }

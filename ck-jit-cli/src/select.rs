@@ -337,14 +337,8 @@ fn check_families<'a>(m: &Manifest, asked: &'a [String]) -> Result<BTreeSet<&'a 
 /// are a usage error naming both (rather than an empty selection).
 fn compose(filters: &[Query]) -> Result<Query, CliError> {
     filters.iter().try_fold(Query::new(), |q, f| {
-        q.and(f).map_err(|c| {
-            CliError::Usage(format!(
-                "--where: {} conflicts with {}: no value of {} meets both",
-                c.first(),
-                c.second(),
-                escape(c.key())
-            ))
-        })
+        q.and(f)
+            .map_err(|conflict| CliError::Usage(format!("--where: {conflict}")))
     })
 }
 

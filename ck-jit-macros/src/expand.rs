@@ -336,7 +336,7 @@ fn family_lookup(span: Span) -> TokenStream {
     ///
     /// When no blob matches, an error saying, for each constraint,
     /// how many blobs it let through and which values it saw.
-    pub fn select(query: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+    pub fn select(query: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::Error> {
         __FAMILY.select(query)
     }
 
@@ -354,7 +354,7 @@ fn family_lookup(span: Span) -> TokenStream {
     /// # Errors
     ///
     /// If it does not, naming its own family or close names.
-    pub fn by_name(blob: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+    pub fn by_name(blob: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::Error> {
         __FAMILY.by_name(blob)
     }
     }
@@ -452,13 +452,13 @@ fn family_stub(k: &Checked, family: &LitStr) -> TokenStream {
             ) -> ::core::result::Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error> {
                 ::core::unreachable!()
             }
-            pub fn select(_: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+            pub fn select(_: &::ck_jit_rt::Query) -> ::core::result::Result<Kernel, ::ck_jit_rt::Error> {
                 ::core::unreachable!()
             }
             pub fn candidates(_: &::ck_jit_rt::Query) -> ::core::result::Result<::std::vec::Vec<Kernel>, ::ck_jit_rt::Error> {
                 ::core::unreachable!()
             }
-            pub fn by_name(_: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::SelectError> {
+            pub fn by_name(_: &str) -> ::core::result::Result<Kernel, ::ck_jit_rt::Error> {
                 ::core::unreachable!()
             }
             pub unsafe fn call #generics (_: Kernel, #(_: #mod_tys),*) #mod_output #where_clause {

@@ -193,7 +193,7 @@
 //! #[lazy_kernel(family = "fwd", symbol_prefix = "_Z9fmha_fwd_I")]
 //! pub unsafe extern "C" fn fwd(s: *const StreamConfig, a: FmhaFwdArgs) -> f32;
 //!
-//! fn attention(stream: &StreamConfig, args: FmhaFwdArgs) -> Result<f32, ck_jit_rt::SelectError> {
+//! fn attention(stream: &StreamConfig, args: FmhaFwdArgs) -> Result<f32, ck_jit_rt::Error> {
 //!     // Once per configuration: compares strings, compiles nothing.
 //!     let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
 //!     // The first call of a blob compiles and loads it; later ones cost one
@@ -202,7 +202,7 @@
 //!     Ok(unsafe { fwd::call(kernel, stream, args) })
 //! }
 //! # // Runs the selection only: the blobs are CK's, compiled by hipcc.
-//! # fn main() -> Result<(), ck_jit_rt::SelectError> {
+//! # fn main() -> Result<(), ck_jit_rt::Error> {
 //! # let kernel = fwd::select(&Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse"))?;
 //! # assert_eq!(kernel.name(), "fmha_fwd_d128_bf16");
 //! # let _ = attention;
@@ -234,9 +234,9 @@
 //!     pub static __FAMILY: ::ck_jit_rt::__private::FamilySlots<Family> = /* ... */;
 //!     ::ck_jit_rt::__declare!(&__FAMILY); // warm-up by name resolves the family's symbol
 //!     pub fn blobs() -> Result<::ck_jit_rt::Members<Family>, ::ck_jit_rt::Error>;
-//!     pub fn select(query: &::ck_jit_rt::Query) -> Result<Kernel, ::ck_jit_rt::SelectError>;
+//!     pub fn select(query: &::ck_jit_rt::Query) -> Result<Kernel, ::ck_jit_rt::Error>;
 //!     pub fn candidates(query: &::ck_jit_rt::Query) -> Result<Vec<Kernel>, ::ck_jit_rt::Error>;
-//!     pub fn by_name(blob: &str) -> Result<Kernel, ::ck_jit_rt::SelectError>;
+//!     pub fn by_name(blob: &str) -> Result<Kernel, ::ck_jit_rt::Error>;
 //!     pub unsafe fn call(kernel: Kernel, __arg0: *const StreamConfig, __arg1: FmhaFwdArgs) -> f32;
 //!     pub fn try_get(kernel: Kernel) -> Result<Fn, ::ck_jit_rt::Error>;
 //!     pub fn prepare(kernel: Kernel) -> Result<(), ::ck_jit_rt::Error>;

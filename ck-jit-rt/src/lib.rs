@@ -95,8 +95,8 @@ pub use ck_jit_manifest as manifest;
 #[doc(inline)]
 pub use config::CompilerCheck;
 pub use declared::runtime;
-pub use error::{shell_quote, Error, Kill};
-pub use family::{Kernel, Member, Members, NoMatch, Query, SelectError, Selector, Step};
+pub use error::{shell_quote, Conflict, Error, Kill};
+pub use family::{Kernel, Member, Members, NoMatch, Query, Selector, Step};
 pub use object::bytes::ObjectBytes;
 pub use object::load::Loaded;
 pub use runtime::{

@@ -32,7 +32,6 @@
 //! made here, at unpack: the runtime only looks entries up by key.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -183,82 +182,8 @@ impl PackEntry {
     }
 }
 
-/// Why a pack could not be written, read or installed.
-#[derive(Debug)]
-pub enum PackError {
-    /// The pack file does not exist.
-    Missing(PathBuf),
-    /// The file is not a pack (not zstd, not tar, no index first).
-    NotAPack {
-        /// The file.
-        path: PathBuf,
-        /// What was found instead.
-        why: String,
-    },
-    /// The pack is for another machine, architecture or compiler.
-    Refused {
-        /// The pack.
-        path: PathBuf,
-        /// Which, with the pack's value and ours.
-        why: String,
-    },
-    /// The pack is damaged: a checksum, size or member that does not match
-    /// its index, or an archive cut short. Nothing was installed.
-    Damaged {
-        /// The pack.
-        path: PathBuf,
-        /// What did not match.
-        why: String,
-    },
-    /// Blobs selected for a pack have no verified entry in the cache.
-    NotCached(Vec<String>),
-    /// The runtime refused something (the manifest, a compiler, the cache).
-    Runtime(Error),
-    /// A file could not be read or written.
-    Io(String),
-}
-
-impl fmt::Display for PackError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PackError::Missing(p) => write!(f, "pack {}: no such file", p.display()),
-            PackError::NotAPack { path, why } => {
-                write!(f, "{} is not a ck-jit pack: {why}", path.display())
-            }
-            PackError::Refused { path, why } => {
-                write!(f, "pack {} refused: {why}", path.display())
-            }
-            PackError::Damaged { path, why } => write!(
-                f,
-                "pack {} is damaged: {why}; nothing was installed",
-                path.display()
-            ),
-            PackError::NotCached(blobs) => write!(
-                f,
-                "{} blob{} not in the cache: {}; build {} first (ck-jit build, with the same \
-                 CK_JIT_ARCH), or leave {} out",
-                blobs.len(),
-                if blobs.len() == 1 { " is" } else { "s are" },
-                blobs.join(", "),
-                if blobs.len() == 1 { "it" } else { "them" },
-                if blobs.len() == 1 { "it" } else { "them" },
-            ),
-            PackError::Runtime(e) => e.fmt(f),
-            PackError::Io(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for PackError {}
-
-impl From<Error> for PackError {
-    fn from(e: Error) -> PackError {
-        PackError::Runtime(e)
-    }
-}
-
-fn io_err(what: &str, path: &Path, e: impl fmt::Display) -> PackError {
-    PackError::Io(format!("{what} {}: {e}", path.display()))
+fn io_err(op: &'static str, path: &Path, e: impl Into<io::Error>) -> Error {
+    Error::io(op, path, e.into())
 }
 
 fn now() -> u64 {
@@ -309,7 +234,7 @@ pub struct Packed {
 /// it whole (written beside it, then renamed). Every blob must have an
 /// entry, found as a lazy call would find it (the writable cache or a
 /// read-only tier); none is compiled.
-pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, PackError> {
+pub fn write(rt: &Runtime, blobs: &[String], out: &Path) -> Result<Packed, Error> {
     let Selection {
         compilers,
         device,
@@ -358,7 +283,7 @@ struct Selection {
 /// them and the one architecture they are for; an error when one is not
 /// cached, does not match its record, or the selection spans two
 /// architectures or two identities of one compiler.
-fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
+fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, Error> {
     let env = crate::config::key_env(&rt.config().key_env);
     let mut compilers: BTreeMap<String, PackCompiler> = BTreeMap::new();
     let mut devices: BTreeSet<String> = BTreeSet::new();
@@ -373,11 +298,13 @@ fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
         let c = describe(id, &env, &program);
         if let Some(other) = compilers.get(&program) {
             if other.identity != c.identity {
-                return Err(PackError::Io(format!(
-                    "compiler {program} has two identities in one run ({} and {}); \
+                return Err(Error::Unpackable {
+                    why: format!(
+                        "compiler {program} has two identities in one run ({} and {}); \
                      it changed while packing",
-                    other.identity, c.identity
-                )));
+                        other.identity, c.identity
+                    ),
+                });
             }
         }
         compilers.insert(program.clone(), c);
@@ -389,11 +316,13 @@ fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
             continue;
         };
         if !bytes.was_hashed() && blake3_hex(&bytes) != entry.record.checksum {
-            return Err(PackError::Io(format!(
-                "blob '{blob}': the cached object {} does not match its record; \
+            return Err(Error::Unpackable {
+                why: format!(
+                    "blob '{blob}': the cached object {} does not match its record; \
                  run `ck-jit verify`",
-                entry.object.display()
-            )));
+                    entry.object.display()
+                ),
+            });
         }
         drop(bytes);
         let root = match entry.tier() {
@@ -419,17 +348,19 @@ fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
         ));
     }
     if !missing.is_empty() {
-        return Err(PackError::NotCached(missing));
+        return Err(Error::NotCached { blobs: missing });
     }
     if let crate::gpu::arch::ArchChoice::Fixed(archs) = &rt.config().arch {
         devices.extend(archs.iter().map(|a| a.to_string()));
     }
     if devices.len() > 1 {
-        return Err(PackError::Io(format!(
-            "the selection is for several architectures ({}); a pack holds one: set \
+        return Err(Error::Unpackable {
+            why: format!(
+                "the selection is for several architectures ({}); a pack holds one: set \
              CK_JIT_ARCH (or --arch) to one",
-            devices.into_iter().collect::<Vec<_>>().join(", ")
-        )));
+                devices.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        });
     }
     Ok(Selection {
         compilers,
@@ -441,7 +372,7 @@ fn choose(rt: &Runtime, blobs: &[String]) -> Result<Selection, PackError> {
 /// The small files of the `chosen` entries (records, header sets), read
 /// now, and the index's list of every file with its checksum; objects are
 /// streamed from their files later and checked as they go.
-fn small_files(chosen: &[Chosen]) -> Result<(Vec<SmallFile>, Vec<PackFile>), PackError> {
+fn small_files(chosen: &[Chosen]) -> Result<(Vec<SmallFile>, Vec<PackFile>), Error> {
     let mut small: Vec<SmallFile> = Vec::new();
     let mut files: Vec<PackFile> = Vec::new();
     let mut depsets_done = BTreeSet::new();
@@ -464,10 +395,12 @@ fn small_files(chosen: &[Chosen]) -> Result<(Vec<SmallFile>, Vec<PackFile>), Pac
                 let path = root.join(&dp);
                 let bytes = fs::read(&path).map_err(|err| io_err("reading", &path, err))?;
                 if short_hash(&blake3::hash(&bytes)) != e.depset {
-                    return Err(PackError::Io(format!(
-                        "the header set {} does not match its name; run `ck-jit verify`",
-                        path.display()
-                    )));
+                    return Err(Error::Unpackable {
+                        why: format!(
+                            "the header set {} does not match its name; run `ck-jit verify`",
+                            path.display()
+                        ),
+                    });
                 }
                 files.push(PackFile {
                     path: dp.clone(),
@@ -489,7 +422,7 @@ fn write_archive(
     index: &Index,
     chosen: &[Chosen],
     small: &[SmallFile],
-) -> Result<(), PackError> {
+) -> Result<(), Error> {
     let dir = match out.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -515,11 +448,13 @@ fn write_archive(
             out,
         )?;
         if reader.count != e.size || reader.hex() != e.checksum {
-            return Err(PackError::Io(format!(
-                "blob '{}': the cached object {} changed while it was packed",
-                e.blob,
-                entry.object.display()
-            )));
+            return Err(Error::Unpackable {
+                why: format!(
+                    "blob '{}': the cached object {} changed while it was packed",
+                    e.blob,
+                    entry.object.display()
+                ),
+            });
         }
     }
     for (path, bytes, created) in small {
@@ -541,7 +476,7 @@ fn append<W: Write>(
     mtime: u64,
     data: &[u8],
     out: &Path,
-) -> Result<(), PackError> {
+) -> Result<(), Error> {
     let mut r = data;
     append_sized(tar, path, mtime, data.len() as u64, &mut r, out)
 }
@@ -553,7 +488,7 @@ fn append_sized<W: Write>(
     size: u64,
     data: &mut impl Read,
     out: &Path,
-) -> Result<(), PackError> {
+) -> Result<(), Error> {
     let mut h = tar::Header::new_gnu();
     h.set_size(size);
     h.set_mode(0o644);
@@ -595,16 +530,18 @@ impl<R: Read> Read for Hashing<R> {
 
 type Archive = tar::Archive<zstd::Decoder<'static, io::BufReader<File>>>;
 
-fn open_archive(path: &Path) -> Result<Archive, PackError> {
+fn open_archive(path: &Path) -> Result<Archive, Error> {
     let f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(PackError::Missing(path.to_path_buf()))
+            return Err(Error::PackMissing {
+                path: path.to_path_buf(),
+            })
         }
         Err(e) => return Err(io_err("opening", path, e)),
     };
     if f.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(PackError::NotAPack {
+        return Err(Error::NotAPack {
             path: path.to_path_buf(),
             why: "it is a directory".into(),
         });
@@ -615,9 +552,9 @@ fn open_archive(path: &Path) -> Result<Archive, PackError> {
 
 /// Reads the index of the pack at `path` (its first member), checking that
 /// it is one this runtime reads.
-pub fn read_index(path: &Path) -> Result<Index, PackError> {
+pub fn read_index(path: &Path) -> Result<Index, Error> {
     let mut archive = open_archive(path)?;
-    let not_a_pack = |why: String| PackError::NotAPack {
+    let not_a_pack = |why: String| Error::NotAPack {
         path: path.to_path_buf(),
         why,
     };
@@ -631,7 +568,7 @@ pub fn read_index(path: &Path) -> Result<Index, PackError> {
     if !is_zstd {
         return Err(not_a_pack("not a zstd-compressed archive".into()));
     }
-    let damaged = |e: io::Error| PackError::Damaged {
+    let damaged = |e: io::Error| Error::PackDamaged {
         path: path.to_path_buf(),
         why: format!("it cannot be read: cut short or corrupt ({e})"),
     };
@@ -647,8 +584,8 @@ pub fn read_index(path: &Path) -> Result<Index, PackError> {
 /// The first bytes of a zstd frame.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
-fn index_of<R: Read>(path: &Path, mut first: tar::Entry<'_, R>) -> Result<Index, PackError> {
-    let not_a_pack = |why: String| PackError::NotAPack {
+fn index_of<R: Read>(path: &Path, mut first: tar::Entry<'_, R>) -> Result<Index, Error> {
+    let not_a_pack = |why: String| Error::NotAPack {
         path: path.to_path_buf(),
         why,
     };
@@ -667,7 +604,7 @@ fn index_of<R: Read>(path: &Path, mut first: tar::Entry<'_, R>) -> Result<Index,
     let mut text = Vec::new();
     first
         .read_to_end(&mut text)
-        .map_err(|e| PackError::Damaged {
+        .map_err(|e| Error::PackDamaged {
             path: path.to_path_buf(),
             why: format!("{INDEX_FILE} cannot be read ({e})"),
         })?;
@@ -680,7 +617,7 @@ fn index_of<R: Read>(path: &Path, mut first: tar::Entry<'_, R>) -> Result<Index,
         )));
     }
     if index.format > PACK_FORMAT {
-        return Err(PackError::Refused {
+        return Err(Error::PackRefused {
             path: path.to_path_buf(),
             why: format!(
                 "it is of pack format {}, and this ck-jit reads format {PACK_FORMAT}; \
@@ -696,9 +633,9 @@ fn index_of<R: Read>(path: &Path, mut first: tar::Entry<'_, R>) -> Result<Index,
 /// Every path an index names is one a cache derives from the entry's
 /// blob and keys, or a header set's: nothing can be written outside the
 /// staging directory, whatever the pack says.
-fn check_paths(path: &Path, index: &Index) -> Result<(), PackError> {
+fn check_paths(path: &Path, index: &Index) -> Result<(), Error> {
     let hex32 = |s: &str| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let bad = |why: String| PackError::NotAPack {
+    let bad = |why: String| Error::NotAPack {
         path: path.to_path_buf(),
         why,
     };
@@ -859,7 +796,7 @@ pub fn unpack(
     cache: &Cache,
     explicit: Option<&DeviceArch>,
     config: &Config,
-) -> Result<Unpacked, PackError> {
+) -> Result<Unpacked, Error> {
     let mut ours = Ours {
         explicit,
         config,
@@ -876,7 +813,7 @@ pub fn unpack(
     let mut indexes = Vec::new();
     // Packs for another architecture: refused, unless other packs given
     // with them fit (then they are only passed over).
-    let mut foreign: Vec<PackError> = Vec::new();
+    let mut foreign: Vec<Error> = Vec::new();
     for (pi, path) in packs.iter().enumerate() {
         let index = read_index(path)?;
         check_compatible(path, &index, config, &env, &compilers_dir, &mut notes)?;
@@ -936,8 +873,8 @@ fn check_compatible(
     env: &str,
     compilers_dir: &Path,
     notes: &mut Vec<String>,
-) -> Result<(), PackError> {
-    let refuse = |why: String| PackError::Refused {
+) -> Result<(), Error> {
+    let refuse = |why: String| Error::PackRefused {
         path: path.to_path_buf(),
         why,
     };
@@ -1016,8 +953,8 @@ fn judge(
     judged_for: &mut Option<String>,
     candidates: &mut Vec<Candidate>,
     skipped: &mut Vec<Skipped>,
-) -> Result<Option<PackError>, PackError> {
-    let refuse = |why: String| PackError::Refused {
+) -> Result<Option<Error>, Error> {
+    let refuse = |why: String| Error::PackRefused {
         path: path.to_path_buf(),
         why,
     };
@@ -1120,7 +1057,7 @@ fn stage_wanted(
     indexes: &[Index],
     wanted: &[Candidate],
     staging: &Path,
-) -> Result<(), PackError> {
+) -> Result<(), Error> {
     let mut keep: Vec<BTreeSet<String>> = vec![BTreeSet::new(); packs.len()];
     for (pi, e, _) in wanted {
         keep[*pi].insert(e.object_path());
@@ -1141,11 +1078,11 @@ fn checked_records<'a>(
     packs: &[PathBuf],
     wanted: &'a [Candidate],
     staging: &Path,
-) -> Result<Vec<Ready<'a>>, PackError> {
+) -> Result<Vec<Ready<'a>>, Error> {
     let mut ready = Vec::new();
     for (pi, e, f) in wanted {
         let dir = staging.join(pi.to_string());
-        let damaged = |why: String| PackError::Damaged {
+        let damaged = |why: String| Error::PackDamaged {
             path: packs[*pi].clone(),
             why,
         };
@@ -1189,7 +1126,7 @@ fn install(
     cache: &Cache,
     packs: &[PathBuf],
     ready: Vec<Ready<'_>>,
-) -> Result<Vec<Installed>, PackError> {
+) -> Result<Vec<Installed>, Error> {
     let mut installed = Vec::new();
     for (pi, e, f, record, object) in ready {
         let present = cache.entries_of(&e.blob).into_iter().any(|have| {
@@ -1215,9 +1152,9 @@ fn install(
 /// Reads every member of the pack at `path`, checking each against
 /// `index`, and writes those in `keep` under `dir`. Any mismatch, a member
 /// the index does not list, one it lists that is not there, or an archive
-/// cut short, is [`PackError::Damaged`].
-fn stage(path: &Path, index: &Index, keep: &BTreeSet<String>, dir: &Path) -> Result<(), PackError> {
-    let damaged = |why: String| PackError::Damaged {
+/// cut short, is [`Error::PackDamaged`].
+fn stage(path: &Path, index: &Index, keep: &BTreeSet<String>, dir: &Path) -> Result<(), Error> {
+    let damaged = |why: String| Error::PackDamaged {
         path: path.to_path_buf(),
         why,
     };

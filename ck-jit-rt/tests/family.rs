@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use ck_jit_rt::__private::{FamilySlots, SymbolOverride};
 use ck_jit_rt::config::Config;
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_rt::{Query, Runtime, SelectError};
+use ck_jit_rt::{Error, Query, Runtime};
 
 /// The six members: name, what `entry(x)` adds to `x`, metadata.
 const MEMBERS: [(&str, i32, &str); 6] = [
@@ -216,7 +216,7 @@ fn no_match_and_wrong_names_say_why() {
     let err = fam
         .select(&Query::new().eq("dtype", "bf16").ge("hdim", 512))
         .unwrap_err();
-    assert!(matches!(err, SelectError::NoMatch(ref n) if n.candidates() == 6));
+    assert!(matches!(err, Error::NoMatch(ref n) if n.candidates() == 6));
     assert_eq!(
         err.to_string(),
         "no attn blob matches dtype = bf16, hdim >= 512: \
@@ -225,7 +225,7 @@ fn no_match_and_wrong_names_say_why() {
     );
     // A key no member has is a mistake, not a constraint nobody meets.
     let err = fam.select(&Query::new().eq("dtyp", "f16")).unwrap_err();
-    assert!(matches!(err, SelectError::UnknownKey { ref key, .. } if key == "dtyp"));
+    assert!(matches!(err, Error::UnknownKey { ref key, .. } if key == "dtyp"));
     assert_eq!(
         err.to_string(),
         "no member of family 'attn' has the key 'dtyp'; did you mean 'dtype'?"
@@ -406,11 +406,11 @@ fn selection_on_codes_agrees_with_selection_on_maps() {
             // select: the first of them, or an error saying why.
             match (fam.select(&q), want.first()) {
                 (Ok(k), Some(first)) => assert_eq!(k.name(), *first, "{form}: {q}"),
-                (Err(SelectError::NoMatch(_)), None) => {}
-                (Err(SelectError::UnknownKey { key, .. }), _) => assert_eq!(key, "nothere"),
+                (Err(Error::NoMatch(_)), None) => {}
+                (Err(Error::UnknownKey { key, .. }), _) => assert_eq!(key, "nothere"),
                 // Constraints that contradict each other are reported as
                 // such, and indeed nothing meets them.
-                (Err(SelectError::Conflict(_)), None) => assert!(q.conflict().is_some()),
+                (Err(Error::Conflict(_)), None) => assert!(q.conflict().is_some()),
                 (other, first) => panic!("{form}: {q}: {other:?} but expected {first:?}"),
             }
         }

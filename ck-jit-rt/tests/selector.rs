@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use ck_jit_rt::__private::{FamilySlots, SymbolOverride};
 use ck_jit_rt::family::{FlushReason, Region, Selector, Step};
 use ck_jit_rt::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_rt::{Query, Runtime, SelectError};
+use ck_jit_rt::{Error, Query, Runtime};
 
 /// Each kernel: name and metadata. An operation kind's value is its place
 /// in the kernel's chain (`gemm=1,bias_add=2,relu=3`: a gemm, then a bias
@@ -141,12 +141,12 @@ fn a_chain_of_fusable_operations_is_one_region_and_the_next_gemm_starts_another(
     let why = flush(sel.step(&op("gemm", 4, f32)).unwrap());
     assert_eq!(
         why.reason(),
-        &FlushReason::Conflict(
+        &FlushReason::Conflict(conflict(
             Query::new()
                 .eq("gemm", 1)
                 .and(&Query::new().eq("gemm", 4))
                 .unwrap_err()
-        )
+        ))
     );
     assert_eq!(
         why.to_string(),
@@ -257,7 +257,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     let mut sel = fam.selector(&base()).unwrap();
     // Misspelt keys get the closest ones, in an empty region or not.
     let err = sel.step(&Query::new().eq("gem", 1)).unwrap_err();
-    assert!(matches!(err, SelectError::UnknownKey { ref key, .. } if key == "gem"));
+    assert!(matches!(err, Error::UnknownKey { ref key, .. } if key == "gem"));
     assert_eq!(
         err.to_string(),
         "no member of family 'fused' has the key 'gem'; did you mean 'gemm'?"
@@ -269,7 +269,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
 
     sel.reset();
     let err = sel.step(&op("relu", 2, "f16")).unwrap_err();
-    assert!(matches!(err, SelectError::NoMatch(_)), "{err:?}");
+    assert!(matches!(err, Error::NoMatch(_)), "{err:?}");
     let msg = err.to_string();
     assert!(
         msg.starts_with("no fused blob matches relu = 2, dtype = f16")
@@ -279,7 +279,7 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     let err = sel
         .step(&Query::new().eq("dtype", "f32").eq("dtype", "f16"))
         .unwrap_err();
-    assert!(matches!(err, SelectError::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
     assert_eq!(
         err.to_string(),
         "dtype = f32 conflicts with dtype = f16: no value of dtype meets both"
@@ -296,9 +296,9 @@ fn an_operation_that_cannot_be_selected_even_alone_is_an_error_not_a_flush() {
     let err = fam
         .selector(&Query::new().ge("ops", 2).le("ops", 1))
         .unwrap_err();
-    assert!(matches!(err, SelectError::Conflict(_)), "{err:?}");
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
     let err = fam.selector(&Query::new().eq("dtype", "f64")).unwrap_err();
-    assert!(matches!(err, SelectError::NoMatch(_)), "{err:?}");
+    assert!(matches!(err, Error::NoMatch(_)), "{err:?}");
     let err = fam.selector(&Query::new().eq("dtyp", "f32")).unwrap_err();
     assert!(err.to_string().ends_with("did you mean 'dtype'?"), "{err}");
 }
@@ -374,15 +374,15 @@ fn each_step_answers_as_a_full_selection_of_the_composed_query_would() {
                         region = composed.unwrap();
                     }
                     (Ok(Step::Flush(f)), Err(conflict)) => {
-                        assert_eq!(f.reason(), &FlushReason::Conflict(conflict));
+                        assert_eq!(f.reason(), &FlushReason::Conflict(self::conflict(conflict)));
                         flushes += 1;
                     }
-                    (Ok(Step::Flush(f)), Ok(Err(SelectError::NoMatch(_)))) => {
+                    (Ok(Step::Flush(f)), Ok(Err(Error::NoMatch(_)))) => {
                         assert!(matches!(f.reason(), FlushReason::NoKernel { .. }), "{f}");
                         flushes += 1;
                     }
-                    (Err(SelectError::NoMatch(_)), Ok(Err(SelectError::NoMatch(_))))
-                    | (Err(SelectError::Conflict(_)), Err(_))
+                    (Err(Error::NoMatch(_)), Ok(Err(Error::NoMatch(_))))
+                    | (Err(Error::Conflict(_)), Err(_))
                         if sel.ops() == 0 => {}
                     (got, want) => panic!("{region} + {op}: {got:?} but {want:?}"),
                 }
@@ -394,4 +394,12 @@ fn each_step_answers_as_a_full_selection_of_the_composed_query_would() {
         steps > 20_000 && flushes > 1_000,
         "{steps} steps, {flushes} flushes"
     );
+}
+
+/// The conflict `Query::and` reported.
+fn conflict(e: Error) -> ck_jit_rt::Conflict {
+    match e {
+        Error::Conflict(c) => c,
+        e => panic!("not a conflict: {e}"),
+    }
 }

@@ -9,53 +9,8 @@
 //! with `hdim >= 128, hdim <= 128` is met by `0128`) are left to the family
 //! to answer. This module never reads a family.
 
-use std::fmt;
-
-use ck_jit_manifest::escape;
-
 use super::{Clause, Cmp, Query};
-
-/// Two constraints that no metadata value meets together, such as
-/// `dtype = fp16` and `dtype = bf16`: from [`Query::and`], a selection
-/// ([`SelectError::Conflict`](super::SelectError::Conflict)) or a
-/// [`Selector`](super::Selector) step.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Conflict {
-    key: String,
-    first: String,
-    second: String,
-}
-
-impl Conflict {
-    /// The metadata key both constraints are about.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The constraint that was there first (`dtype = fp16`).
-    pub fn first(&self) -> &str {
-        &self.first
-    }
-
-    /// The constraint that could not be added to it (`dtype = bf16`).
-    pub fn second(&self) -> &str {
-        &self.second
-    }
-}
-
-impl fmt::Display for Conflict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} conflicts with {}: no value of {} meets both",
-            self.first,
-            self.second,
-            escape(&self.key)
-        )
-    }
-}
-
-impl std::error::Error for Conflict {}
+use crate::error::{Conflict, Error};
 
 impl Query {
     /// This query and `other` together: every constraint of both (each
@@ -76,17 +31,17 @@ impl Query {
     ///     err.to_string(),
     ///     "dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"
     /// );
-    /// # Ok::<(), ck_jit_rt::family::Conflict>(())
+    /// # Ok::<(), ck_jit_rt::Error>(())
     /// ```
     ///
     /// # Errors
     ///
-    /// A [`Conflict`] naming the first pair of constraints (one of `self`
-    /// or an earlier one of `other`, and one of `other`) that no value
-    /// meets together; `self` is consumed either way.
-    pub fn and(mut self, other: &Query) -> Result<Query, Conflict> {
+    /// [`Error::Conflict`] naming the first pair of constraints (one of
+    /// `self` or an earlier one of `other`, and one of `other`) that no
+    /// value meets together; `self` is consumed either way.
+    pub fn and(mut self, other: &Query) -> Result<Query, Error> {
         for clause in &other.clauses {
-            self.add_clause(clause)?;
+            self.add_clause(clause).map_err(Error::Conflict)?;
         }
         for pref in &other.prefs {
             if !self.prefs.iter().any(|p| p.key() == pref.key()) {
@@ -196,9 +151,11 @@ mod tests {
     use super::*;
 
     fn conflict(a: Query, b: Query) -> Option<(String, String)> {
-        a.and(&b)
-            .err()
-            .map(|c| (c.first().to_string(), c.second().to_string()))
+        match a.and(&b) {
+            Ok(_) => None,
+            Err(Error::Conflict(c)) => Some((c.first().to_string(), c.second().to_string())),
+            Err(e) => panic!("not a conflict: {e}"),
+        }
     }
 
     fn pair(a: &str, b: &str) -> Option<(String, String)> {
@@ -321,7 +278,10 @@ mod tests {
             .eq("dtype", "fp16")
             .and(&Query::new().has("lse").eq("dtype", "bf16"))
             .unwrap_err();
-        assert_eq!(err.key(), "dtype");
+        assert!(
+            matches!(&err, Error::Conflict(c) if c.key() == "dtype"),
+            "{err:?}"
+        );
         assert_eq!(
             err.to_string(),
             "dtype = fp16 conflicts with dtype = bf16: no value of dtype meets both"

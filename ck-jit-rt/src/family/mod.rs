@@ -72,8 +72,8 @@ mod compose;
 mod parse;
 mod selector;
 
-pub use compose::Conflict;
-pub use parse::ParseQueryError;
+use crate::error::Report;
+pub use crate::error::{Conflict, NoMatch};
 pub use selector::{Flush, FlushReason, Region, Selector, Step};
 
 /// The metadata key that orders otherwise equal members (higher first).
@@ -297,15 +297,17 @@ impl Query {
     ///
     /// # Errors
     ///
-    /// When none matches, a [`NoMatch`] saying, per constraint, how many
-    /// blobs it let through and the values it saw instead.
-    pub fn select_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Result<&'m Blob, NoMatch> {
+    /// When none matches, [`Error::NoMatch`] saying, per constraint, how
+    /// many blobs it let through and the values it saw instead.
+    pub fn select_in<'m>(&self, manifest: &'m Manifest, family: &str) -> Result<&'m Blob, Error> {
         let blobs = family_blobs(manifest, family);
         let candidates: Vec<Candidate> = blobs.iter().map(|b| (&*b.name, &b.meta)).collect();
         let q = self.with_neutral(&family_neutral(manifest, family));
         match q.order(&candidates).first() {
             Some(&i) => Ok(blobs[i]),
-            None => Err(q.explain(family, &candidates, || family_names(manifest))),
+            None => Err(q
+                .explain(family, &candidates, || family_names(manifest))
+                .into()),
         }
     }
 
@@ -701,197 +703,6 @@ impl fmt::Display for Query {
     }
 }
 
-/// No blob of a family meets a query: per constraint, how many blobs it
-/// let through and what values the family has instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoMatch(Box<Report>);
-
-/// The content of a [`NoMatch`], boxed to keep errors small.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Report {
-    family: String,
-    query: String,
-    total: usize,
-    constraints: Vec<String>,
-    together: Option<String>,
-    /// Keys of the query no candidate has, each with close keys they have.
-    unknown_keys: Vec<(String, Vec<String>)>,
-    families: Vec<String>,
-    suggestions: Vec<String>,
-    /// Members left out because they do not run on the device in use.
-    device: Option<String>,
-}
-
-impl NoMatch {
-    /// The family searched.
-    pub fn family(&self) -> &str {
-        &self.0.family
-    }
-
-    /// How many blobs the family has.
-    pub fn candidates(&self) -> usize {
-        self.0.total
-    }
-}
-
-impl fmt::Display for NoMatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let this = &self.0;
-        let family = escape(&this.family);
-        if this.total == 0 {
-            write!(f, "family '{family}' has no blobs in the manifest")?;
-            let quote = |names: &[String]| -> Vec<String> {
-                names.iter().map(|n| format!("'{}'", escape(n))).collect()
-            };
-            if !this.suggestions.is_empty() {
-                write!(
-                    f,
-                    "; did you mean {}?",
-                    quote(&this.suggestions).join(" or ")
-                )?;
-            } else if !this.families.is_empty() {
-                let all = quote(&this.families);
-                let more = all.len().saturating_sub(10);
-                write!(f, " (families: {}", all[..all.len() - more].join(", "))?;
-                if more > 0 {
-                    write!(f, ", ... ({more} more)")?;
-                }
-                write!(f, ")")?;
-            }
-            return Ok(());
-        }
-        write!(f, "no {family} blob matches {}", this.query)?;
-        if !this.constraints.is_empty() {
-            write!(f, ": {}", this.constraints.join("; "))?;
-        }
-        if let Some(together) = &this.together {
-            write!(f, "; {together}")?;
-        }
-        for (key, near) in &this.unknown_keys {
-            write!(f, "; no {family} blob has the key '{}'", escape(key))?;
-            if !near.is_empty() {
-                let near: Vec<String> = near.iter().map(|k| escape(k)).collect();
-                write!(f, "; did you mean '{}'?", near.join("', '"))?;
-            }
-        }
-        if let Some(device) = &this.device {
-            write!(f, "; {}", escape(device))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for NoMatch {}
-
-/// Why a family member could not be chosen.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum SelectError {
-    /// The manifest behind the family could not be used.
-    Runtime(Error),
-    /// No member meets the query.
-    NoMatch(NoMatch),
-    /// A blob asked for by name is not a member of the family.
-    NotMember {
-        /// The family.
-        family: String,
-        /// The name asked for.
-        blob: String,
-        /// The family the blob belongs to, when it is in the manifest.
-        family_of_blob: Option<String>,
-        /// Members with close names.
-        suggestions: Vec<String>,
-    },
-    /// Two of the query's constraints cannot hold together (`dtype =
-    /// fp16` and `dtype = bf16`): a mistake in the query, whatever the
-    /// family has.
-    Conflict(Conflict),
-    /// The query names a key no member of the family has.
-    UnknownKey {
-        /// The family.
-        family: String,
-        /// The key.
-        key: String,
-        /// Keys the members have with close names.
-        suggestions: Vec<String>,
-    },
-}
-
-impl From<Error> for SelectError {
-    fn from(e: Error) -> SelectError {
-        SelectError::Runtime(e)
-    }
-}
-
-impl From<Conflict> for SelectError {
-    fn from(e: Conflict) -> SelectError {
-        SelectError::Conflict(e)
-    }
-}
-
-impl From<NoMatch> for SelectError {
-    fn from(e: NoMatch) -> SelectError {
-        SelectError::NoMatch(e)
-    }
-}
-
-impl fmt::Display for SelectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SelectError::Runtime(e) => e.fmt(f),
-            SelectError::NoMatch(e) => e.fmt(f),
-            SelectError::Conflict(e) => e.fmt(f),
-            SelectError::NotMember {
-                family,
-                blob,
-                family_of_blob,
-                suggestions,
-            } => {
-                write!(
-                    f,
-                    "blob '{}' is not in family '{}'",
-                    escape(blob),
-                    escape(family)
-                )?;
-                match family_of_blob {
-                    Some(other) => write!(f, " (it belongs to family '{}')", escape(other)),
-                    None if !suggestions.is_empty() => {
-                        write!(f, "; did you mean '{}'?", suggestions.join("', '"))
-                    }
-                    None => Ok(()),
-                }
-            }
-            SelectError::UnknownKey {
-                family,
-                key,
-                suggestions,
-            } => {
-                write!(
-                    f,
-                    "no member of family '{}' has the key '{}'",
-                    escape(family),
-                    escape(key)
-                )?;
-                if !suggestions.is_empty() {
-                    write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for SelectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SelectError::Runtime(e) => Some(e),
-            SelectError::NoMatch(e) => Some(e),
-            SelectError::Conflict(e) => Some(e),
-            SelectError::NotMember { .. } | SelectError::UnknownKey { .. } => None,
-        }
-    }
-}
-
 /// The dispatch table of one family: one once-filled slot per member blob,
 /// built from the manifest on first use.
 ///
@@ -1256,19 +1067,19 @@ impl<F> FamilySlots<F> {
     ///
     /// # Errors
     ///
-    /// [`SelectError::NoMatch`] saying why each constraint failed,
-    /// [`SelectError::UnknownKey`] for a key no member has (with the
-    /// closest keys members have), [`SelectError::Conflict`] for two
+    /// [`Error::NoMatch`] saying why each constraint failed,
+    /// [`Error::UnknownKey`] for a key no member has (with the
+    /// closest keys members have), [`Error::Conflict`] for two
     /// constraints no value meets together, or the runtime's error if the
     /// manifest cannot be used.
-    pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, SelectError> {
+    pub fn select(&'static self, query: &Query) -> Result<Kernel<F>, Error> {
         let data = self.data()?;
         let table = &data.table;
         if let Some(e) = self.unknown_key(data, query) {
             return Err(e);
         }
         if let Some(c) = query.conflict() {
-            return Err(SelectError::Conflict(c));
+            return Err(Error::Conflict(c));
         }
         let q = query.with_neutral(&data.neutral);
         let runs = data.runs()?;
@@ -1305,9 +1116,9 @@ impl<F> FamilySlots<F> {
         }
     }
 
-    /// [`SelectError::UnknownKey`] for the first key of `query` that no
+    /// [`Error::UnknownKey`] for the first key of `query` that no
     /// member has (but `priority`), with the closest keys members have.
-    fn unknown_key(&self, data: &FamilyData, query: &Query) -> Option<SelectError> {
+    fn unknown_key(&self, data: &FamilyData, query: &Query) -> Option<Error> {
         let table = &data.table;
         if table.is_empty() {
             return None;
@@ -1315,7 +1126,7 @@ impl<F> FamilySlots<F> {
         let key = query.keys().into_iter().find(|k| {
             *k != PRIORITY_KEY && table.keys.binary_search_by(|x| x.as_str().cmp(k)).is_err()
         })?;
-        Some(SelectError::UnknownKey {
+        Some(Error::UnknownKey {
             family: self.family.to_string(),
             key: key.to_string(),
             suggestions: closest(table.keys.iter().map(String::as_str), key, 3)
@@ -1345,9 +1156,9 @@ impl<F> FamilySlots<F> {
     ///
     /// # Errors
     ///
-    /// [`SelectError::NotMember`] naming the blob's own family or close
+    /// [`Error::NotMember`] naming the blob's own family or close
     /// member names, or the runtime's error if the manifest cannot be used.
-    pub fn by_name(&'static self, blob: &str) -> Result<Kernel<F>, SelectError> {
+    pub fn by_name(&'static self, blob: &str) -> Result<Kernel<F>, Error> {
         let data = self.data()?;
         if let Some(m) = data.member_named(blob)? {
             return Ok(self.member(m)?.kernel());
@@ -1360,7 +1171,7 @@ impl<F> FamilySlots<F> {
             .into_iter()
             .map(str::to_string)
             .collect();
-        Err(SelectError::NotMember {
+        Err(Error::NotMember {
             family: self.family.to_string(),
             blob: blob.to_string(),
             family_of_blob,

@@ -4,47 +4,19 @@
 //! displays (`hdim >= 128, has lse`), so a displayed query reads back as
 //! the same query. Never reads a family.
 
-use std::fmt;
 use std::str::FromStr;
 
 use ck_jit_manifest::escape;
 
 use super::{Clause, Cmp, Preference, Query};
-
-/// A condition of a query's text that is not one of the forms
-/// [`Query`]'s `FromStr` reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseQueryError {
-    condition: String,
-    why: String,
-}
-
-impl ParseQueryError {
-    /// The condition that could not be read.
-    pub fn condition(&self) -> &str {
-        &self.condition
-    }
-}
-
-impl fmt::Display for ParseQueryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cannot read the condition '{}': {}",
-            escape(&self.condition),
-            self.why
-        )
-    }
-}
-
-impl std::error::Error for ParseQueryError {}
+use crate::error::Error;
 
 /// What every condition may look like, for error messages.
 const FORMS: &str = "expected KEY=VALUE, KEY!=VALUE, KEY>=N, KEY>N, KEY<=N, KEY<N, \
                      KEY (a set flag) or !KEY (an unset flag), e.g. hdim>=128";
 
 impl FromStr for Query {
-    type Err = ParseQueryError;
+    type Err = Error;
 
     /// Reads conditions separated by commas, each one of `key=value`,
     /// `key!=value`, `key>=n`, `key>n`, `key<=n`, `key<n` (`n` a decimal
@@ -60,9 +32,9 @@ impl FromStr for Query {
     /// let q: Query = "dtype=bf16, hdim>=128, lse, !dropout".parse()?;
     /// assert_eq!(q, Query::new().eq("dtype", "bf16").ge("hdim", 128).has("lse").lacks("dropout"));
     /// assert_eq!(q.to_string().parse::<Query>()?, q);
-    /// # Ok::<(), ck_jit_rt::family::ParseQueryError>(())
+    /// # Ok::<(), ck_jit_rt::Error>(())
     /// ```
-    fn from_str(text: &str) -> Result<Query, ParseQueryError> {
+    fn from_str(text: &str) -> Result<Query, Error> {
         let mut q = Query::new();
         if text.trim() == "any" {
             return Ok(q);
@@ -86,12 +58,12 @@ enum Term {
     Preference(Preference),
 }
 
-fn condition(text: &str) -> Result<Term, ParseQueryError> {
-    let err = |why: &str| ParseQueryError {
+fn condition(text: &str) -> Result<Term, Error> {
+    let err = |why: &str| Error::BadQuery {
         condition: text.to_string(),
         why: why.to_string(),
     };
-    let key = |k: &str| -> Result<String, ParseQueryError> {
+    let key = |k: &str| -> Result<String, Error> {
         let k = k.trim();
         if k.is_empty() {
             Err(err(&format!("the key is empty; {FORMS}")))
@@ -123,7 +95,7 @@ fn condition(text: &str) -> Result<Term, ParseQueryError> {
     }
     // A typo of an operator (`dtype==f32`, `unroll=>4`) or a missing
     // comma (`dtype=bf16 hdim>=128`) is an error, not a value.
-    let value = |op: &str, k: &str, v: &str| -> Result<String, ParseQueryError> {
+    let value = |op: &str, k: &str, v: &str| -> Result<String, Error> {
         let v = v.trim();
         if let Some(c) = v.chars().next().filter(|c| "=<>!".contains(*c)) {
             return Err(err(&format!(

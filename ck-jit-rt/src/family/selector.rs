@@ -16,10 +16,9 @@ use std::fmt;
 
 use ck_jit_manifest::neutral_relation;
 
-use super::compose::{self, Conflict};
-use super::{
-    Clause, Error, FamilyData, FamilySlots, Kernel, Members, Query, SelectError, PRIORITY_KEY,
-};
+use super::compose;
+use super::{Clause, Error, FamilyData, FamilySlots, Kernel, Members, Query, PRIORITY_KEY};
+use crate::error::Conflict;
 
 /// A family's kernels for a region of fused operations, narrowed one
 /// operation at a time ([`Selector::step`], [`Selector::push`]); from
@@ -29,7 +28,7 @@ use super::{
 /// ```no_run
 /// # use ck_jit_rt::family::{Members, Step};
 /// # use ck_jit_rt::Query;
-/// # fn demo(blobs: Members) -> Result<(), ck_jit_rt::SelectError> {
+/// # fn demo(blobs: Members) -> Result<(), ck_jit_rt::Error> {
 /// let mut sel = blobs.selector(&Query::new().eq("dtype", "f32"))?;
 /// for op in [Query::new().eq("gemm", 1), Query::new().eq("relu", 2)] {
 ///     if let Some(region) = sel.push(&op)? {
@@ -388,13 +387,13 @@ impl<F: 'static> FamilySlots<F> {
     ///
     /// As [`FamilySlots::select`] for `base`: a key no member has, a
     /// conflict within it, no member meeting it, or the runtime's error.
-    pub fn selector(&'static self, base: &Query) -> Result<Selector<F>, SelectError> {
+    pub fn selector(&'static self, base: &Query) -> Result<Selector<F>, Error> {
         let data = self.data()?;
         if let Some(e) = self.unknown_key(data, base) {
             return Err(e);
         }
         if let Some(c) = base.conflict() {
-            return Err(SelectError::Conflict(c));
+            return Err(Error::Conflict(c));
         }
         // Members that do not run on the device in use are no candidates
         // of any region, as in `select`.
@@ -442,7 +441,7 @@ impl<F: 'static> FamilySlots<F> {
         // The family's own report of why nothing meets the base.
         Err(match self.select(base) {
             Err(e) => e,
-            Ok(_) => SelectError::Runtime(sel.disagree(base)),
+            Ok(_) => sel.disagree(base),
         })
     }
 }
@@ -454,7 +453,7 @@ impl<F: 'static> Members<F> {
     /// # Errors
     ///
     /// As [`FamilySlots::selector`].
-    pub fn selector(&self, base: &Query) -> Result<Selector<F>, SelectError> {
+    pub fn selector(&self, base: &Query) -> Result<Selector<F>, Error> {
         self.slots.selector(base)
     }
 }
@@ -470,13 +469,13 @@ impl<F: 'static> Selector<F> {
     /// # Errors
     ///
     /// When the region is empty and the operation alone cannot be
-    /// selected: a key no member has ([`SelectError::UnknownKey`], with
+    /// selected: a key no member has ([`Error::UnknownKey`], with
     /// close keys), a conflict with itself or the base
-    /// ([`SelectError::Conflict`]), or no member supporting it
-    /// ([`SelectError::NoMatch`], with the family's report). A key no
+    /// ([`Error::Conflict`]), or no member supporting it
+    /// ([`Error::NoMatch`], with the family's report). A key no
     /// member has is an error for a non-empty region too: it is a mistake,
     /// not a reason to flush.
-    pub fn step(&mut self, op: &Query) -> Result<Step<F>, SelectError> {
+    pub fn step(&mut self, op: &Query) -> Result<Step<F>, Error> {
         if let Some(e) = self.slots.unknown_key(self.data, op) {
             return Err(e);
         }
@@ -554,7 +553,7 @@ impl<F: 'static> Selector<F> {
             Err(e) => {
                 self.query.clauses.truncate(clauses);
                 self.query.prefs.truncate(prefs);
-                return Err(e.into());
+                return Err(e);
             }
         };
         self.left = left;
@@ -573,7 +572,7 @@ impl<F: 'static> Selector<F> {
     ///
     /// As [`Selector::step`] for an empty region: the operation cannot be
     /// selected even alone.
-    pub fn push(&mut self, op: &Query) -> Result<Option<Region<F>>, SelectError> {
+    pub fn push(&mut self, op: &Query) -> Result<Option<Region<F>>, Error> {
         match self.step(op)? {
             Step::Selectable(_) => Ok(None),
             Step::Flush(_) => {
@@ -634,10 +633,10 @@ impl<F: 'static> Selector<F> {
 
     /// A flush for a non-empty region; for an empty one, the error the
     /// family gives for the composed query.
-    fn refuse(&self, op: &Query, reason: FlushReason) -> Result<Step<F>, SelectError> {
+    fn refuse(&self, op: &Query, reason: FlushReason) -> Result<Step<F>, Error> {
         if self.ops == 0 {
             return Err(match reason {
-                FlushReason::Conflict(c) => SelectError::Conflict(c),
+                FlushReason::Conflict(c) => Error::Conflict(c),
                 FlushReason::NoKernel { .. } => {
                     // The region and the whole op, so the family's report
                     // covers every constraint.
@@ -648,7 +647,7 @@ impl<F: 'static> Selector<F> {
                         .unwrap_or_else(|_| self.query.clone());
                     match self.slots.select(&all) {
                         Err(e) => e,
-                        Ok(_) => SelectError::Runtime(self.disagree(&all)),
+                        Ok(_) => self.disagree(&all),
                     }
                 }
             });

@@ -224,7 +224,7 @@ pub fn select_fwd(
     let name = blobs
         .first()
         .ok_or_else(|| none_for("fmha_fwd", format!("{t:?}")))?;
-    Ok(fwd::by_name(name)?)
+    fwd::by_name(name).map_err(Error::NoBlob)
 }
 
 /// Forward attention as CK's `fmha_fwd(t, a, s)`: the blob its dispatcher
@@ -254,7 +254,7 @@ pub unsafe fn fmha_fwd(
     let mut result = -1.0;
     for blobs in tries {
         let Some(name) = blobs.first() else { continue };
-        let k = fwd::by_name(name)?;
+        let k = fwd::by_name(name).map_err(Error::NoBlob)?;
         fwd::prepare(k)?;
         // SAFETY: the caller upholds the kernel's contract.
         result = unsafe { fwd::call(k, s, a) };
@@ -289,8 +289,8 @@ pub fn select_fwd_splitkv(
     let split = of_kind(&blobs, "fwd_splitkv").ok_or_else(none)?;
     let combine = of_kind(&blobs, "fwd_splitkv_combine").ok_or_else(none)?;
     Ok(SplitkvKernels {
-        splitkv: fwd_splitkv::by_name(split)?,
-        combine: fwd_splitkv_combine::by_name(combine)?,
+        splitkv: fwd_splitkv::by_name(split).map_err(Error::NoBlob)?,
+        combine: fwd_splitkv_combine::by_name(combine).map_err(Error::NoBlob)?,
     })
 }
 
@@ -336,7 +336,7 @@ pub fn select_fwd_appendkv(
     let name = blobs
         .first()
         .ok_or_else(|| none_for("fmha_fwd_appendkv", format!("{t:?}")))?;
-    Ok(fwd_appendkv::by_name(name)?)
+    fwd_appendkv::by_name(name).map_err(Error::NoBlob)
 }
 
 /// KV-cache append as CK's `fmha_fwd_appendkv`.
@@ -398,11 +398,12 @@ pub fn select_bwd(
     let dot = of_kind(&blobs, "bwd_dot_do_o").ok_or_else(none)?;
     let main = of_kind(&blobs, "bwd_dq_dk_dv").ok_or_else(none)?;
     Ok(BwdKernels {
-        dot_do_o: bwd_dot_do_o::by_name(dot)?,
-        dq_dk_dv: bwd_dq_dk_dv::by_name(main)?,
+        dot_do_o: bwd_dot_do_o::by_name(dot).map_err(Error::NoBlob)?,
+        dq_dk_dv: bwd_dq_dk_dv::by_name(main).map_err(Error::NoBlob)?,
         convert_dq: of_kind(&blobs, "bwd_convert_dq")
             .map(bwd_convert_dq::by_name)
-            .transpose()?,
+            .transpose()
+            .map_err(Error::NoBlob)?,
     })
 }
 

@@ -2,15 +2,13 @@
 
 use std::fmt;
 
-use ck_jit_rt::SelectError;
-
 /// Why an FMHA operation could not run.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// A blob the dispatch rules name is not one of the family's (the
     /// manifest and the rules were not written from the same tree).
-    NoBlob(SelectError),
+    NoBlob(ck_jit_rt::Error),
     /// CK's dispatcher calls no blob for this operation (the C++ returns
     /// -1): no kernel of this build supports it.
     NoKernel {
@@ -52,12 +50,6 @@ impl std::error::Error for Error {
             Error::NoKernel { .. } | Error::Rules(_) => None,
             Error::Runtime(e) => Some(e),
         }
-    }
-}
-
-impl From<SelectError> for Error {
-    fn from(e: SelectError) -> Error {
-        Error::NoBlob(e)
     }
 }
 

@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use ck_jit_macros::lazy_kernel;
 use ck_jit_rt::family::Step;
-use ck_jit_rt::{Query, SelectError};
+use ck_jit_rt::{Error, Query};
 
 ck_jit_rt::embed_manifest!();
 
@@ -104,7 +104,7 @@ pub struct Planned {
 ///
 /// When an operation cannot be run even alone by any kernel of the
 /// family, with the family's reason.
-pub fn plan(graph: &[Op]) -> Result<Vec<Planned>, SelectError> {
+pub fn plan(graph: &[Op]) -> Result<Vec<Planned>, Error> {
     let mut sel = fused::blobs()?.selector(&base())?;
     let mut regions = Vec::new();
     let mut start = 0;

@@ -1,5 +1,13 @@
 //! The runtime's one error type: a variant per step that can fail, each
 //! carrying what a user needs to act (the blob, the path, the exact command).
+//! Family selection ([`NoMatch`], [`Conflict`], in `select`) and packs
+//! report through it as well.
+//!
+//! Owns: every message the runtime gives, and the payloads of family
+//! selection's errors.
+//!
+//! May use: nothing of the crate. It is the bottom room, and every other
+//! room reports through it.
 //!
 //! Errors are `Clone` (I/O errors are shared behind an `Arc`) because a
 //! failed compile is remembered and handed to every later caller.
@@ -10,6 +18,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ck_jit_manifest::{escape, ManifestError, SymbolSpec};
+
+mod select;
+
+pub(crate) use select::Report;
+pub use select::{Conflict, NoMatch};
 
 /// The accepted forms of `CK_JIT_ARCH`, as error messages list them.
 pub const ARCH_FORMS: &str = "gfx<id> (gfx942, gfx90a, gfx1100), sm_<cc> (sm_80, sm_90, sm_100; \
@@ -258,6 +271,79 @@ pub enum Error {
         /// The underlying error.
         error: Arc<io::Error>,
     },
+    /// No member of a family meets a query.
+    NoMatch(NoMatch),
+    /// A blob asked for by name is not a member of the family.
+    NotMember {
+        /// The family.
+        family: String,
+        /// The name asked for.
+        blob: String,
+        /// The family the blob belongs to, when it is in the manifest.
+        family_of_blob: Option<String>,
+        /// Members with close names.
+        suggestions: Vec<String>,
+    },
+    /// Two of a query's constraints cannot hold together (`dtype = fp16`
+    /// and `dtype = bf16`): a mistake in the query, whatever the family
+    /// has.
+    Conflict(Conflict),
+    /// A query names a key no member of the family has.
+    UnknownKey {
+        /// The family.
+        family: String,
+        /// The key.
+        key: String,
+        /// Keys the members have with close names.
+        suggestions: Vec<String>,
+    },
+    /// A condition of a query's text is not one of the forms a query is
+    /// written in (`hdim>=big`).
+    BadQuery {
+        /// The condition as written.
+        condition: String,
+        /// What is wrong with it, and the forms accepted.
+        why: String,
+    },
+    /// A pack file does not exist.
+    PackMissing {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A file is not a pack (not zstd, not tar, no index first).
+    NotAPack {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        why: String,
+    },
+    /// A pack is for another machine, architecture or compiler.
+    PackRefused {
+        /// The pack.
+        path: PathBuf,
+        /// Which, with the pack's value and ours.
+        why: String,
+    },
+    /// A pack is damaged: a checksum, size or member that does not match
+    /// its index, or an archive cut short. Nothing was installed.
+    PackDamaged {
+        /// The pack.
+        path: PathBuf,
+        /// What did not match.
+        why: String,
+    },
+    /// Blobs selected for a pack have no verified entry in the cache.
+    NotCached {
+        /// The blobs.
+        blobs: Vec<String>,
+    },
+    /// A selection cannot go into one pack as it stands: blobs for several
+    /// architectures, a compiler that changed while packing, a cached
+    /// entry that does not match its record.
+    Unpackable {
+        /// What is wrong, and what to do.
+        why: String,
+    },
 }
 
 impl Error {
@@ -288,11 +374,22 @@ impl Error {
             | Error::WaitedForTimeout { blob, .. }
             | Error::Offline { blob, .. }
             | Error::ForeignDevice { blob, .. }
-            | Error::ArchVariable { blob, .. } => Some(blob),
+            | Error::ArchVariable { blob, .. }
+            | Error::NotMember { blob, .. } => Some(blob),
             Error::Manifest { .. }
             | Error::Cache { .. }
             | Error::ProgramManifest { .. }
-            | Error::Io { .. } => None,
+            | Error::Io { .. }
+            | Error::NoMatch(_)
+            | Error::Conflict(_)
+            | Error::UnknownKey { .. }
+            | Error::BadQuery { .. }
+            | Error::PackMissing { .. }
+            | Error::NotAPack { .. }
+            | Error::PackRefused { .. }
+            | Error::PackDamaged { .. }
+            | Error::NotCached { .. }
+            | Error::Unpackable { .. } => None,
         }
     }
 
@@ -333,6 +430,17 @@ impl fmt::Display for Error {
             Error::Io { op, path, error } => {
                 write!(f, "{op} {}: {error}", path.display())
             }
+            Error::NoMatch(_)
+            | Error::NotMember { .. }
+            | Error::Conflict(_)
+            | Error::UnknownKey { .. }
+            | Error::BadQuery { .. } => self.fmt_family(f),
+            Error::PackMissing { .. }
+            | Error::NotAPack { .. }
+            | Error::PackRefused { .. }
+            | Error::PackDamaged { .. }
+            | Error::NotCached { .. }
+            | Error::Unpackable { .. } => self.fmt_pack(f),
         }
     }
 }
@@ -566,6 +674,88 @@ impl Error {
         }
     }
 
+    /// The messages of a family selection and of a query's text.
+    fn fmt_family(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoMatch(e) => fmt::Display::fmt(e, f),
+            Error::Conflict(e) => fmt::Display::fmt(e, f),
+            Error::NotMember {
+                family,
+                blob,
+                family_of_blob,
+                suggestions,
+            } => {
+                write!(
+                    f,
+                    "blob '{}' is not in family '{}'",
+                    escape(blob),
+                    escape(family)
+                )?;
+                match family_of_blob {
+                    Some(other) => write!(f, " (it belongs to family '{}')", escape(other)),
+                    None if !suggestions.is_empty() => {
+                        write!(f, "; did you mean '{}'?", suggestions.join("', '"))
+                    }
+                    None => Ok(()),
+                }
+            }
+            Error::UnknownKey {
+                family,
+                key,
+                suggestions,
+            } => {
+                write!(
+                    f,
+                    "no member of family '{}' has the key '{}'",
+                    escape(family),
+                    escape(key)
+                )?;
+                if !suggestions.is_empty() {
+                    write!(f, "; did you mean '{}'?", suggestions.join("', '"))?;
+                }
+                Ok(())
+            }
+            Error::BadQuery { condition, why } => {
+                write!(
+                    f,
+                    "cannot read the condition '{}': {why}",
+                    escape(condition)
+                )
+            }
+            _ => unreachable!("fmt_family called for {self:?}"),
+        }
+    }
+
+    /// The messages of packs.
+    fn fmt_pack(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::PackMissing { path } => write!(f, "pack {}: no such file", path.display()),
+            Error::NotAPack { path, why } => {
+                write!(f, "{} is not a ck-jit pack: {why}", path.display())
+            }
+            Error::PackRefused { path, why } => {
+                write!(f, "pack {} refused: {why}", path.display())
+            }
+            Error::PackDamaged { path, why } => write!(
+                f,
+                "pack {} is damaged: {why}; nothing was installed",
+                path.display()
+            ),
+            Error::NotCached { blobs } => write!(
+                f,
+                "{} blob{} not in the cache: {}; build {} first (ck-jit build, with the same \
+                 CK_JIT_ARCH), or leave {} out",
+                blobs.len(),
+                if blobs.len() == 1 { " is" } else { "s are" },
+                blobs.join(", "),
+                if blobs.len() == 1 { "it" } else { "them" },
+                if blobs.len() == 1 { "it" } else { "them" },
+            ),
+            Error::Unpackable { why } => f.write_str(why),
+            _ => unreachable!("fmt_pack called for {self:?}"),
+        }
+    }
+
     /// The messages of failures of the device compiles are for.
     fn fmt_device(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -590,6 +780,18 @@ impl Error {
             ),
             _ => unreachable!("Display::fmt sends fmt_device its variants only"),
         }
+    }
+}
+
+impl From<NoMatch> for Error {
+    fn from(e: NoMatch) -> Error {
+        Error::NoMatch(e)
+    }
+}
+
+impl From<Conflict> for Error {
+    fn from(e: Conflict) -> Error {
+        Error::Conflict(e)
     }
 }
 
@@ -834,23 +1036,21 @@ mod tests {
             Error::io("publishing", "/c/k.so", io::Error::other("disk full")),
         ];
         let family = [
-            crate::SelectError::NotMember {
+            Error::NotMember {
                 family: "attn".into(),
                 blob: "k".into(),
                 family_of_blob: Some("other".into()),
                 suggestions: vec![],
             },
-            crate::SelectError::UnknownKey {
+            Error::UnknownKey {
                 family: "attn".into(),
                 key: "dtyp".into(),
                 suggestions: vec!["dtype".into()],
             },
-            crate::SelectError::Conflict(
-                crate::Query::new()
-                    .eq("dtype", "fp16")
-                    .and(&crate::Query::new().eq("dtype", "bf16"))
-                    .unwrap_err(),
-            ),
+            crate::Query::new()
+                .eq("dtype", "fp16")
+                .and(&crate::Query::new().eq("dtype", "bf16"))
+                .unwrap_err(),
         ];
         let parse = "hdim>=big"
             .parse::<crate::Query>()
