@@ -112,7 +112,7 @@ impl Stamp {
         text.push_str(EXTRA);
         text.push('\n');
         text.push_str(extra);
-        let _ = ck_jit_build::record::write_if_changed(&self.path, text);
+        let _ = ck_jit_build::assemble::write_if_changed(&self.path, text);
     }
 }
 

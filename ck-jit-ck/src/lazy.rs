@@ -34,7 +34,7 @@ use super::error::{io_err, Error};
 use super::index::IndexedBlob;
 use super::preset::CkFmhaFiles;
 use super::symbol::mangled_template_prefix;
-use ck_jit_build::record::write_if_changed;
+use ck_jit_build::assemble::write_if_changed;
 
 /// How many blobs one stub file defines at most. Every file parses CK's
 /// headers again, which costs more than its specialisations: one file per

@@ -1,7 +1,7 @@
 //! ck-jit's CK/aiter half, used from a build script: the fused-attention
 //! (FMHA) preset, lazy dispatchers for C++ consumers, and the interception
 //! of foreign builds. It writes manifests through `ck-jit-build`'s
-//! [`record`](ck_jit_build::record).
+//! [`assemble`](ck_jit_build::assemble) module.
 //!
 //! ```toml
 //! [build-dependencies]

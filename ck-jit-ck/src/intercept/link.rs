@@ -270,7 +270,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     let (stubs_text, specialisations) = super::super::lazy::stubs_of(&parts, &order);
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
     let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
-    ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
+    ck_jit_build::assemble::write_if_changed(&stubs, &stubs_text)
         .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
     compile_stubs(linked[0].1, &stubs, &stubs_obj, &manifest)?;
 

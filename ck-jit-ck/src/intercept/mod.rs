@@ -107,7 +107,7 @@ use super::preset::{family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
-use ck_jit_build::record::{self, Recorder, Refused};
+use ck_jit_build::assemble::{self, Assembler, Refused};
 use ck_jit_build::BlobGroup;
 use ck_jit_build::CargoOutput;
 
@@ -565,7 +565,7 @@ impl Intercept {
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
-        Ok(record::out_dir(
+        Ok(assemble::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() or work_dir() when not running under cargo",
             cargo,
@@ -596,7 +596,7 @@ impl Intercept {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<Intercepted, Error> {
-        record::to_stdout(|lines| self.try_write_with_output(lines))
+        assemble::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Intercept::try_write), sending the `cargo:` lines to
@@ -627,7 +627,7 @@ impl Intercept {
             }
         }
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        let path = record::write(&done.manifest, &out_dir, cargo)?;
+        let path = assemble::write(&done.manifest, &out_dir, cargo)?;
         done.manifest_path = Some(path);
         Ok(done)
     }
@@ -645,7 +645,7 @@ impl Intercept {
     /// ck_jit_ck::intercept::Intercept::new(["make"]).write();
     /// ```
     pub fn write(&self) -> Intercepted {
-        record::or_panic("ck-jit-ck", self.try_write())
+        assemble::or_panic("ck-jit-ck", self.try_write())
     }
 
     /// Runs the build under the fake compiler and turns what it recorded
@@ -677,7 +677,7 @@ impl Intercept {
             })?,
             None => cwd.clone(),
         };
-        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let name = assemble::cache_name(self.name.as_deref(), cargo)?;
         let read = read_sources(&ws.links_log);
         let mut manifest = self.manifest(&records, &root, name, &read)?;
         add_together(&mut manifest, &ws.links_log)?;
@@ -923,7 +923,7 @@ impl Intercept {
             );
             text.push('\n');
         }
-        record::write_if_changed(&ws.previous, &text).map_err(io_err(&ws.previous))?;
+        assemble::write_if_changed(&ws.previous, &text).map_err(io_err(&ws.previous))?;
         Ok((records, kept))
     }
 
@@ -1138,7 +1138,7 @@ fn blob_decl(
 /// The manifest of `entries`: one group per key, numbered when a base
 /// name has several, each blob in its group.
 fn assemble(entries: BTreeMap<String, Entry>, name: String, root_text: &str) -> Result<Manifest, Error> {
-    let mut recorder = Recorder::new(name, root_text);
+    let mut assembler = Assembler::new(name, root_text);
     let mut groups: BTreeMap<&GroupKey, u32> = BTreeMap::new();
     let mut per_base: BTreeMap<&str, usize> = BTreeMap::new();
     let keys: std::collections::BTreeSet<&GroupKey> =
@@ -1175,17 +1175,17 @@ fn assemble(entries: BTreeMap<String, Entry>, name: String, root_text: &str) -> 
             neutral: neutral_of(decls.into_iter()),
             ..rendered
         };
-        groups.insert(key, recorder.group(rendered));
+        groups.insert(key, assembler.group(rendered));
     }
     for e in entries.values() {
         let mut blob = e.blob.clone();
         blob.group = groups.get(&e.key).copied().unwrap_or(0);
-        recorder.blob(blob).map_err(|refused| match refused {
+        assembler.blob(blob).map_err(|refused| match refused {
             Refused::Duplicate(e) => Error::from(e),
             Refused::Name(e) => Error::Intercept { why: e.to_string() },
         })?;
     }
-    Ok(recorder.finish()?)
+    Ok(assembler.finish()?)
 }
 
 /// `arg` with the root's absolute path, where it starts the argument or
