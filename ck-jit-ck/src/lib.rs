@@ -43,7 +43,7 @@
 //!   dispatcher call has a blob;
 //! - [`intercept`] runs a build whose compile commands only it knows (aiter's
 //!   `compile.py`, CK's CMake) with a fake `hipcc` that records blob
-//!   compiles instead of running them, and turns the records into a
+//!   compiles instead of running them, and turns those compiles into a
 //!   manifest.
 //!
 //! Nothing here compiles a blob. The only programs started are CK's
