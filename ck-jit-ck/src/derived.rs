@@ -128,7 +128,7 @@ pub(crate) fn digest(text: &str) -> String {
 }
 
 /// A file's size and mtime, as a stamp line holds them.
-fn identity(m: &fs::Metadata) -> String {
+pub(crate) fn identity(m: &fs::Metadata) -> String {
     format!("{} {}", m.len(), mtime(m))
 }
 

@@ -187,12 +187,7 @@ pub fn write_rust_structs(
     for h in headers {
         let header = ck.join(h);
         let m = fs::metadata(&header).map_err(io_err(&header))?;
-        let mtime = m
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        made_from.push_str(&format!("{} {} {mtime}\n", header.display(), m.len()));
+        made_from.push_str(&format!("{} {}\n", header.display(), derived::identity(&m)));
     }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let dir = path.parent().unwrap_or(Path::new("."));
