@@ -10,6 +10,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
+use crate::assemble::{self, Assembler, Refused};
 use crate::cargo::CargoOutput;
 use crate::config::{self, Watch};
 use crate::discover::{parse_glob, Found, Walker};
@@ -17,7 +18,6 @@ use crate::env;
 use crate::error::{shown, Error};
 use crate::group::BlobGroup;
 use crate::manifest::{escape, Blob, Manifest};
-use crate::record::{self, Recorder, Refused};
 
 /// Records how to compile every blob of a tree, and compiles none.
 ///
@@ -306,7 +306,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_write(&self) -> Result<PathBuf, Error> {
-        record::to_stdout(|lines| self.try_write_with_output(lines))
+        assemble::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Build::try_write), sending the `cargo:` lines to
@@ -335,7 +335,7 @@ impl Build {
     /// ```
     pub fn try_write_with_output(&self, cargo_lines: &mut dyn Write) -> Result<PathBuf, Error> {
         let mut cargo = CargoOutput::to_if(self.cargo_metadata, cargo_lines);
-        let out_dir = record::out_dir(
+        let out_dir = assemble::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() when not running under cargo",
             &mut cargo,
@@ -356,7 +356,7 @@ impl Build {
         for warning in &warnings {
             cargo.warning(warning);
         }
-        record::write(&plan.manifest, &out_dir, cargo)
+        assemble::write(&plan.manifest, &out_dir, cargo)
     }
 
     /// [`try_write`](Build::try_write), panicking on error: the convenient
@@ -390,7 +390,7 @@ impl Build {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self) -> PathBuf {
-        record::or_panic("ck-jit-build", self.try_write())
+        assemble::or_panic("ck-jit-build", self.try_write())
     }
 
     /// Resolves settings, walks every group and assembles the manifest.
@@ -414,7 +414,7 @@ impl Build {
             groups.extend(c.groups);
         }
 
-        let name = record::cache_name(self.name.as_deref().or(config_name.as_deref()), cargo)?;
+        let name = assemble::cache_name(self.name.as_deref().or(config_name.as_deref()), cargo)?;
 
         let root = match (&self.root, config_root) {
             (Some(r), _) => r.clone(),
@@ -448,7 +448,7 @@ impl Build {
         if groups.is_empty() {
             return Err(Error::NoGroups);
         }
-        let mut recorder = Recorder::new(name, root_text);
+        let mut assembler = Assembler::new(name, root_text);
         let mut watched = BTreeSet::new();
         let mut blob_files = Vec::new();
         // Which group found a file.
@@ -460,7 +460,7 @@ impl Build {
                     why: "two groups have this name".into(),
                 });
             }
-            recorder.group(group.render()?);
+            assembler.group(group.render()?);
             let found = find_files(group, &root, out_dir, &mut watched)?;
             let meta_pattern = group.compiled_meta_pattern()?;
             for f in found {
@@ -472,7 +472,7 @@ impl Build {
                     });
                 }
                 let blob = self::blob(group, index, &root, &f, meta_pattern.as_ref())?;
-                recorder.blob(blob).map_err(|refused| match refused {
+                assembler.blob(blob).map_err(|refused| match refused {
                     Refused::Duplicate(e) => e,
                     Refused::Name(source) => Error::BlobName {
                         group: group.name.clone(),
@@ -484,7 +484,7 @@ impl Build {
                 blob_files.push(f.abs);
             }
         }
-        let manifest = recorder.finish()?;
+        let manifest = assembler.finish()?;
         Ok(Plan {
             manifest,
             config_files,

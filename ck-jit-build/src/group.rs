@@ -543,8 +543,8 @@ impl BlobGroup {
 
     /// The manifest group this describes: compiler, argument template,
     /// cwd, symbol. What [`Build`](crate::Build) records; a crate that
-    /// assembles its own manifest ([`crate::record::Recorder`]) adds it
-    /// with [`Recorder::group`](crate::record::Recorder::group).
+    /// assembles its own manifest ([`crate::assemble::Assembler`]) adds it
+    /// with [`Assembler::group`](crate::assemble::Assembler::group).
     ///
     /// ```
     /// let g = ck_jit_build::BlobGroup::new("k").compiler("cc").render().unwrap();

@@ -115,7 +115,7 @@
 //!
 //! CK's fused-attention blobs, CK's dispatchers made lazy and the
 //! interception of foreign builds live in the `ck-jit-ck` crate, which
-//! records its manifests through [`record`].
+//! assembles and writes its manifests through [`assemble`].
 //!
 //! # Bindings (feature `bindgen`)
 //!
@@ -138,6 +138,7 @@
 //! since it would hide the entry symbol.
 #![deny(missing_docs)]
 
+pub mod assemble;
 #[cfg(feature = "bindgen")]
 pub mod bindings;
 mod build;
@@ -147,13 +148,12 @@ mod discover;
 mod env;
 mod error;
 mod group;
-pub mod record;
 pub use ck_jit_manifest as manifest;
 
+pub use assemble::write_manifest;
 pub use build::{from_config, Build};
 pub use cargo::CargoOutput;
 pub use config::Watch;
 pub use error::Error;
 pub use group::{BlobFile, BlobGroup};
 pub use manifest::Manifest;
-pub use record::write_manifest;

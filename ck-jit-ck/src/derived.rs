@@ -112,7 +112,7 @@ impl Stamp {
         text.push_str(EXTRA);
         text.push('\n');
         text.push_str(extra);
-        let _ = ck_jit_build::record::write_if_changed(&self.path, text);
+        let _ = ck_jit_build::assemble::write_if_changed(&self.path, text);
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn digest(text: &str) -> String {
 }
 
 /// A file's size and mtime, as a stamp line holds them.
-fn identity(m: &fs::Metadata) -> String {
+pub(crate) fn identity(m: &fs::Metadata) -> String {
     format!("{} {}", m.len(), mtime(m))
 }
 

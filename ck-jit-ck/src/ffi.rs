@@ -37,7 +37,7 @@ use super::decl::{struct_fields, Field};
 use super::derived;
 use super::error::{io_err, Error};
 use super::preset::{CkFmhaFiles, FMHA_EXAMPLE_DIR};
-use ck_jit_build::record::write_if_changed;
+use ck_jit_build::assemble::write_if_changed;
 
 /// The header of `ck_tile::stream_config`, relative to the CK tree.
 pub const STREAM_CONFIG_HEADER: &str = "include/ck_tile/host/stream_config.hpp";
@@ -187,12 +187,7 @@ pub fn write_rust_structs(
     for h in headers {
         let header = ck.join(h);
         let m = fs::metadata(&header).map_err(io_err(&header))?;
-        let mtime = m
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        made_from.push_str(&format!("{} {} {mtime}\n", header.display(), m.len()));
+        made_from.push_str(&format!("{} {}\n", header.display(), derived::identity(&m)));
     }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -660,7 +655,7 @@ pub fn compile_dispatchers(
         .collect();
     let g = glue(&ck, &wanted)?;
     let glue_rs = out_dir.join("ck_jit_glue.rs");
-    ck_jit_build::record::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
+    ck_jit_build::assemble::write_if_changed(&glue_rs, &g.rust).map_err(io_err(&glue_rs))?;
     let glue_cpp = write_glue_sources(&ck, &g, out_dir)?;
 
     let manifest = files.try_manifest()?;
@@ -716,7 +711,7 @@ fn write_glue_sources(ck: &Path, g: &Glue, out_dir: &Path) -> Result<Vec<PathBuf
             .and_then(|s| s.to_str())
             .unwrap_or(h);
         let path = out_dir.join(format!("ck_jit_glue_{stem}.cpp"));
-        ck_jit_build::record::write_if_changed(&path, &glue(ck, &only)?.cpp)
+        ck_jit_build::assemble::write_if_changed(&path, &glue(ck, &only)?.cpp)
             .map_err(io_err(&path))?;
         glue_cpp.push(path);
     }

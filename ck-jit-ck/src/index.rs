@@ -471,7 +471,7 @@ pub(crate) fn keep(
     bytes.extend(json(&KeptCalls::of(&detail.calls)));
     bytes.push(b'}');
     let detail_len = bytes.len() as u64;
-    ck_jit_build::record::write_if_changed(&dir.join(DETAIL_FILE), bytes).ok()?;
+    ck_jit_build::assemble::write_if_changed(&dir.join(DETAIL_FILE), bytes).ok()?;
     let mut words = Words::default();
     let kept_roles: Vec<KeptRole> = roles
         .iter()
@@ -497,7 +497,7 @@ pub(crate) fn keep(
         together,
     };
     let bytes = serde_json::to_vec(&kept).ok()?;
-    ck_jit_build::record::write_if_changed(&dir.join(INDEX_FILE), bytes).ok()?;
+    ck_jit_build::assemble::write_if_changed(&dir.join(INDEX_FILE), bytes).ok()?;
     Some((dir.join(DETAIL_FILE), token))
 }
 

@@ -34,7 +34,7 @@ use super::error::{io_err, Error};
 use super::index::IndexedBlob;
 use super::preset::CkFmhaFiles;
 use super::symbol::mangled_template_prefix;
-use ck_jit_build::record::write_if_changed;
+use ck_jit_build::assemble::write_if_changed;
 
 /// How many blobs one stub file defines at most. Every file parses CK's
 /// headers again, which costs more than its specialisations: one file per
@@ -179,7 +179,7 @@ pub struct CallOrder {
 
 impl CallOrder {
     /// The templates the specialisations of `sequences` belong to: whose
-    /// return types [`CallOrder::new`] asks for.
+    /// return types the order asks for.
     pub fn templates(sequences: &[Vec<String>]) -> BTreeSet<&str> {
         sequences
             .iter()
@@ -189,8 +189,9 @@ impl CallOrder {
     }
 
     /// The order of `sequences`, with `returns_void(template)` saying
-    /// whether a template's specialisations return `void`.
-    pub fn new(sequences: &[Vec<String>], returns_void: impl Fn(&str) -> bool) -> CallOrder {
+    /// whether a template's specialisations return `void`. Only the
+    /// crate's own dispatcher check makes `sequences`.
+    pub(crate) fn new(sequences: &[Vec<String>], returns_void: impl Fn(&str) -> bool) -> CallOrder {
         let template = |k: &str| k.split_once('<').map_or(k, |(t, _)| t).to_string();
         let mut out = CallOrder::default();
         let mut last = BTreeSet::new();
@@ -216,15 +217,17 @@ impl CallOrder {
 
 /// The stub source for `blobs` (name, source text): their `#include`s,
 /// then one forwarding definition per specialisation. Returns the text and
-/// how many specialisations it defines. No call waits for another
-/// ([`stub_source_ordered`] with the dispatchers' [`CallOrder`] lets them).
+/// how many specialisations it defines. No call waits for another (the
+/// stubs [`write_stubs`] writes with the dispatchers' [`CallOrder`] let
+/// them).
 pub fn stub_source(blobs: &[(String, String)]) -> Result<(String, usize), Error> {
     stub_source_ordered(blobs, &CallOrder::default())
 }
 
 /// [`stub_source`], with the stubs of `order`'s members running a held
 /// call before their own, and those of its leading specialisations
-/// holding theirs when the runtime says so.
+/// holding theirs when the runtime says so. Only the crate's own
+/// dispatcher check makes the order, so this is no public API.
 pub fn stub_source_ordered(
     blobs: &[(String, String)],
     order: &CallOrder,

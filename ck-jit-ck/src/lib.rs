@@ -1,7 +1,7 @@
 //! ck-jit's CK/aiter half, used from a build script: the fused-attention
 //! (FMHA) preset, lazy dispatchers for C++ consumers, and the interception
 //! of foreign builds. It writes manifests through `ck-jit-build`'s
-//! [`record`](ck_jit_build::record).
+//! [`assemble`](ck_jit_build::assemble) module.
 //!
 //! ```toml
 //! [build-dependencies]
@@ -43,7 +43,7 @@
 //!   dispatcher call has a blob;
 //! - [`intercept`] runs a build whose compile commands only it knows (aiter's
 //!   `compile.py`, CK's CMake) with a fake `hipcc` that records blob
-//!   compiles instead of running them, and turns the records into a
+//!   compiles instead of running them, and turns those compiles into a
 //!   manifest.
 //!
 //! Nothing here compiles a blob. The only programs started are CK's
@@ -100,7 +100,7 @@ build_side! {
     pub use error::Error;
     pub use intercept::Intercept;
     pub use lazy::{
-        stub_source, stub_source_ordered, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
+        stub_source, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,
     };
     pub use generated::{GeneratedFile, Role};
     pub use preset::{
@@ -111,11 +111,23 @@ build_side! {
 
     /// Not public API: internals the workspace's own tests drive directly
     /// (reading a blob's specialisations, checking a dispatcher's calls,
-    /// reading what compiled objects leave undefined), exempt from semver.
+    /// ordering the stubs by those calls, reading what compiled objects
+    /// leave undefined), exempt from semver.
     #[doc(hidden)]
     pub mod __private {
         pub use crate::calls::{check_calls, specialisation_key, CallCheck};
         pub use crate::decl::{blob_source, specialisations};
+        pub use crate::lazy::stub_source_ordered;
         pub use crate::objects::missing_specialisations;
+
+        /// The [`CallOrder`](crate::CallOrder) of a dispatcher check's
+        /// `sequences` ([`CallCheck::sequences`]), with `returns_void(template)`
+        /// saying whether a template's specialisations return `void`.
+        pub fn call_order(
+            sequences: &[Vec<String>],
+            returns_void: impl Fn(&str) -> bool,
+        ) -> crate::CallOrder {
+            crate::CallOrder::new(sequences, returns_void)
+        }
     }
 }

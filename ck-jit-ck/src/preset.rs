@@ -27,7 +27,7 @@ use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::compact::COMPACT_FILE;
 use ck_jit_build::manifest::{escape, Blob, Manifest, MANIFEST_FILE};
-use ck_jit_build::record::{self, write_if_changed, Recorder, Refused};
+use ck_jit_build::assemble::{self, write_if_changed, Assembler, Refused};
 use ck_jit_build::BlobGroup;
 use ck_jit_build::CargoOutput;
 
@@ -1057,7 +1057,7 @@ impl CkFmha {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<CkFmhaFiles, Error> {
-        record::to_stdout(|lines| self.try_write_with_output(lines))
+        assemble::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](CkFmha::try_write), sending the `cargo:` lines to
@@ -1084,7 +1084,7 @@ impl CkFmha {
         // does not leave one that a rerun would trust.
         let stamp_path = out_dir.join(WRITE_STAMP);
         let _ = fs::remove_file(&stamp_path);
-        let path = record::write(files.try_manifest()?, &out_dir, cargo)?;
+        let path = assemble::write(files.try_manifest()?, &out_dir, cargo)?;
         keeping.finish(&mut files);
         if let Some(inputs) = files.inputs.take() {
             let stamp = WriteStamp {
@@ -1115,11 +1115,11 @@ impl CkFmha {
     /// ck_jit_ck::CkFmha::new().source("ck").write();
     /// ```
     pub fn write(&self) -> CkFmhaFiles {
-        record::or_panic("ck-jit-ck", self.try_write())
+        assemble::or_panic("ck-jit-ck", self.try_write())
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
-        Ok(record::out_dir(
+        Ok(assemble::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() when not running under cargo",
             cargo,
@@ -1178,7 +1178,7 @@ impl CkFmha {
             .clone()
             .or_else(|| CargoOutput::silent().var("OUT_DIR").map(PathBuf::from));
         let key = index::key(&example, &requested, &generated.dir, &files)?;
-        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let name = assemble::cache_name(self.name.as_deref(), cargo)?;
         let options = cmake::fmha_compile_options(&example);
         let top = self.top_level_options(&ck, cargo)?;
         // Everything the manifest is made from: the same inputs make the
@@ -1232,7 +1232,7 @@ impl CkFmha {
             root: &root,
             generated: &generated.dir,
         };
-        let manifest = self.record(name, &made, &files, &targets_of, &index)?;
+        let manifest = self.assemble(name, &made, &files, &targets_of, &index)?;
         warn_of_disagreements(cargo, &disagreements);
         warn_of_left_out(cargo, &left_out);
         let files = CkFmhaFiles {
@@ -1456,7 +1456,7 @@ impl CkFmha {
     /// architecture tag and set of admitted targets (the compile command
     /// of a blob depends on nothing else), the sets of `index` called
     /// together.
-    fn record(
+    fn assemble(
         &self,
         name: String,
         made: &Made<'_>,
@@ -1464,7 +1464,7 @@ impl CkFmha {
         targets_of: &[Vec<String>],
         index: &BlobIndex,
     ) -> Result<Manifest, Error> {
-        let mut recorder = Recorder::new(name, &utf8(made.root)?);
+        let mut assembler = Assembler::new(name, &utf8(made.root)?);
         let mut members: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
         for (i, f) in files.iter().enumerate() {
             if let Role::Blob(d) = &f.role {
@@ -1506,7 +1506,7 @@ impl CkFmha {
                 Role::Blob(d) => Some(&**d),
                 _ => None,
             }));
-            let id = recorder.group(rendered);
+            let id = assembler.group(rendered);
             for &i in idx {
                 group_of_file[i] = id;
             }
@@ -1532,7 +1532,7 @@ impl CkFmha {
                 meta: d.meta.clone(),
             };
             // One stem in two directories: both files are named.
-            recorder.blob(blob).map_err(|refused| match refused {
+            assembler.blob(blob).map_err(|refused| match refused {
                 Refused::Duplicate(e) => Error::from(e),
                 Refused::Name(e) => Error::FileName {
                     path: f.path.clone(),
@@ -1540,7 +1540,7 @@ impl CkFmha {
                 },
             })?;
         }
-        let mut manifest = recorder.finish()?;
+        let mut manifest = assembler.finish()?;
         // What each dispatcher call runs together, so the runtime compiles
         // an operation's blobs at its first call together.
         manifest

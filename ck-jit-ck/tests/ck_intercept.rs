@@ -2,8 +2,8 @@
 //! blobs, one host source and links them, through `$(ROCM_PATH)/bin/hipcc`
 //! and `hipcc` from `PATH`. Run through the interceptor, the blob compiles
 //! are recorded (exact argv and cwd) and answered with stub objects, the
-//! host source really compiles, the link succeeds, and the records become
-//! the manifest.
+//! host source really compiles, the link succeeds, and the recorded compiles
+//! become the manifest.
 //!
 //! The fake `hipcc` is this test binary itself: like a build script calling
 //! `is_shim()`/`shim_main()` first thing in `main`, it checks for shim mode
@@ -169,8 +169,8 @@ fn a_make_build_records_blob_compiles_and_builds_the_rest() {
     let fake_hipcc = work.join("rocm/bin/hipcc");
     assert_eq!(done.fake_home, work.join("rocm"));
 
-    // The records: exact argv (as invoked) and cwd, sorted by blob.
-    let r = &done.records;
+    // The invocations: exact argv (as invoked) and cwd, sorted by blob.
+    let r = &done.invocations;
     assert_eq!(r.len(), 3, "{r:?}");
     let a = r.iter().find(|r| r.source.contains(FWD_A)).unwrap();
     assert_eq!(a.argv[0], fake_hipcc.to_str().unwrap());
@@ -383,7 +383,7 @@ fn a_blob_outside_the_root_is_an_error_naming_it() {
 /// check fails, and the error ends with its message; a build that compiles
 /// no blob at all is an error. Neither touches the manifest written.
 #[test]
-fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
+fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_invocations() {
     let tmp = TempDir::new("intercept-rerun");
     let proj = tmp.path().join("proj");
     project(&proj);
@@ -420,7 +420,11 @@ fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
         i.try_write()
     };
     let first = intercept(&work).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(first.records.len(), 3, "the blobs went through ROCM_HOME");
+    assert_eq!(
+        first.invocations.len(),
+        3,
+        "the blobs went through ROCM_HOME"
+    );
     assert_eq!(first.kept, 0);
     assert_eq!(
         fs::read_to_string(proj.join("obj-version.txt")).unwrap(),
@@ -428,7 +432,7 @@ fn rocm_home_record_only_and_an_unchanged_rerun_keep_the_records() {
     );
     let written = fs::read_to_string(out.join("ck_jit_manifest.json")).unwrap();
 
-    // Nothing to do the second time: the records are kept.
+    // Nothing to do the second time: the invocations are kept.
     let second = intercept(&work).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(second.kept, 3);
     assert_eq!(second.manifest, first.manifest);

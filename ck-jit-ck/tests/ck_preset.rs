@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ck_jit_build::manifest::{Manifest, SymbolSpec, MANIFEST_FILE};
 use ck_jit_ck::rules::{Expr, RulesFile, Stmt};
-use ck_jit_ck::{CallOrder, CkFmha, CkFmhaFiles, Error, Role, Vocabulary};
+use ck_jit_ck::{CkFmha, CkFmhaFiles, Error, Role, Vocabulary};
 use ck_jit_rt::Query;
 use real_ck::{ck_copy, ck_tree, Scratch, CK_2024, CK_2025};
 
@@ -183,7 +183,7 @@ fn whole_version(version: &str, archs: &[&str]) -> Option<(Manifest, CkFmhaSumma
             returns.entry(s.template).or_insert(s.returns);
         }
     }
-    let order = CallOrder::new(&check.sequences, |t| {
+    let order = ck_jit_ck::__private::call_order(&check.sequences, |t| {
         returns.get(t).is_some_and(|r| r == "void")
     });
     let mut leading: BTreeMap<&str, usize> = BTreeMap::new();

@@ -109,7 +109,7 @@ impl Manifest {
     pub fn to_compact(&self) -> Vec<u8> {
         let (sources, source_of) = self.source_templates();
         let families = self.family_tables();
-        let (blocks, names) = self.name_records(&source_of, &families.row_of);
+        let (blocks, names) = self.name_entries(&source_of, &families.row_of);
 
         let head = Head {
             format: self.format,
@@ -228,9 +228,9 @@ impl Manifest {
         }
     }
 
-    /// Names, front-coded in blocks, with each blob's record: the block
-    /// offsets and the records.
-    fn name_records(&self, source_of: &[usize], row_of: &[usize]) -> (Vec<u8>, Vec<u8>) {
+    /// Names, front-coded in blocks, with each blob's entry: the block
+    /// offsets and the entries.
+    fn name_entries(&self, source_of: &[usize], row_of: &[usize]) -> (Vec<u8>, Vec<u8>) {
         let mut names: Vec<u8> = Vec::new();
         let mut blocks: Vec<u8> = Vec::new();
         let mut prev: &str = "";
@@ -345,10 +345,12 @@ pub struct Compact<'a> {
     families: Vec<String>,
 }
 
-/// One blob's record, as a lookup needs it (its metadata is in its
-/// family's table: [`Table::meta`] of [`Compact::table`]).
+/// One blob's entry in the compact manifest, decoded in place as a lookup
+/// needs it: what [`Compact::find`] and [`Compact::get`] return (its
+/// metadata is in its family's table: [`Table::meta`] of
+/// [`Compact::table`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub struct BlobEntry {
     /// The blob's index in name order.
     pub index: usize,
     /// Its name.
@@ -624,7 +626,7 @@ impl<'a> Compact<'a> {
         if head.format > crate::FORMAT_VERSION {
             return Err(ManifestError::NewerFormat { found: head.format });
         }
-        // Every record takes at least five bytes: a count larger than
+        // Every entry takes at least five bytes: a count larger than
         // that is damage (and must not size an allocation).
         if count > sections[4].len() / 5 || block > 1 << 16 {
             return Err(bad("the blob count does not fit the names"));
@@ -757,7 +759,7 @@ impl<'a> Compact<'a> {
         utf8(r.take(n)?)
     }
 
-    /// Decodes the records of block `b`, calling `each` until it returns
+    /// Decodes the entries of block `b`, calling `each` until it returns
     /// `Some`.
     fn scan_block<T>(
         &self,
@@ -787,13 +789,13 @@ impl<'a> Compact<'a> {
         Ok(None)
     }
 
-    /// Reads the rest of a record after its name.
-    fn record(
+    /// Reads the rest of an entry after its name.
+    fn entry(
         &self,
         name: &str,
         r: &mut Reader<'a>,
         index: usize,
-    ) -> Result<Record, ManifestError> {
+    ) -> Result<BlobEntry, ManifestError> {
         let group = r.varint()?;
         let group = u32::try_from(group).map_err(|_| bad("a group index is too large"))?;
         let source = match r.usize()? {
@@ -825,7 +827,7 @@ impl<'a> Compact<'a> {
                 group,
             });
         }
-        Ok(Record {
+        Ok(BlobEntry {
             index,
             name: name.to_string(),
             source,
@@ -835,8 +837,8 @@ impl<'a> Compact<'a> {
         })
     }
 
-    /// Skips the rest of a record after its name.
-    fn skip_record(&self, r: &mut Reader<'a>) -> Result<(), ManifestError> {
+    /// Skips the rest of an entry after its name.
+    fn skip_entry(&self, r: &mut Reader<'a>) -> Result<(), ManifestError> {
         r.varint()?;
         if r.usize()? == 0 {
             let n = r.usize()?;
@@ -850,7 +852,7 @@ impl<'a> Compact<'a> {
 
     /// Finds a blob by name: a binary search over the blocks' first names,
     /// then a scan of one block.
-    pub fn find(&self, name: &str) -> Result<Option<Record>, ManifestError> {
+    pub fn find(&self, name: &str) -> Result<Option<BlobEntry>, ManifestError> {
         let blocks = self.count.div_ceil(self.block);
         let (mut lo, mut hi) = (0usize, blocks);
         // The last block whose first name is <= name.
@@ -867,34 +869,34 @@ impl<'a> Compact<'a> {
         }
         self.scan_block(lo - 1, |n, r, index| {
             if n == name {
-                self.record(n, r, index).map(Some)
+                self.entry(n, r, index).map(Some)
             } else {
-                self.skip_record(r).map(|_| None)
+                self.skip_entry(r).map(|_| None)
             }
         })
     }
 
-    /// The record of the blob at `index` (name order).
-    pub fn get(&self, index: usize) -> Result<Record, ManifestError> {
+    /// The entry of the blob at `index` (name order).
+    pub fn get(&self, index: usize) -> Result<BlobEntry, ManifestError> {
         if index >= self.count {
             return Err(bad(format!("blob {index} does not exist")));
         }
         self.scan_block(index / self.block, |n, r, i| {
             if i == index {
-                self.record(n, r, i).map(Some)
+                self.entry(n, r, i).map(Some)
             } else {
-                self.skip_record(r).map(|_| None)
+                self.skip_entry(r).map(|_| None)
             }
         })?
         .ok_or_else(|| bad(format!("blob {index} does not exist")))
     }
 
-    /// Every record, in name order.
-    pub fn records(&self) -> Result<Vec<Record>, ManifestError> {
+    /// Every blob's entry, in name order.
+    pub fn entries(&self) -> Result<Vec<BlobEntry>, ManifestError> {
         let mut out = Vec::with_capacity(self.count);
         for b in 0..self.count.div_ceil(self.block) {
             self.scan_block(b, |n, r, i| {
-                out.push(self.record(n, r, i)?);
+                out.push(self.entry(n, r, i)?);
                 Ok(None::<()>)
             })?;
         }
@@ -907,7 +909,7 @@ impl<'a> Compact<'a> {
         for b in 0..self.count.div_ceil(self.block) {
             self.scan_block(b, |n, r, _| {
                 out.push(n.to_string());
-                self.skip_record(r).map(|_| None::<()>)
+                self.skip_entry(r).map(|_| None::<()>)
             })?;
         }
         Ok(out)
@@ -948,7 +950,7 @@ impl<'a> Compact<'a> {
                     ends.push(text.len());
                     next.next();
                 }
-                self.skip_record(&mut r)?;
+                self.skip_entry(&mut r)?;
                 if next.peek().is_none_or(|&i| i / self.block != block) {
                     break;
                 }
@@ -963,7 +965,7 @@ impl<'a> Compact<'a> {
     /// The group of each blob at `indices` (ascending), decoding only the
     /// blocks that hold them: what a family needs when its groups differ
     /// in the architectures they compile for, without decoding whole
-    /// records.
+    /// entries.
     pub fn groups_at(&self, indices: &[usize]) -> Result<Vec<u32>, ManifestError> {
         let mut out = Vec::with_capacity(indices.len());
         let mut next = indices.iter().copied().peekable();
@@ -975,7 +977,7 @@ impl<'a> Compact<'a> {
             self.scan_block(block, |_, r, index| {
                 let at_index = next.peek() == Some(&index);
                 let group = r.varint()?;
-                // The rest of the record after its group.
+                // The rest of the entry after its group.
                 if r.usize()? == 0 {
                     let n = r.usize()?;
                     r.take(n)?;
@@ -1056,7 +1058,7 @@ impl<'a> Compact<'a> {
             }
         }
         let mut blobs = Vec::with_capacity(self.count);
-        for r in self.records()? {
+        for r in self.entries()? {
             let family = self.group_family(r.group as usize).unwrap_or("");
             let meta = match tables.get(family) {
                 Some(t) if r.row < t.len() && t.member(r.row) == r.index => t.meta(r.row),

@@ -32,7 +32,7 @@
 //!
 //! The build also writes the same content in a [compact] form
 //! (`ck_jit_manifest.ckm`), which programs embed and read in place: one
-//! record decoded per lookup, each family's metadata a table of codes.
+//! blob's entry decoded per lookup, each family's metadata a table of codes.
 
 #![deny(missing_docs)]
 

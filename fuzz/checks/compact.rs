@@ -3,8 +3,8 @@
 //! library, so damaged bytes must give errors, never a panic.
 //!
 //! Invariants: nothing panics, whatever accessor is asked; when every
-//! record decodes, `get`, `names`, `names_at` and `groups_at` agree with
-//! `records`, and `find` finds each record when the names are in order;
+//! blob's entry decodes, `get`, `names`, `names_at` and `groups_at` agree
+//! with `entries`, and `find` finds each entry when the names are in order;
 //! an index past the end is an error; bytes that decode into a manifest
 //! give one that is valid and that the writer writes back into bytes that
 //! decode into the same manifest.
@@ -51,18 +51,18 @@ pub fn check(data: &[u8]) {
         let _ = c.find(probe);
     }
 
-    let records = c.records();
-    if let Ok(records) = &records {
-        assert_eq!(records.len(), n);
-        let names = c.names().expect("records decode, so names do");
+    let entries = c.entries();
+    if let Ok(entries) = &entries {
+        assert_eq!(entries.len(), n);
+        let names = c.names().expect("entries decode, so names do");
         assert_eq!(names.len(), n);
         let all: Vec<usize> = (0..n).collect();
-        let at = c.names_at(&all).expect("records decode, so names_at does");
+        let at = c.names_at(&all).expect("entries decode, so names_at does");
         let groups = c
             .groups_at(&all)
-            .expect("records decode, so groups_at does");
+            .expect("entries decode, so groups_at does");
         let sorted = names.windows(2).all(|w| w[0] < w[1]);
-        for (i, r) in records.iter().enumerate() {
+        for (i, r) in entries.iter().enumerate() {
             assert_eq!(r.index, i);
             assert_eq!(names[i], r.name);
             assert_eq!(at.get(i), Some(r.name.as_str()));
@@ -78,8 +78,8 @@ pub fn check(data: &[u8]) {
 
     let Ok(m) = c.to_manifest() else { return };
     assert!(
-        records.is_ok(),
-        "a manifest from records that do not decode"
+        entries.is_ok(),
+        "a manifest from entries that do not decode"
     );
     m.validate().expect("to_manifest validates");
     let written = m.to_compact();

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ck_jit_build::manifest::{Blob, Group, Manifest, SymbolSpec};
-use ck_jit_ck::__private::{check_calls, specialisation_key, specialisations};
-use ck_jit_ck::{stub_source, stub_source_ordered, CallOrder};
+use ck_jit_ck::__private::{
+    call_order, check_calls, specialisation_key, specialisations, stub_source_ordered,
+};
+use ck_jit_ck::{stub_source, CallOrder};
 
 use crate::Tree;
 
@@ -235,7 +237,7 @@ pub fn build(t: &Tree, capi: &Path, o: &Options) -> Program {
     let defined = owner.keys().cloned().collect();
     let check = check_calls(&[(api.clone(), API.to_string())], &defined).expect("api parses");
     assert!(check.unresolved.is_empty(), "{:?}", check.unresolved);
-    let order = CallOrder::new(&check.sequences, |t| void.contains(t));
+    let order = call_order(&check.sequences, |t| void.contains(t));
     let (stubs, n) = if o.ordered {
         stub_source_ordered(&blobs, &order)
     } else {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
@@ -234,6 +235,27 @@ pub fn workspace() -> PathBuf {
         .parent()
         .expect("workspace root")
         .to_path_buf()
+}
+
+/// Compiles the HIP stand-in (`tests/fixtures/real_ck/hip_stand_in.c`,
+/// what a CK blob built with `-no-hip-rt` needs of `libamdhip64`) into the
+/// shared object `lib` with the system `cc`, failing the test with the
+/// compiler's output when it fails.
+pub fn build_hip_stand_in(lib: &Path) {
+    let mut cmd = Command::new("cc");
+    cmd.args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(lib)
+        .arg(workspace().join("tests/fixtures/real_ck/hip_stand_in.c"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Copies a directory tree.

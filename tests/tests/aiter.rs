@@ -73,7 +73,7 @@ use std::time::Instant;
 
 use ck_jit_build::manifest::Manifest;
 use ck_jit_ck::intercept::{self, Intercept};
-use ck_jit_tests::capi_staticlib;
+use ck_jit_tests::{build_hip_stand_in, capi_staticlib};
 
 #[cfg(target_os = "linux")]
 #[used]
@@ -594,10 +594,7 @@ fn link_caller(b: &Built, api: &str, fixture: &str) -> PathBuf {
     let installed = root.join("op_tests/cpp/mha");
     let stand_in = tmp.dir.join("hip");
     fs::create_dir_all(&stand_in).unwrap();
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(stand_in.join("libamdhip64.so"))
-        .arg(ws.join("tests/fixtures/real_ck/hip_stand_in.c")));
+    build_hip_stand_in(&stand_in.join("libamdhip64.so"));
     let ck = root.join("aiter_meta/3rdparty/composable_kernel");
     let exe = tmp.dir.join(format!("call_mha_{api}"));
     let obj = tmp.dir.join(format!("call_mha_{api}.o"));
@@ -686,10 +683,7 @@ fn aiters_mha_fwd_build_links_a_lazy_library_that_compiles_one_blob_on_first_cal
     // A call through the library compiles exactly one blob, once.
     let stand_in = tmp.dir.join("hip");
     fs::create_dir_all(&stand_in).unwrap();
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(stand_in.join("libamdhip64.so"))
-        .arg(ws.join("tests/fixtures/real_ck/hip_stand_in.c")));
+    build_hip_stand_in(&stand_in.join("libamdhip64.so"));
     let ck = root.join("aiter_meta/3rdparty/composable_kernel");
     let exe = tmp.dir.join("call_mha_fwd");
     let obj = tmp.dir.join("call_mha_fwd.o");

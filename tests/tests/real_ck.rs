@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use ck_jit_build::manifest::SymbolSpec;
 use ck_jit_ck::{write_stubs, CkFmha};
 use ck_jit_rt::{Outcome, Runtime};
-use ck_jit_tests::Tree;
+use ck_jit_tests::{build_hip_stand_in, Tree};
 
 /// The architecture every blob is compiled for.
 const ARCH: &str = "gfx942";
@@ -266,13 +266,9 @@ fn dynamic_symbols(object: &Path, defined: bool) -> Vec<String> {
 
 /// Compiles the HIP stand-in and loads it into this process with
 /// `RTLD_GLOBAL`, so the blobs' undefined HIP symbols resolve to it.
-fn load_hip_stand_in(ws: &Path, dir: &Path) -> PathBuf {
-    let src = ws.join("tests/fixtures/real_ck/hip_stand_in.c");
+fn load_hip_stand_in(dir: &Path) -> PathBuf {
     let lib = dir.join("libamdhip64_stand_in.so");
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&lib)
-        .arg(&src));
+    build_hip_stand_in(&lib);
     let c = CString::new(lib.to_str().expect("utf-8 path")).expect("no NUL");
     // SAFETY: a plain C library without constructors; the handle is kept
     // open for the life of the process.
@@ -312,7 +308,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
     std::env::set_var("PYTHONDONTWRITEBYTECODE", "1");
 
     let tree = Tree::new("real-ck");
-    let stand_in = load_hip_stand_in(&ws, &tree.dir);
+    let stand_in = load_hip_stand_in(&tree.dir);
     let stand_in_symbols = dynamic_symbols(&stand_in, true);
     let versions = versions(&ws);
 

@@ -84,7 +84,7 @@ fn main() {
             .try_run()
             .unwrap_or_else(|e| panic!("{e}"));
         let took = t.elapsed();
-        assert_eq!(done.records.len(), n);
+        assert_eq!(done.invocations.len(), n);
         took
     };
     let mut rows: Vec<(&str, Vec<f64>)> = vec![

@@ -53,7 +53,7 @@ impl Bindings {
             fs::create_dir_all(dir).map_err(err)?;
         }
         // Through a temporary file: a reader never sees half a file.
-        crate::record::write_if_changed(path, &self.source).map_err(err)?;
+        crate::assemble::write_if_changed(path, &self.source).map_err(err)?;
         Ok(true)
     }
 }

@@ -292,7 +292,7 @@ impl Launchers {
     ///
     /// With the error's message, which fails the build script.
     pub fn generate(&self) -> Bindings {
-        crate::record::or_panic("ck-jit-build", self.try_generate())
+        crate::assemble::or_panic("ck-jit-build", self.try_generate())
     }
 
     /// [`try_write`](Launchers::try_write), panicking on error.
@@ -301,7 +301,7 @@ impl Launchers {
     ///
     /// With the error's message, which fails the build script.
     pub fn write<P: AsRef<Path>>(&self, file: P) -> Bindings {
-        crate::record::or_panic("ck-jit-build", self.try_write(file))
+        crate::assemble::or_panic("ck-jit-build", self.try_write(file))
     }
 
     fn generate_with(&self, cargo: &mut CargoOutput<'_>) -> Result<Bindings, Error> {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{analyse, inputs, template};
 use super::protocol::{
-    append_line, dispatcher_log, file_stamp, sources_log, ReadSource, Record, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
+    append_line, dispatcher_log, file_stamp, sources_log, ReadSource, Invocation, REAL_HIPCC, SHIM_LAZY_MANIFEST, SHIM_LINKS, SHIM_LOG,
     SHIM_PREVIOUS, SHIM_RUNTIME_LIB,
 };
 use super::super::decl::Specialisation;
@@ -187,10 +187,10 @@ fn note_together(
     }))
 }
 
-/// The blob records of the interception so far (this build's log, then
+/// The blob invocations of the interception so far (this build's log, then
 /// an earlier interception's), by the absolute path of the object each
 /// was answered with.
-fn blob_objects() -> Result<HashMap<PathBuf, Record>, String> {
+fn blob_objects() -> Result<HashMap<PathBuf, Invocation>, String> {
     let mut map = HashMap::new();
     for name in [SHIM_PREVIOUS, SHIM_LOG] {
         let Some(path) = var(name) else { continue };
@@ -200,7 +200,7 @@ fn blob_objects() -> Result<HashMap<PathBuf, Record>, String> {
             Err(e) => return Err(format!("cannot read '{path}': {e}")),
         };
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let r: Record =
+            let r: Invocation =
                 serde_json::from_str(line).map_err(|e| format!("'{path}': bad record: {e}"))?;
             if let Some(out) = &r.output {
                 let abs = Path::new(&r.cwd).join(out);
@@ -229,7 +229,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
         return Ok(None);
     }
     let objects = blob_objects()?;
-    let mut linked: Vec<(usize, &Record)> = Vec::new();
+    let mut linked: Vec<(usize, &Invocation)> = Vec::new();
     for i in inputs(&flat) {
         let p = cwd.join(&flat[i]);
         let p = fs::canonicalize(&p).unwrap_or(p);
@@ -270,7 +270,7 @@ pub(crate) fn lazy_link(argv: &[String]) -> Result<Option<i32>, String> {
     let (stubs_text, specialisations) = super::super::lazy::stubs_of(&parts, &order);
     let stubs = lazy_dir.join(format!("{out_name}.stubs.cpp"));
     let stubs_obj = lazy_dir.join(format!("{out_name}.stubs.o"));
-    ck_jit_build::record::write_if_changed(&stubs, &stubs_text)
+    ck_jit_build::assemble::write_if_changed(&stubs, &stubs_text)
         .map_err(|e| format!("cannot write '{}': {e}", stubs.display()))?;
     compile_stubs(linked[0].1, &stubs, &stubs_obj, &manifest)?;
 
@@ -334,7 +334,7 @@ struct LinkedBlob {
 /// What is read is recorded beside `links_log` for the manifest step
 /// ([`ReadSource`]).
 fn blob_sources(
-    linked: &[(usize, &Record)],
+    linked: &[(usize, &Invocation)],
     output: &str,
     links_log: &Path,
 ) -> Result<Vec<LinkedBlob>, String> {
@@ -386,7 +386,7 @@ fn blob_sources(
 
 /// Compiles the stubs with the first linked blob's own command: its
 /// includes and defines are what the specialisations' declarations need.
-fn compile_stubs(first: &Record, stubs: &Path, obj: &Path, manifest: &str) -> Result<(), String> {
+fn compile_stubs(first: &Invocation, stubs: &Path, obj: &Path, manifest: &str) -> Result<(), String> {
     let real = var(REAL_HIPCC).ok_or(
         "linking lazily needs a real HIP compiler for the stubs; set CK_JIT_REAL_HIPCC or \
          Intercept::real_compiler()",
@@ -535,7 +535,7 @@ mod tests {
              template <> float fmha_fwd_<int>(int a) { return 0; }\n#endif\n",
         )
         .unwrap();
-        let r = Record {
+        let r = Invocation {
             argv: vec!["hipcc".into()],
             cwd: dir.display().to_string(),
             source: "b.cpp".into(),

@@ -40,7 +40,7 @@
 //! interception in the same work directory recorded some: blobs this build
 //! did not compile again (their objects were up to date, as on a rerun in
 //! which CK's generator leaves unchanged files alone) keep their earlier
-//! records while their sources exist ([`Intercepted::kept`]).
+//! invocations while their sources exist ([`Intercepted::kept`]).
 //!
 //! # Lazy libraries
 //!
@@ -98,7 +98,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 pub use link::Link;
-pub use protocol::Record;
+pub use protocol::Invocation;
 pub use shim::{is_shim, shim_main};
 
 use super::error::{io_err, quoted, shown, tail, Error};
@@ -107,7 +107,7 @@ use super::preset::{family_of, group_base, neutral_of};
 use super::symbol::mangled_template_prefix;
 use super::vocab::{BlobDecl, Vocabulary};
 use ck_jit_build::manifest::{self, escape, Blob, Manifest, SymbolSpec};
-use ck_jit_build::record::{self, Recorder, Refused};
+use ck_jit_build::assemble::{self, Assembler, Refused};
 use ck_jit_build::BlobGroup;
 use ck_jit_build::CargoOutput;
 
@@ -158,7 +158,7 @@ pub struct Intercept {
 #[derive(Debug, Clone)]
 pub struct Intercepted {
     /// The recorded blob compiles, sorted by blob name.
-    pub records: Vec<Record>,
+    pub invocations: Vec<Invocation>,
     /// The manifest made from them.
     pub manifest: Manifest,
     /// Where the manifest was written, if it was.
@@ -565,7 +565,7 @@ impl Intercept {
     }
 
     fn resolve_out_dir(&self, cargo: &mut CargoOutput<'_>) -> Result<PathBuf, Error> {
-        Ok(record::out_dir(
+        Ok(assemble::out_dir(
             self.out_dir.as_deref(),
             "is not set; call out_dir() or work_dir() when not running under cargo",
             cargo,
@@ -578,7 +578,7 @@ impl Intercept {
     ///
     /// ```no_run
     /// let done = ck_jit_ck::intercept::Intercept::new(["make"]).work_dir("w").try_run()?;
-    /// println!("{} blob compiles recorded", done.records.len());
+    /// println!("{} blob compiles recorded", done.invocations.len());
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_run(&self) -> Result<Intercepted, Error> {
@@ -596,7 +596,7 @@ impl Intercept {
     /// # Ok::<(), ck_jit_ck::Error>(())
     /// ```
     pub fn try_write(&self) -> Result<Intercepted, Error> {
-        record::to_stdout(|lines| self.try_write_with_output(lines))
+        assemble::to_stdout(|lines| self.try_write_with_output(lines))
     }
 
     /// [`try_write`](Intercept::try_write), sending the `cargo:` lines to
@@ -627,7 +627,7 @@ impl Intercept {
             }
         }
         let out_dir = self.resolve_out_dir(&mut cargo)?;
-        let path = record::write(&done.manifest, &out_dir, cargo)?;
+        let path = assemble::write(&done.manifest, &out_dir, cargo)?;
         done.manifest_path = Some(path);
         Ok(done)
     }
@@ -645,7 +645,7 @@ impl Intercept {
     /// ck_jit_ck::intercept::Intercept::new(["make"]).write();
     /// ```
     pub fn write(&self) -> Intercepted {
-        record::or_panic("ck-jit-ck", self.try_write())
+        assemble::or_panic("ck-jit-ck", self.try_write())
     }
 
     /// Runs the build under the fake compiler and turns what it recorded
@@ -668,7 +668,7 @@ impl Intercept {
         let ws = self.prepare(&work, &orig)?;
         let cmd = self.build_command(program, &cwd, &ws, &orig, cargo)?;
         self.run_build(cmd, program, &ws.build_log)?;
-        let (records, kept) = self.merge_records(&ws, &work, cargo)?;
+        let (invocations, kept) = self.merge_invocations(&ws, &work, cargo)?;
         let links = read_links(&ws.links_log)?;
         let root = match &self.root {
             Some(r) => fs::canonicalize(r).map_err(|source| ck_jit_build::Error::Root {
@@ -677,12 +677,12 @@ impl Intercept {
             })?,
             None => cwd.clone(),
         };
-        let name = record::cache_name(self.name.as_deref(), cargo)?;
+        let name = assemble::cache_name(self.name.as_deref(), cargo)?;
         let read = read_sources(&ws.links_log);
-        let mut manifest = self.manifest(&records, &root, name, &read)?;
+        let mut manifest = self.manifest(&invocations, &root, name, &read)?;
         add_together(&mut manifest, &ws.links_log)?;
         Ok(Intercepted {
-            records,
+            invocations,
             manifest,
             manifest_path: None,
             fake_home: ws.fake_home,
@@ -864,18 +864,18 @@ impl Intercept {
         })
     }
 
-    /// This build's records, plus the earlier interception's for blobs
+    /// This build's invocations, plus the earlier interception's for blobs
     /// this build did not compile again (their objects were up to date)
     /// while their sources exist; kept for the next run. Returns them and
-    /// how many came from the earlier run. No record at all is an error.
-    fn merge_records(
+    /// how many came from the earlier run. No invocation at all is an error.
+    fn merge_invocations(
         &self,
         ws: &Workspace,
         work: &Path,
         cargo: &mut CargoOutput<'_>,
-    ) -> Result<(Vec<Record>, usize), Error> {
+    ) -> Result<(Vec<Invocation>, usize), Error> {
         let fresh = read_log(&ws.log)?;
-        let mut by_stem: BTreeMap<String, Record> = BTreeMap::new();
+        let mut by_stem: BTreeMap<String, Invocation> = BTreeMap::new();
         let earlier = if ws.previous.is_file() {
             read_log(&ws.previous)?
         } else {
@@ -891,8 +891,8 @@ impl Intercept {
         for r in fresh {
             by_stem.insert(stem_of(&r), r);
         }
-        let records: Vec<Record> = by_stem.into_values().collect();
-        if records.is_empty() {
+        let invocations: Vec<Invocation> = by_stem.into_values().collect();
+        if invocations.is_empty() {
             return Err(Error::Intercept {
                 why: format!(
                     "the build `{}` compiled no blob: nothing was recorded, and no earlier \
@@ -911,20 +911,20 @@ impl Intercept {
                 &format!(
                 "the intercepted build compiled {} blob(s) again; {kept} more are kept from the \
                  earlier interception in '{}'",
-                records.len() - kept,
+                invocations.len() - kept,
                 shown(work)
             ),
             );
         }
         let mut text = String::new();
-        for r in &records {
+        for r in &invocations {
             text.push_str(
                 &serde_json::to_string(r).map_err(|e| Error::Intercept { why: e.to_string() })?,
             );
             text.push('\n');
         }
-        record::write_if_changed(&ws.previous, &text).map_err(io_err(&ws.previous))?;
-        Ok((records, kept))
+        assemble::write_if_changed(&ws.previous, &text).map_err(io_err(&ws.previous))?;
+        Ok((invocations, kept))
     }
 
     /// Builds `<fake_home>`: the real home mirrored by symlinks, and the
@@ -965,12 +965,12 @@ impl Intercept {
         Ok(())
     }
 
-    /// The manifest of `records`, paths relative to `root`.
+    /// The manifest of `invocations`, paths relative to `root`.
     /// Blobs the lazy links already read (`read`, by canonical path) are
     /// described from what they read, not read again.
     fn manifest(
         &self,
-        records: &[Record],
+        invocations: &[Invocation],
         root: &Path,
         name: String,
         read: &HashMap<PathBuf, protocol::ReadSource>,
@@ -981,7 +981,7 @@ impl Intercept {
         // The vocabulary of each CK example directory the blobs include.
         let mut vocabs: BTreeMap<PathBuf, Option<Vocabulary>> = BTreeMap::new();
         let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
-        for r in records {
+        for r in invocations {
             let (stem, entry) = self.entry(r, root, root_text, read, &mut vocabs)?;
             let key = &entry.key;
             let rel = &entry.blob.source;
@@ -1005,7 +1005,7 @@ impl Intercept {
     /// the key of the group it belongs to and what it declares.
     fn entry(
         &self,
-        r: &Record,
+        r: &Invocation,
         root: &Path,
         root_text: &str,
         read: &HashMap<PathBuf, protocol::ReadSource>,
@@ -1138,7 +1138,7 @@ fn blob_decl(
 /// The manifest of `entries`: one group per key, numbered when a base
 /// name has several, each blob in its group.
 fn assemble(entries: BTreeMap<String, Entry>, name: String, root_text: &str) -> Result<Manifest, Error> {
-    let mut recorder = Recorder::new(name, root_text);
+    let mut assembler = Assembler::new(name, root_text);
     let mut groups: BTreeMap<&GroupKey, u32> = BTreeMap::new();
     let mut per_base: BTreeMap<&str, usize> = BTreeMap::new();
     let keys: std::collections::BTreeSet<&GroupKey> =
@@ -1175,17 +1175,17 @@ fn assemble(entries: BTreeMap<String, Entry>, name: String, root_text: &str) -> 
             neutral: neutral_of(decls.into_iter()),
             ..rendered
         };
-        groups.insert(key, recorder.group(rendered));
+        groups.insert(key, assembler.group(rendered));
     }
     for e in entries.values() {
         let mut blob = e.blob.clone();
         blob.group = groups.get(&e.key).copied().unwrap_or(0);
-        recorder.blob(blob).map_err(|refused| match refused {
+        assembler.blob(blob).map_err(|refused| match refused {
             Refused::Duplicate(e) => Error::from(e),
             Refused::Name(e) => Error::Intercept { why: e.to_string() },
         })?;
     }
-    Ok(recorder.finish()?)
+    Ok(assembler.finish()?)
 }
 
 /// `arg` with the root's absolute path, where it starts the argument or
@@ -1248,7 +1248,7 @@ fn ck_example_dir(args: &[String], cwd: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The blob name of a record: its source's file stem.
+/// The blob name of an invocation: its source's file stem.
 /// The variables the interceptor changes for the build, as they were,
 /// and the real compiler the environment names.
 struct Original {
@@ -1285,11 +1285,11 @@ struct Workspace {
     fake_home: PathBuf,
     fake_bin: PathBuf,
     stubs_dir: PathBuf,
-    /// The fake compiler's records of this run.
+    /// The fake compiler's invocations of this run.
     log: PathBuf,
     /// The lazy links made (and, beside it, `.together`).
     links_log: PathBuf,
-    /// The records kept from the run before.
+    /// The invocations kept from the run before.
     previous: PathBuf,
     build_log: PathBuf,
     real: Option<PathBuf>,
@@ -1332,7 +1332,7 @@ fn add_together(manifest: &mut Manifest, links_log: &Path) -> Result<(), Error> 
         .map_err(|e| Error::Intercept { why: e.to_string() })
 }
 
-fn stem_of(r: &Record) -> String {
+fn stem_of(r: &Invocation) -> String {
     Path::new(&r.source)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -1490,15 +1490,15 @@ fn find_real(
     None
 }
 
-/// The records of the log at `log`, sorted by blob source then argv.
-fn read_log(log: &Path) -> Result<Vec<Record>, Error> {
+/// The invocations in the log at `log`, sorted by blob source then argv.
+fn read_log(log: &Path) -> Result<Vec<Invocation>, Error> {
     let text = fs::read_to_string(log).map_err(io_err(log))?;
-    let mut records = Vec::new();
+    let mut invocations = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(line).map_err(|e| Error::Record {
+        let r: Invocation = serde_json::from_str(line).map_err(|e| Error::Record {
             log: log.to_path_buf(),
             line: i + 1,
             why: e.to_string(),
@@ -1510,10 +1510,10 @@ fn read_log(log: &Path) -> Result<Vec<Record>, Error> {
                 why: "empty argv".into(),
             });
         }
-        records.push(r);
+        invocations.push(r);
     }
-    records.sort_by(|a, b| {
-        let stem = |r: &Record| {
+    invocations.sort_by(|a, b| {
+        let stem = |r: &Invocation| {
             Path::new(&r.source)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -1523,7 +1523,7 @@ fn read_log(log: &Path) -> Result<Vec<Record>, Error> {
             .then_with(|| a.argv.cmp(&b.argv))
             .then_with(|| a.cwd.cmp(&b.cwd))
     });
-    Ok(records)
+    Ok(invocations)
 }
 
 #[cfg(test)]
@@ -1531,8 +1531,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writing_a_record_line_round_trips() {
-        let r = Record {
+    fn writing_an_invocation_line_round_trips() {
+        let r = Invocation {
             argv: vec!["hipcc".into(), "-c".into(), "a \"b\".cpp".into()],
             cwd: "/w".into(),
             source: "a \"b\".cpp".into(),
@@ -1540,7 +1540,7 @@ mod tests {
         };
         let line = serde_json::to_string(&r).unwrap();
         assert!(!line.contains('\n'));
-        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+        assert_eq!(serde_json::from_str::<Invocation>(&line).unwrap(), r);
     }
 
     #[test]

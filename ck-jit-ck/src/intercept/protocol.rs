@@ -1,6 +1,7 @@
 //! The protocol between the interceptor, its fake compiler and the lazy
-//! link: the variables the interceptor sets for the build, the records
-//! the fake compiler appends to its logs, and how a log line is written.
+//! link: the variables the interceptor sets for the build, the lines
+//! the fake compiler appends to its logs (an [`Invocation`] per blob
+//! compile), and how a log line is written.
 //! The fake compiler ([`super::shim`]) and the lazy link ([`super::link`])
 //! both stand on it; neither needs the other's internals.
 
@@ -46,8 +47,8 @@ pub(crate) const SHIM_DROP: &str = "CK_JIT_SHIM_DROP";
 pub(crate) const SHIM_LAZY_MANIFEST: &str = "CK_JIT_SHIM_LAZY_MANIFEST";
 /// Lazy libraries: the ck-jit C ABI library linked into them.
 pub(crate) const SHIM_RUNTIME_LIB: &str = "CK_JIT_SHIM_RUNTIME_LIB";
-/// Lazy libraries: records of an earlier interception, for objects this
-/// build links without compiling them again.
+/// Lazy libraries: the invocations of an earlier interception, for
+/// objects this build links without compiling them again.
 pub(crate) const SHIM_PREVIOUS: &str = "CK_JIT_SHIM_PREVIOUS";
 /// Lazy libraries: the log of links made lazy, one JSON line each.
 pub(crate) const SHIM_LINKS: &str = "CK_JIT_SHIM_LINKS";
@@ -55,10 +56,12 @@ pub(crate) const SHIM_LINKS: &str = "CK_JIT_SHIM_LINKS";
 /// The default intercepted compiler name.
 pub(crate) const DEFAULT_NAME: &str = "hipcc";
 
-/// One recorded blob compile: a line of the interception log.
+/// One blob compile the intercepted build ran, which the fake compiler
+/// recorded instead of running: a line of the interception log (its JSON
+/// field names are that log's format).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
+pub struct Invocation {
     /// The exact argv, program name first (as invoked, e.g. a path into the
     /// fake ROCm home).
     pub argv: Vec<String>,

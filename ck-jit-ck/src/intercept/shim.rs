@@ -18,7 +18,7 @@ use glob::{MatchOptions, Pattern};
 
 use super::args::{analyse, Analysed};
 use super::protocol::{
-    append_line, dispatcher_log, var, Record, DEFAULT_NAME, SHIM_BLOBS, SHIM_EXCLUDE,
+    append_line, dispatcher_log, var, Invocation, DEFAULT_NAME, SHIM_BLOBS, SHIM_EXCLUDE,
     SHIM_HIP_VERSION, SHIM_LAZY_MANIFEST, SHIM_LOG, SHIM_NAMES, SHIM_STUBS,
 };
 use super::real::{real_command, restored};
@@ -209,14 +209,14 @@ fn record_blob(argv: &[String], a: &Analysed, source: String) -> Result<i32, Str
         fs::write(&depfile, format!("{target}: {source}\n"))
             .map_err(|e| format!("cannot write depfile '{}': {e}", depfile.display()))?;
     }
-    let record = Record {
+    let invocation = Invocation {
         argv: argv.to_vec(),
         cwd: cwd_text,
         source,
         output,
     };
     let log = var(SHIM_LOG).ok_or("CK_JIT_SHIM_LOG is not set")?;
-    append_line(Path::new(&log), &record)?;
+    append_line(Path::new(&log), &invocation)?;
     Ok(0)
 }
 

@@ -74,7 +74,7 @@ pub fn out_dir(
 /// Writes `manifest` as `out_dir`'s manifest file and its compact form
 /// beside it (each unless the file already holds exactly that), then
 /// flushes the `cargo:` lines. Returns the JSON file's path. The manifest
-/// is written as given: [`Recorder::finish`] validates it.
+/// is written as given: [`Assembler::finish`] validates it.
 pub fn write(
     manifest: &Manifest,
     out_dir: &Path,
@@ -161,7 +161,7 @@ pub fn write_if_changed(path: &Path, text: impl AsRef<[u8]>) -> io::Result<()> {
     })
 }
 
-/// Why [`Recorder::blob`] refused a blob: its name or source path
+/// Why [`Assembler::blob`] refused a blob: its name or source path
 /// (for the caller to report with the file it came from), or a second blob
 /// of the same name.
 #[derive(Debug)]
@@ -174,16 +174,16 @@ pub enum Refused {
 
 /// A manifest being assembled: groups and blobs in, a checked, sorted,
 /// validated [`Manifest`] out.
-pub struct Recorder {
+pub struct Assembler {
     manifest: Manifest,
     /// Blob name -> source, to name both files of a duplicate.
     sources: BTreeMap<String, String>,
 }
 
-impl Recorder {
+impl Assembler {
     /// An empty manifest for cache `name` over the canonical `root`.
-    pub fn new(name: String, root: &str) -> Recorder {
-        Recorder {
+    pub fn new(name: String, root: &str) -> Assembler {
+        Assembler {
             manifest: Manifest::new(name, root),
             sources: BTreeMap::new(),
         }
@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn blobs_come_out_sorted_and_a_second_name_names_both_files() {
-        let mut r = Recorder::new("n".into(), "/root");
+        let mut r = Assembler::new("n".into(), "/root");
         r.group(group());
         r.blob(blob("b", "x/b.c")).unwrap();
         r.blob(blob("a", "x/a.c")).unwrap();
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_hostile_name_or_source_is_refused_as_a_name() {
-        let mut r = Recorder::new("n".into(), "/root");
+        let mut r = Assembler::new("n".into(), "/root");
         r.group(group());
         assert!(matches!(r.blob(blob("../x", "x.c")), Err(Refused::Name(_))));
         assert!(matches!(
