@@ -153,7 +153,7 @@ pub use ck_jit_manifest as manifest;
 pub use build::{from_config, Build};
 pub use cargo::CargoOutput;
 pub use config::Watch;
-pub use error::Error;
+pub use error::{Error, FileProblem, NotAKernel};
 pub use group::{BlobFile, BlobGroup};
 pub use manifest::Manifest;
 pub use record::write_manifest;
