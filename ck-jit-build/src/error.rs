@@ -561,6 +561,41 @@ mod tests {
     }
 
     #[test]
+    fn typed_reasons_read_as_the_text_they_replace() {
+        let file = |why| {
+            Error::File {
+                group: "g".into(),
+                path: "k/a.cpp".into(),
+                why,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            file(FileProblem::Missing),
+            "group 'g': file 'k/a.cpp' does not exist"
+        );
+        assert_eq!(
+            file(FileProblem::NotInRoot),
+            "group 'g': file 'k/a.cpp' must be relative to the root and stay inside it"
+        );
+        assert_eq!(
+            file(FileProblem::Refused("no kind".into())),
+            "group 'g': file 'k/a.cpp' was refused by meta_with: no kind"
+        );
+        let unreadable = FileProblem::reading(io::Error::other("denied"));
+        assert_eq!(unreadable.to_string(), "cannot be read: denied");
+        let kernel = Error::NotAKernel {
+            header: "l.h".into(),
+            name: "f".into(),
+            why: NotAKernel::Variadic,
+        };
+        assert_eq!(
+            kernel.to_string(),
+            "header 'l.h': 'f' cannot be a lazy kernel: it is variadic (`...`)"
+        );
+    }
+
+    #[test]
     fn messages_are_lowercase_single_lines() {
         let errors = [
             Error::NoGroups,
