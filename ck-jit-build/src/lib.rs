@@ -124,7 +124,8 @@
 //! declarations into a `#[lazy_kernel] extern "C" { ... }` block. libclang
 //! is loaded at build time from `LIBCLANG_PATH`. Rust copies of CK's
 //! structs come from `ck-jit-ck` (`ffi::rust_structs`), which reads them
-//! without libclang.
+//! without libclang. Its failures are variants of the crate's one error
+//! type, [`Error`], as the manifest builder's are.
 //!
 //! # Checks
 //!
