@@ -15,7 +15,7 @@ use crate::cargo::CargoOutput;
 use crate::config::{self, Watch};
 use crate::discover::{parse_glob, Found, Walker};
 use crate::env;
-use crate::error::{shown, Error};
+use crate::error::{shown, Error, FileProblem};
 use crate::group::BlobGroup;
 use crate::manifest::{escape, Blob, Manifest};
 
@@ -545,7 +545,7 @@ fn find_files(
 
 /// A file named explicitly: relative to the root, or absolute inside it.
 fn explicit_file(group: &BlobGroup, root: &Path, file: &Path) -> Result<Found, Error> {
-    let bad = |why: String| Error::File {
+    let bad = |why: FileProblem| Error::File {
         group: group.name.clone(),
         path: file.to_path_buf(),
         why,
@@ -554,7 +554,7 @@ fn explicit_file(group: &BlobGroup, root: &Path, file: &Path) -> Result<Found, E
         match file.strip_prefix(root) {
             Ok(rel) => rel.to_path_buf(),
             Err(_) => {
-                let real = fs::canonicalize(file).map_err(|e| bad(read_why(&e)))?;
+                let real = fs::canonicalize(file).map_err(|e| bad(FileProblem::reading(e)))?;
                 match real.strip_prefix(root) {
                     Ok(rel) => rel.to_path_buf(),
                     Err(_) => {
@@ -575,13 +575,13 @@ fn explicit_file(group: &BlobGroup, root: &Path, file: &Path) -> Result<Found, E
         match c {
             Component::CurDir => {}
             Component::Normal(part) => parts.push(part),
-            _ => return Err(bad("must be relative to the root and stay inside it".into())),
+            _ => return Err(bad(FileProblem::NotInRoot)),
         }
     }
     let abs = parts.iter().fold(root.to_path_buf(), |p, c| p.join(c));
-    let meta = fs::metadata(&abs).map_err(|e| bad(read_why(&e)))?;
+    let meta = fs::metadata(&abs).map_err(|e| bad(FileProblem::reading(e)))?;
     if !meta.is_file() {
-        return Err(bad("is not a regular file".into()));
+        return Err(bad(FileProblem::NotRegular));
     }
     let rel = parts
         .iter()
@@ -596,14 +596,6 @@ fn explicit_file(group: &BlobGroup, root: &Path, file: &Path) -> Result<Found, E
         // about which of their directories are links.
         via_symlink: true,
     })
-}
-
-fn read_why(e: &io::Error) -> String {
-    if e.kind() == io::ErrorKind::NotFound {
-        "does not exist".into()
-    } else {
-        format!("cannot be read: {e}")
-    }
 }
 
 /// The blob for file `f` of `group` (number `index`), after every check a
@@ -625,7 +617,7 @@ fn blob(
         let real = fs::canonicalize(&f.abs).map_err(|e| Error::File {
             group: group.name.clone(),
             path: f.abs.clone(),
-            why: format!("cannot be resolved: {e}"),
+            why: FileProblem::Unresolvable(e),
         })?;
         if !real.starts_with(root) {
             return Err(Error::OutsideRoot {
@@ -669,7 +661,7 @@ fn blob(
         let entries = (f_meta.0)(&file).map_err(|why| Error::File {
             group: group.name.clone(),
             path: f.abs.clone(),
-            why: format!("was refused by meta_with: {why}"),
+            why: FileProblem::Refused(why),
         })?;
         meta.extend(entries);
     }

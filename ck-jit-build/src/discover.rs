@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use glob::{MatchOptions, Pattern};
 
-use crate::error::Error;
+use crate::error::{Error, FileProblem};
 
 /// Component matching: case-sensitive, and a leading `.` must be written
 /// out, so editor and VCS droppings (`.#x.cpp`, `.git`) are never blobs.
@@ -282,7 +282,7 @@ impl<'a> Walker<'a> {
             Kind::BrokenLink => Err(Error::File {
                 group: self.group.to_string(),
                 path: dir.join(&e.name),
-                why: "is a broken symlink".into(),
+                why: FileProblem::BrokenSymlink,
             }),
             Kind::Dir { .. } | Kind::Other => Ok(()),
         }

@@ -1,5 +1,6 @@
-//! The one error type of the crate: each variant names the step that failed
-//! and carries the path, pattern or value it failed on, so a build script's
+//! The one error type of the crate, of the manifest builder and of the
+//! `bindings` module alike: each variant names the step that failed and
+//! carries the path, pattern or value it failed on, so a build script's
 //! panic message alone says what to fix.
 //!
 //! Messages are lowercase, one line, and escape whatever came from the file
@@ -11,7 +12,13 @@ use std::path::{Path, PathBuf};
 
 use crate::manifest::{escape, ManifestError};
 
-/// Why a manifest could not be built or written.
+/// How to get a libclang, for messages.
+const HOW_TO_GET_LIBCLANG: &str = "install libclang 11 or newer, e.g. \
+     `pip install libclang==18.1.1`, and set LIBCLANG_PATH to the directory holding \
+     its libclang.so (`python3 -c 'import clang, os; print(os.path.dirname(clang.__file__))'`/native)";
+
+/// Why a manifest could not be built or written, or (feature `bindgen`)
+/// why bindings could not be generated or written.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -96,7 +103,7 @@ pub enum Error {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
-        why: String,
+        why: FileProblem,
     },
     /// Naming a file: its path is not valid UTF-8.
     NonUtf8Path {
@@ -179,6 +186,139 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// Loading libclang for bindings: none was found, or it could not be
+    /// loaded.
+    Libclang {
+        /// What clang-sys said, with where it looked.
+        why: String,
+    },
+    /// Using an input of bindings: a header or a directory is missing or is
+    /// not what it should be, or a setting does not fit the header.
+    BindingsInput {
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Parsing a header for bindings: clang reported errors.
+    Clang {
+        /// What was parsed (the header).
+        input: String,
+        /// The libclang that parsed it: its version and path.
+        libclang: String,
+        /// The first errors clang reported.
+        errors: String,
+    },
+    /// Generating bindings: bindgen failed for another reason than a clang
+    /// error.
+    Bindgen {
+        /// What was parsed.
+        input: String,
+        /// What bindgen said.
+        message: String,
+    },
+    /// Reading the generated bindings: bindgen's output is not Rust that
+    /// syn can read.
+    BindingsOutput {
+        /// What was parsed.
+        input: String,
+        /// What syn said.
+        why: String,
+    },
+    /// Declaring a kernel: a declaration of the header cannot become a
+    /// `#[lazy_kernel]` fn.
+    NotAKernel {
+        /// The header.
+        header: PathBuf,
+        /// The function or variable.
+        name: String,
+        /// Why it cannot.
+        why: NotAKernel,
+    },
+    /// Finding kernels: the header declares no function to bind.
+    NoFunctions {
+        /// The header.
+        header: PathBuf,
+    },
+    /// Writing the generated bindings.
+    WriteBindings {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+/// What is wrong with a file a group names ([`Error::File`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FileProblem {
+    /// It does not exist.
+    Missing,
+    /// It cannot be read (for another reason than not existing).
+    Unreadable(io::Error),
+    /// Its real path cannot be found.
+    Unresolvable(io::Error),
+    /// It is named by a path that is absolute outside the root, or that
+    /// climbs out of it (`..`).
+    NotInRoot,
+    /// It is not a regular file.
+    NotRegular,
+    /// It is a symlink to nothing.
+    BrokenSymlink,
+    /// The group's `meta_with` function refused it, with its message.
+    Refused(String),
+}
+
+impl FileProblem {
+    /// [`FileProblem::Missing`] for a file that is not found, else
+    /// [`FileProblem::Unreadable`].
+    pub(crate) fn reading(e: io::Error) -> FileProblem {
+        if e.kind() == io::ErrorKind::NotFound {
+            FileProblem::Missing
+        } else {
+            FileProblem::Unreadable(e)
+        }
+    }
+}
+
+impl fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileProblem::Missing => f.write_str("does not exist"),
+            FileProblem::Unreadable(e) => write!(f, "cannot be read: {e}"),
+            FileProblem::Unresolvable(e) => write!(f, "cannot be resolved: {e}"),
+            FileProblem::NotInRoot => {
+                f.write_str("must be relative to the root and stay inside it")
+            }
+            FileProblem::NotRegular => f.write_str("is not a regular file"),
+            FileProblem::BrokenSymlink => f.write_str("is a broken symlink"),
+            FileProblem::Refused(why) => write!(f, "was refused by meta_with: {why}"),
+        }
+    }
+}
+
+/// Why a declaration of a launcher header cannot be a lazy kernel
+/// ([`Error::NotAKernel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotAKernel {
+    /// A variadic function (`...`).
+    Variadic,
+    /// A variable: a lazily loaded blob exports functions only.
+    Variable,
+    /// Another item than a function declaration.
+    NotAFunction,
+}
+
+impl fmt::Display for NotAKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotAKernel::Variadic => "it is variadic (`...`)",
+            NotAKernel::Variable => "it is a variable; a lazily loaded blob exports functions only",
+            NotAKernel::NotAFunction => "it is not a function declaration",
+        })
+    }
 }
 
 /// A path for a message: lossy UTF-8, control characters escaped.
@@ -256,6 +396,14 @@ impl fmt::Display for Error {
                 write!(f, "cannot write manifest '{}': {source}", shown(path))
             }
             Error::CargoOutput { source } => write!(f, "cannot write cargo output: {source}"),
+            Error::Libclang { .. }
+            | Error::BindingsInput { .. }
+            | Error::Clang { .. }
+            | Error::Bindgen { .. }
+            | Error::BindingsOutput { .. }
+            | Error::NotAKernel { .. }
+            | Error::NoFunctions { .. }
+            | Error::WriteBindings { .. } => self.fmt_bindings(f),
             Error::OutsideRoot { .. }
             | Error::BlobName { .. }
             | Error::DuplicateBlob { .. }
@@ -341,6 +489,45 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The message of an error of the `bindings` module; `Display::fmt`
+    /// names the variants it sends here.
+    fn fmt_bindings(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Libclang { why } => {
+                write!(f, "cannot load libclang: {why}; {HOW_TO_GET_LIBCLANG}")
+            }
+            Error::BindingsInput { path, why } => write!(f, "input '{}' {why}", shown(path)),
+            Error::Clang {
+                input,
+                libclang,
+                errors,
+            } => write!(
+                f,
+                "clang cannot parse {input} (libclang {libclang}): {errors}"
+            ),
+            Error::Bindgen { input, message } => write!(f, "bindgen failed on {input}: {message}"),
+            Error::BindingsOutput { input, why } => write!(f, "bindings of {input}: {why}"),
+            Error::NotAKernel { header, name, why } => write!(
+                f,
+                "header '{}': '{}' cannot be a lazy kernel: {why}",
+                shown(header),
+                escape(name)
+            ),
+            Error::NoFunctions { header } => write!(
+                f,
+                "header '{}' declares no function to bind (only functions declared in the \
+                 header itself are taken, not those of the headers it includes)",
+                shown(header)
+            ),
+            Error::WriteBindings { path, source } => {
+                write!(f, "cannot write '{}': {source}", shown(path))
+            }
+            _ => unreachable!("written by Display::fmt"),
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -348,6 +535,7 @@ impl std::error::Error for Error {
             | Error::ReadConfig { source, .. }
             | Error::ReadDir { source, .. }
             | Error::WriteManifest { source, .. }
+            | Error::WriteBindings { source, .. }
             | Error::CargoOutput { source } => Some(source),
             Error::CacheName { source, .. } | Error::BlobName { source, .. } => Some(source),
             Error::Manifest(e) => Some(e),
@@ -370,6 +558,41 @@ mod tests {
     fn errors_can_cross_threads() {
         fn send_sync<T: Send + Sync + 'static>() {}
         send_sync::<Error>();
+    }
+
+    #[test]
+    fn typed_reasons_read_as_the_text_they_replace() {
+        let file = |why| {
+            Error::File {
+                group: "g".into(),
+                path: "k/a.cpp".into(),
+                why,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            file(FileProblem::Missing),
+            "group 'g': file 'k/a.cpp' does not exist"
+        );
+        assert_eq!(
+            file(FileProblem::NotInRoot),
+            "group 'g': file 'k/a.cpp' must be relative to the root and stay inside it"
+        );
+        assert_eq!(
+            file(FileProblem::Refused("no kind".into())),
+            "group 'g': file 'k/a.cpp' was refused by meta_with: no kind"
+        );
+        let unreadable = FileProblem::reading(io::Error::other("denied"));
+        assert_eq!(unreadable.to_string(), "cannot be read: denied");
+        let kernel = Error::NotAKernel {
+            header: "l.h".into(),
+            name: "f".into(),
+            why: NotAKernel::Variadic,
+        };
+        assert_eq!(
+            kernel.to_string(),
+            "header 'l.h': 'f' cannot be a lazy kernel: it is variadic (`...`)"
+        );
     }
 
     #[test]

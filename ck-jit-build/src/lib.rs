@@ -124,7 +124,8 @@
 //! declarations into a `#[lazy_kernel] extern "C" { ... }` block. libclang
 //! is loaded at build time from `LIBCLANG_PATH`. Rust copies of CK's
 //! structs come from `ck-jit-ck` (`ffi::rust_structs`), which reads them
-//! without libclang.
+//! without libclang. Its failures are variants of the crate's one error
+//! type, [`Error`], as the manifest builder's are.
 //!
 //! # Checks
 //!
@@ -154,6 +155,6 @@ pub use assemble::write_manifest;
 pub use build::{from_config, Build};
 pub use cargo::CargoOutput;
 pub use config::Watch;
-pub use error::Error;
+pub use error::{Error, FileProblem, NotAKernel};
 pub use group::{BlobFile, BlobGroup};
 pub use manifest::Manifest;

@@ -96,7 +96,7 @@ impl Admission {
                 Pass::Host => "the host pass".to_string(),
             };
             let kept = skeleton
-                .run(&mut macros.clone())
+                .try_run(&mut macros.clone())
                 .map_err(|e| (e.line, format!("{} (in {what})", e.why)))?;
             let all = kept.iter().all(|k| *k);
             if !all && kept.iter().any(|k| *k) {

@@ -14,6 +14,7 @@
 //! from an operand it does not evaluate (`1 || 1/0`).
 
 use crate::macros::{Def, Macros};
+use crate::Error;
 
 /// The value of an expression: 64 bits and whether they are unsigned, as
 /// the preprocessor computes in `intmax_t` or `uintmax_t`.
@@ -53,9 +54,10 @@ impl Value {
 }
 
 /// Why a condition could not be evaluated: the preprocessor rejects it, or
-/// it reads a macro the build cannot know.
+/// it reads a macro the build cannot know. Public as [`Error::Condition`]
+/// and [`Error::UnknownMacro`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CondError {
+pub(crate) enum CondError {
     /// The preprocessor would reject it (a syntax error, a division by
     /// zero): its message.
     Invalid(String),
@@ -81,6 +83,15 @@ impl std::fmt::Display for CondError {
     }
 }
 
+impl From<CondError> for Error {
+    fn from(e: CondError) -> Error {
+        match e {
+            CondError::Invalid(why) => Error::Condition { why },
+            CondError::Unknown { name, why } => Error::UnknownMacro { name, why },
+        }
+    }
+}
+
 fn invalid(why: impl Into<String>) -> CondError {
     CondError::Invalid(why.into())
 }
@@ -98,7 +109,17 @@ fn invalid(why: impl Into<String>) -> CondError {
 /// assert!(evaluate("defined(__gfx942__) && (true || 1 / 0)", &m).unwrap().is_true());
 /// assert!(evaluate("1 / 0", &m).is_err());
 /// ```
-pub fn evaluate(expr: &str, macros: &Macros) -> Result<Value, CondError> {
+///
+/// # Errors
+///
+/// [`Error::Condition`] for what the preprocessor rejects,
+/// [`Error::UnknownMacro`] for a macro the build cannot know.
+pub fn evaluate(expr: &str, macros: &Macros) -> Result<Value, Error> {
+    try_evaluate(expr, macros).map_err(Error::from)
+}
+
+/// [`evaluate`], with the reason as the evaluator has it.
+pub(crate) fn try_evaluate(expr: &str, macros: &Macros) -> Result<Value, CondError> {
     let toks = lex(expr)?;
     let mut expanded = Vec::with_capacity(toks.len());
     expand(&toks, macros, &mut Vec::new(), &mut expanded)?;
@@ -656,7 +677,7 @@ mod tests {
         m.define("EMPTY", "");
         m.define_unknown("__clang_major__", Some(true), "the compiler's version");
         m.define_unknown("MAYBE", None, "set by a header from the HIP version");
-        evaluate(expr, &m).map(Value::as_i128)
+        try_evaluate(expr, &m).map(Value::as_i128)
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl Macros {
         let (block, rest) = config.split_at(block_end);
         let skeleton = Skeleton::of_source(block, &[]).map_err(|e| (e.line, e.why))?;
         skeleton
-            .run(self)
+            .try_run(self)
             .map_err(|e| (e.line, e.why.to_string()))?;
         for line in rest.lines() {
             if directive_word(line) != Some("define") {

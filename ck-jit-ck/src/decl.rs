@@ -736,7 +736,7 @@ mod tests {
             blob_source(src)
                 .unwrap()
                 .skeleton
-                .run(&mut Macros::predefined(target, Pass::Device, None))
+                .try_run(&mut Macros::predefined(target, Pass::Device, None))
         };
         // CK 2025-11's split-KV blob: one guard, an `#endif` with a comment;
         // `__gfx9__` comes from CK's config.hpp, which this test leaves out,
@@ -762,7 +762,7 @@ mod tests {
         let src = format!("\n#if __clang_major__ >= 20\n{spec}#endif\n");
         let e = kept(&src, "gfx942").unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.why.contains("macro '__clang_major__'"), "{e}");
+        assert!(e.why.contains("macro '__clang_major__'"), "{e:?}");
         // A malformed blob is an error when read, at the compiler's line.
         let src = format!("#include <x>\n#ifdef __clang__\n{spec}");
         match blob_source(&src).unwrap_err() {

@@ -1,17 +1,41 @@
-//! The error type of the CK preset, the lazy dispatchers and the build
-//! interceptor: each variant names the step that failed and carries the
-//! path, program, command or call site it failed on.
+//! The one error type of the crate: of the CK preset, the lazy
+//! dispatchers, the build interceptor, the `#if` evaluator and the
+//! dispatch rules. Each variant names the step that failed and carries the
+//! path, program, command, call site or function it failed on.
 //!
 //! It is separate from [`ck_jit_build::Error`] because these steps run programs and
 //! read C++ sources, which the plain manifest builder never does; a failure
 //! of the manifest assembly itself is wrapped unchanged in
 //! [`Error::Build`].
+//!
+//! It is defined without the `build` feature too, for the dispatch rules'
+//! evaluator; only [`Error::Build`] needs that feature.
+// Without the `build` feature only the rules' variants are made.
+#![cfg_attr(not(feature = "build"), allow(dead_code))]
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+#[cfg(not(feature = "build"))]
+use self::escape_without_build as escape;
+#[cfg(feature = "build")]
 use ck_jit_build::manifest::escape;
+
+/// `ck_jit_build::manifest::escape`, for a build without the `build`
+/// feature, which does not link ck-jit-build: control characters and
+/// quotes escaped, at most 200 characters kept.
+#[cfg(any(test, not(feature = "build")))]
+fn escape_without_build(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars().take(200) {
+        out.extend(c.escape_debug());
+    }
+    if s.chars().count() > 200 {
+        out.push_str("...");
+    }
+    out
+}
 
 /// Why the CK preset, the lazy stubs, the compile of CK's dispatchers or
 /// an interception failed. CK's dispatchers are compiled unchanged: the
@@ -22,6 +46,7 @@ use ck_jit_build::manifest::escape;
 #[non_exhaustive]
 pub enum Error {
     /// Assembling or writing the manifest (cache name, root, write, ...).
+    #[cfg(feature = "build")]
     Build(ck_jit_build::Error),
     /// Finding the CK tree: the path is missing or holds no CK FMHA example.
     SourceTree {
@@ -158,6 +183,61 @@ pub enum Error {
         /// Each symbol, with its template and the object that needs it.
         missing: Vec<Missing>,
     },
+    /// Evaluating an `#if` condition ([`cond::evaluate`]): the preprocessor
+    /// would reject it (a syntax error, a division by zero).
+    ///
+    /// [`cond::evaluate`]: crate::cond::evaluate
+    Condition {
+        /// The preprocessor's message.
+        why: String,
+    },
+    /// Evaluating an `#if` condition: it depends on a macro whose value or
+    /// definedness is not known at build time.
+    UnknownMacro {
+        /// The macro.
+        name: String,
+        /// Why it is not known (what sets it).
+        why: String,
+    },
+    /// Reading dispatch rules ([`RulesFile::parse`]): they are not the
+    /// rules format, or not consistent (an index out of range, nesting too
+    /// deep).
+    ///
+    /// [`RulesFile::parse`]: crate::rules::RulesFile::parse
+    BadRules {
+        /// What is wrong: the JSON reader's message, or the expression or
+        /// function that is not consistent.
+        why: String,
+    },
+    /// Reading dispatch rules: they are of a newer format than this build
+    /// reads ([`RULES_FORMAT`](crate::rules::RULES_FORMAT)).
+    NewerRules {
+        /// The format of the rules.
+        found: u32,
+    },
+    /// Deciding by the dispatch rules ([`RulesFile::decide`]): the rules
+    /// have no such function.
+    ///
+    /// [`RulesFile::decide`]: crate::rules::RulesFile::decide
+    NoSuchFunction {
+        /// The dispatcher file.
+        file: String,
+        /// The function asked for.
+        function: String,
+        /// The functions the rules have.
+        known: Vec<String>,
+    },
+    /// Deciding by the dispatch rules: a condition reached needs a value the
+    /// environment does not give, compares values of different kinds,
+    /// divides by zero, or could not be read by the build.
+    Decide {
+        /// The dispatcher file.
+        file: String,
+        /// The function.
+        function: String,
+        /// What went wrong, naming the expression.
+        why: String,
+    },
 }
 
 /// `s` with control characters escaped, not shortened (normalised traits
@@ -186,7 +266,8 @@ pub(crate) fn shown(path: &Path) -> String {
 }
 
 /// A specialisation of a blob template that an object leaves undefined
-/// and no object of the set defines.
+/// and no object of the set defines: what
+/// [`Error::UndefinedSpecialisations`] carries, not an error by itself.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Missing {
     /// The object that needs it: a file, or `archive(member)`.
@@ -219,6 +300,7 @@ pub(crate) fn describe(missing: &[Missing], max: usize) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            #[cfg(feature = "build")]
             Error::Build(e) => write!(f, "{e}"),
             Error::SourceTree { path, why } => {
                 write!(f, "cannot use CK tree '{}': {why}", shown(path))
@@ -305,6 +387,31 @@ impl fmt::Display for Error {
                 if missing.len() == 1 { "has" } else { "have" },
                 escape(&describe(missing, 20))
             ),
+            Error::Condition { why } => f.write_str(why),
+            Error::UnknownMacro { name, why } => write!(
+                f,
+                "the condition depends on macro '{name}', which is not known at build time ({why})"
+            ),
+            Error::BadRules { why } => write!(f, "dispatch rules: {why}"),
+            Error::NewerRules { found } => write!(
+                f,
+                "dispatch rules of format {found} (this build reads {} and older)",
+                crate::rules::RULES_FORMAT
+            ),
+            Error::NoSuchFunction {
+                file,
+                function,
+                known,
+            } => write!(
+                f,
+                "{file}: {function}: no such function (the file has: {})",
+                known.join(", ")
+            ),
+            Error::Decide {
+                file,
+                function,
+                why,
+            } => write!(f, "{file}: {function}: {why}"),
         }
     }
 }
@@ -315,19 +422,19 @@ fn write_unresolved_calls(
     f: &mut fmt::Formatter<'_>,
     calls: &[(PathBuf, usize, String)],
 ) -> fmt::Result {
-        write!(
-            f,
-            "{} dispatcher call{} of blob specialisations no recorded blob defines",
-            calls.len(),
-            if calls.len() == 1 { "" } else { "s" }
-        )?;
-        for (file, line, call) in calls.iter().take(20) {
-            write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
-        }
-        if calls.len() > 20 {
-            write!(f, "; ... ({} more)", calls.len() - 20)?;
-        }
-        Ok(())
+    write!(
+        f,
+        "{} dispatcher call{} of blob specialisations no recorded blob defines",
+        calls.len(),
+        if calls.len() == 1 { "" } else { "s" }
+    )?;
+    for (file, line, call) in calls.iter().take(20) {
+        write!(f, "; {}:{line}: {}", shown(file), escape(call))?;
+    }
+    if calls.len() > 20 {
+        write!(f, "; ... ({} more)", calls.len() - 20)?;
+    }
+    Ok(())
 }
 
 /// The message of [`Error::LeftOutCalls`]: one example call per kind.
@@ -335,28 +442,29 @@ fn write_left_out_calls(
     f: &mut fmt::Formatter<'_>,
     kinds: &[(String, usize, (PathBuf, usize, String))],
 ) -> fmt::Result {
-        write!(
-            f,
-            "the dispatchers call kernels that only blobs kept by none of the requested \
+    write!(
+        f,
+        "the dispatchers call kernels that only blobs kept by none of the requested \
              targets define, so the library would miss them at the user's call; request \
              the targets those blobs are for, or generate the dispatchers for the \
              requested targets only:"
+    )?;
+    for (kind, n, (file, line, call)) in kinds {
+        write!(
+            f,
+            " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
+            if *n == 1 { "" } else { "s" },
+            shown(file),
+            escape(call)
         )?;
-        for (kind, n, (file, line, call)) in kinds {
-            write!(
-                f,
-                " {n} call{} of kind {kind}, e.g. {}:{line}: {};",
-                if *n == 1 { "" } else { "s" },
-                shown(file),
-                escape(call)
-            )?;
-        }
-        Ok(())
+    }
+    Ok(())
 }
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            #[cfg(feature = "build")]
             Error::Build(e) => Some(e),
             Error::Spawn { source, .. } | Error::Io { source, .. } => Some(source),
             _ => None,
@@ -364,12 +472,14 @@ impl std::error::Error for Error {
     }
 }
 
+#[cfg(feature = "build")]
 impl From<ck_jit_build::Error> for Error {
     fn from(e: ck_jit_build::Error) -> Error {
         Error::Build(e)
     }
 }
 
+#[cfg(feature = "build")]
 impl From<ck_jit_build::manifest::ManifestError> for Error {
     fn from(e: ck_jit_build::manifest::ManifestError) -> Error {
         Error::Build(ck_jit_build::Error::Manifest(e))
@@ -475,6 +585,15 @@ mod tests {
             let m = e.to_string();
             assert!(!m.contains('\n'), "{m}");
             assert!(!m.starts_with(|c: char| c.is_uppercase()), "{m}");
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "build")]
+    fn the_escape_without_build_is_the_manifest_s() {
+        let long = "x".repeat(250);
+        for s in ["plain", "a\nb\t'c\"", "\u{1b}[31m", long.as_str()] {
+            assert_eq!(escape_without_build(s), ck_jit_build::manifest::escape(s));
         }
     }
 

@@ -22,20 +22,26 @@ use std::fmt;
 
 use crate::cond::{self, CondError};
 use crate::macros::{directive_word, Macros};
+use crate::Error;
 
 /// Why a skeleton is malformed or could not be decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuardError {
+pub(crate) struct GuardError {
     /// The 1-based line of the directive.
-    pub line: usize,
+    pub(crate) line: usize,
     /// What is wrong, as the compiler would say it, or the macro the
     /// build cannot know.
-    pub why: String,
+    pub(crate) why: String,
 }
 
-impl fmt::Display for GuardError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.why)
+/// An [`Error::Parse`] with no file: `line N: why`.
+impl From<GuardError> for Error {
+    fn from(e: GuardError) -> Error {
+        Error::Parse {
+            file: None,
+            line: e.line,
+            why: e.why,
+        }
     }
 }
 
@@ -90,7 +96,7 @@ impl Skeleton {
     /// The skeleton of a source from its directives (each a line and the
     /// text from `#` on, continued lines included) and the lines of its
     /// specialisations, in order; malformed conditionals are an error.
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         directives: impl IntoIterator<Item = (usize, &'a str)>,
         marks: &[usize],
     ) -> Result<Skeleton, GuardError> {
@@ -126,7 +132,7 @@ impl Skeleton {
     /// The skeleton of source text: every line whose first character
     /// other than blanks is `#` (with its continuation lines), and the
     /// specialisations at `marks`.
-    pub fn of_source(src: &str, marks: &[usize]) -> Result<Skeleton, GuardError> {
+    pub(crate) fn of_source(src: &str, marks: &[usize]) -> Result<Skeleton, GuardError> {
         let mut directives = Vec::new();
         let mut lines = src.lines().enumerate();
         while let Some((n, line)) = lines.next() {
@@ -154,7 +160,17 @@ impl Skeleton {
     /// Which specialisations a compile with `macros` keeps, by number;
     /// `macros` is left with what the source `#define`s and `#undef`s in
     /// the groups kept.
-    pub fn run(&self, macros: &mut Macros) -> Result<Vec<bool>, GuardError> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Parse`] at the line of a condition the compile rejects or
+    /// the build cannot decide, or of an `#error` kept.
+    pub fn run(&self, macros: &mut Macros) -> Result<Vec<bool>, Error> {
+        self.try_run(macros).map_err(Error::from)
+    }
+
+    /// [`Skeleton::run`], with the line and reason apart.
+    pub(crate) fn try_run(&self, macros: &mut Macros) -> Result<Vec<bool>, GuardError> {
         self.walk(macros, true)
     }
 
@@ -191,7 +207,7 @@ impl Skeleton {
                         format!("{not}defined({name})")
                     }
                 };
-                cond::evaluate(&expr, macros)
+                cond::try_evaluate(&expr, macros)
                     .map(cond::Value::is_true)
                     .map_err(|e| match e {
                         CondError::Invalid(why) => err(format!("#{word} {rest}: {why}")),
@@ -381,13 +397,13 @@ mod tests {
                    template<> int f<int>();\n#endif\n";
         let s = Skeleton::of_source(src, &[2]).unwrap();
         let mut gfx942 = Macros::predefined("gfx942", Pass::Device, None);
-        assert_eq!(s.run(&mut gfx942).unwrap(), [true]);
+        assert_eq!(s.try_run(&mut gfx942).unwrap(), [true]);
         let mut gfx1100 = Macros::predefined("gfx1100", Pass::Device, None);
-        assert_eq!(s.run(&mut gfx1100).unwrap(), [false]);
+        assert_eq!(s.try_run(&mut gfx1100).unwrap(), [false]);
     }
 
     fn kept(src: &str, marks: &[usize], target: &str) -> Result<Vec<bool>, GuardError> {
-        Skeleton::of_source(src, marks)?.run(&mut Macros::predefined(target, Pass::Device, None))
+        Skeleton::of_source(src, marks)?.try_run(&mut Macros::predefined(target, Pass::Device, None))
     }
 
     #[test]
@@ -415,7 +431,7 @@ mod tests {
             ("#if 1\n#else\n#else\n#endif\n", 3, "#else after #else"),
         ] {
             let e = Skeleton::of_source(src, &[]).unwrap_err();
-            assert_eq!((e.line, e.why.contains(why)), (line, true), "{src}: {e}");
+            assert_eq!((e.line, e.why.contains(why)), (line, true), "{src}: {e:?}");
         }
         // Structure is checked in skipped groups too, conditions not.
         assert!(Skeleton::of_source("#if 0\n#if 1/0\n#else\n#else\n#endif\n#endif\n", &[]).is_err());
@@ -423,7 +439,7 @@ mod tests {
         let e = kept("\n#if 1/0\n#endif\n", &[], "gfx942").unwrap_err();
         assert_eq!(e.line, 2);
         let e = kept("#error stop\n", &[], "gfx942").unwrap_err();
-        assert!(e.why.contains("#error stop"), "{e}");
+        assert!(e.why.contains("#error stop"), "{e:?}");
     }
 
     #[test]

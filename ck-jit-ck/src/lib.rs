@@ -10,8 +10,8 @@
 //!
 //! A program links one part of it at most: [`rules`], the format of the
 //! dispatch rules the build reads out of CK's dispatchers and their
-//! evaluator, which needs serde alone. Everything else sits behind the
-//! default `build` feature, so a program that decides by the rules
+//! evaluator, which needs serde alone, and the crate's one error type,
+//! [`Error`]. Everything else sits behind the default `build` feature, so a program that decides by the rules
 //! depends on the crate without it and links none of the build machinery:
 //!
 //! ```toml
@@ -66,7 +66,10 @@
 // These docs describe the build side; without it their links have no target.
 #![cfg_attr(not(feature = "build"), allow(rustdoc::broken_intra_doc_links))]
 
+mod error;
 pub mod rules;
+
+pub use error::Error;
 
 /// Items of the build side (the `build` feature, on by default): what
 /// reads CK's tree and drives its generator and compilers.
@@ -84,7 +87,6 @@ build_side! {
     mod cpp;
     mod decl;
     mod derived;
-    mod error;
     pub mod ffi;
     mod generated;
     mod guard;
@@ -97,7 +99,6 @@ build_side! {
     mod symbol;
     mod vocab;
 
-    pub use error::Error;
     pub use intercept::Intercept;
     pub use lazy::{
         stub_source, write_stubs, CallOrder, Stubs, BLOBS_PER_STUB_FILE,

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
 
-use super::error::Error;
 use crate::cargo::CargoOutput;
+use crate::Error;
 
 /// The libclang this thread parses with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,7 +279,7 @@ pub(crate) fn generate(
         },
     })?;
     let text = bindings.to_string();
-    let file = syn::parse_file(&text).map_err(|e| Error::Output {
+    let file = syn::parse_file(&text).map_err(|e| Error::BindingsOutput {
         input: input.to_string(),
         why: format!("bindgen's output is not Rust syn can read: {e}"),
     })?;

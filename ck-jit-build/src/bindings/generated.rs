@@ -5,9 +5,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::error::Error;
 use crate::cargo::CargoOutput;
 use crate::env;
+use crate::Error;
 
 /// Generated Rust source, with what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,13 +39,13 @@ impl Bindings {
     ///
     /// # Errors
     ///
-    /// [`Error::Write`] when the file or its directory cannot be written.
+    /// [`Error::WriteBindings`] when the file or its directory cannot be written.
     pub fn write_to<P: AsRef<Path>>(&self, path: P) -> Result<bool, Error> {
         let path = path.as_ref();
         if fs::read_to_string(path).is_ok_and(|old| old == self.source) {
             return Ok(false);
         }
-        let err = |source| Error::Write {
+        let err = |source| Error::WriteBindings {
             path: path.to_path_buf(),
             source,
         };

@@ -14,9 +14,10 @@ use syn::{
 };
 
 use super::clang;
-use super::error::{shown, Error};
 use super::generated::{announce_inputs, generate_printing, generate_to, render, Bindings};
 use crate::cargo::CargoOutput;
+use crate::error::shown;
+use crate::{Error, NotAKernel};
 
 /// Turns the functions a C header declares into `#[lazy_kernel]` Rust
 /// declarations, with bindgen's types for their parameters and the
@@ -267,9 +268,9 @@ impl Launchers {
     ///
     /// # Errors
     ///
-    /// [`Error::Libclang`] without a loadable libclang, [`Error::Input`]
+    /// [`Error::Libclang`] without a loadable libclang, [`Error::BindingsInput`]
     /// for a missing header or a bad setting, [`Error::Clang`] when clang
-    /// cannot parse it, [`Error::Unsupported`] for a declaration that
+    /// cannot parse it, [`Error::NotAKernel`] for a declaration that
     /// cannot be a lazy kernel, [`Error::NoFunctions`].
     pub fn try_generate(&self) -> Result<Bindings, Error> {
         generate_printing(self.cargo_metadata, |cargo| self.generate_with(cargo))
@@ -281,7 +282,7 @@ impl Launchers {
     /// # Errors
     ///
     /// As [`try_generate`](Launchers::try_generate), and [`Error::Env`]
-    /// without `OUT_DIR` for a relative file, [`Error::Write`].
+    /// without `OUT_DIR` for a relative file, [`Error::WriteBindings`].
     pub fn try_write<P: AsRef<Path>>(&self, file: P) -> Result<Bindings, Error> {
         generate_to(file.as_ref(), || self.try_generate())
     }
@@ -305,14 +306,14 @@ impl Launchers {
     }
 
     fn generate_with(&self, cargo: &mut CargoOutput<'_>) -> Result<Bindings, Error> {
-        let given = self.header.as_deref().ok_or_else(|| Error::Input {
+        let given = self.header.as_deref().ok_or_else(|| Error::BindingsInput {
             path: PathBuf::new(),
             why: "is not a header: none was given (Launchers::header)".into(),
         })?;
         let header = fs::canonicalize(given)
             .ok()
             .filter(|p| p.is_file())
-            .ok_or_else(|| Error::Input {
+            .ok_or_else(|| Error::BindingsInput {
                 path: given.to_path_buf(),
                 why: "does not exist or is not a file".into(),
             })?;
@@ -324,7 +325,7 @@ impl Launchers {
             args.push(rd.display().to_string());
         }
         args.extend(self.clang_args.iter().cloned());
-        let header_str = header.to_str().ok_or_else(|| Error::Input {
+        let header_str = header.to_str().ok_or_else(|| Error::BindingsInput {
             path: header.clone(),
             why: "is not valid UTF-8".into(),
         })?;
@@ -356,7 +357,7 @@ impl Launchers {
 
     /// The settings checked and in the form [`kernel_block`] takes.
     fn options(&self, header: &Path) -> Result<BlockOptions, Error> {
-        let bad = |why: String| Error::Input {
+        let bad = |why: String| Error::BindingsInput {
             path: header.to_path_buf(),
             why,
         };
@@ -405,10 +406,10 @@ fn kernel_block(
     header: &Path,
     options: &BlockOptions,
 ) -> Result<(Vec<Item>, Vec<String>), Error> {
-    let unsupported = |name: &str, why: &str| Error::Unsupported {
+    let unsupported = |name: &str, why: NotAKernel| Error::NotAKernel {
         header: header.to_path_buf(),
         name: name.to_string(),
-        why: why.to_string(),
+        why,
     };
     let mut items = Vec::new();
     let mut fns: Vec<ForeignItemFn> = Vec::new();
@@ -427,20 +428,17 @@ fn kernel_block(
                         continue;
                     }
                     if f.sig.variadic.is_some() {
-                        return Err(unsupported(&name, "it is variadic (`...`)"));
+                        return Err(unsupported(&name, NotAKernel::Variadic));
                     }
                     fns.push(f);
                 }
                 ForeignItem::Static(s) => {
-                    return Err(unsupported(
-                        &s.ident.to_string(),
-                        "it is a variable; a lazily loaded blob exports functions only",
-                    ))
+                    return Err(unsupported(&s.ident.to_string(), NotAKernel::Variable))
                 }
                 other => {
                     return Err(unsupported(
                         &quote::ToTokens::to_token_stream(&other).to_string(),
-                        "it is not a function declaration",
+                        NotAKernel::NotAFunction,
                     ))
                 }
             }
@@ -449,7 +447,7 @@ fn kernel_block(
     let names: Vec<String> = fns.iter().map(|f| f.sig.ident.to_string()).collect();
     for (what, map) in [("blob", &options.blobs), ("family", &options.families)] {
         if let Some(f) = map.keys().find(|f| !names.contains(*f)) {
-            return Err(Error::Input {
+            return Err(Error::BindingsInput {
                 path: header.to_path_buf(),
                 why: format!("does not declare '{f}', which {what}() names"),
             });

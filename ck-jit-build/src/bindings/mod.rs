@@ -31,7 +31,8 @@
 //!
 //! That wheel carries no clang headers, so the resource directory
 //! (`stddef.h`) comes from a `clang` on `PATH` (any version from 11 on;
-//! Debian's `clang-15` will do) or from `resource_dir()`. A missing libclang is an [`Error::Libclang`] that says
+//! Debian's `clang-15` will do) or from `resource_dir()`. A missing libclang is an
+//! [`Error::Libclang`](crate::Error::Libclang) that says
 //! this.
 //!
 //! # Environment
@@ -46,11 +47,9 @@
 //! Each is announced with `cargo:rerun-if-env-changed`.
 
 mod clang;
-mod error;
 mod generated;
 mod launchers;
 
 pub use clang::{libclang, Libclang};
-pub use error::Error;
 pub use generated::Bindings;
 pub use launchers::Launchers;

@@ -59,6 +59,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Error;
+
 #[cfg(feature = "build")]
 pub mod read;
 
@@ -361,35 +363,16 @@ impl<'a> Decision<'a> {
     }
 }
 
-/// Why a decision could not be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvalError {
-    /// The dispatcher file.
-    pub file: String,
-    /// The function.
-    pub function: String,
-    /// Why.
-    pub why: String,
-}
-
-impl fmt::Display for EvalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.file, self.function, self.why)
-    }
-}
-
-impl std::error::Error for EvalError {}
-
 impl RulesFile {
     /// Parses and checks a rules document: every index in range, operands
     /// before the expressions that use them, nesting within [`MAX_DEPTH`].
     ///
     /// # Errors
     ///
-    /// A message naming what is wrong.
-    pub fn parse(text: &str) -> Result<RulesFile, String> {
+    /// [`Error::BadRules`] naming what is wrong, [`Error::NewerRules`].
+    pub fn parse(text: &str) -> Result<RulesFile, Error> {
         let r: RulesFile =
-            serde_json::from_str(text).map_err(|e| format!("dispatch rules: {e}"))?;
+            serde_json::from_str(text).map_err(|e| Error::BadRules { why: e.to_string() })?;
         r.validate()?;
         Ok(r)
     }
@@ -403,33 +386,29 @@ impl RulesFile {
     ///
     /// # Errors
     ///
-    /// A message naming what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    /// [`Error::BadRules`] naming what is wrong, [`Error::NewerRules`].
+    pub fn validate(&self) -> Result<(), Error> {
         if self.format > RULES_FORMAT {
-            return Err(format!(
-                "dispatch rules of format {} (this build reads {RULES_FORMAT} and older)",
-                self.format
-            ));
+            return Err(Error::NewerRules { found: self.format });
         }
+        let bad = |why: String| Error::BadRules { why };
         let mut depth = vec![0usize; self.exprs.len()];
         for (i, e) in self.exprs.iter().enumerate() {
             let mut d = 0;
             for op in operands(e) {
                 if op as usize >= i {
-                    return Err(format!(
-                        "dispatch rules: expression {i} uses {op}, not an earlier one"
-                    ));
+                    return Err(bad(format!("expression {i} uses {op}, not an earlier one")));
                 }
                 d = d.max(depth[op as usize] + 1);
             }
             if d > MAX_DEPTH {
-                return Err(format!("dispatch rules: expression {i} nests too deeply"));
+                return Err(bad(format!("expression {i} nests too deeply")));
             }
             depth[i] = d;
         }
         for f in &self.functions {
             self.validate_stmts(&f.body, 0)
-                .map_err(|why| format!("dispatch rules: {}: {why}", f.name))?;
+                .map_err(|why| bad(format!("{}: {why}", f.name)))?;
         }
         Ok(())
     }
@@ -491,19 +470,19 @@ impl RulesFile {
     /// No such function; a condition reached that needs a value `env`
     /// does not give, compares values of different kinds, divides by zero,
     /// or that the build could not read.
-    pub fn decide(&self, function: &str, env: &dyn Env) -> Result<Decision<'_>, EvalError> {
-        let err = |why: String| EvalError {
+    pub fn decide(&self, function: &str, env: &dyn Env) -> Result<Decision<'_>, Error> {
+        let f = self
+            .function(function)
+            .ok_or_else(|| Error::NoSuchFunction {
+                file: self.file.clone(),
+                function: function.to_string(),
+                known: self.functions.iter().map(|f| f.name.clone()).collect(),
+            })?;
+        let err = |why: String| Error::Decide {
             file: self.file.clone(),
             function: function.to_string(),
             why,
         };
-        let f = self.function(function).ok_or_else(|| {
-            let known: Vec<&str> = self.functions.iter().map(|f| f.name.as_str()).collect();
-            err(format!(
-                "no such function (the file has: {})",
-                known.join(", ")
-            ))
-        })?;
         let mut ev = Eval {
             rules: self,
             env,
@@ -1332,6 +1311,7 @@ mod tests {
         r.exprs.push(Expr::Not(99));
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
+            .to_string()
             .contains("not an earlier one"));
         let mut r = sample();
         r.functions[0].body.push(Stmt::Call {
@@ -1340,6 +1320,7 @@ mod tests {
         });
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
+            .to_string()
             .contains("blob 7 out of range"));
         let mut r = sample();
         r.functions[0].body.push(Stmt::Invoke {
@@ -1351,11 +1332,13 @@ mod tests {
         });
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
+            .to_string()
             .contains("calls `g`, which the rules do not have"));
         let mut r = sample();
         r.format = RULES_FORMAT + 1;
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
+            .to_string()
             .contains("format"));
         assert!(RulesFile::parse("{").is_err());
         // A deep chain of `!` is refused, not evaluated recursively.
@@ -1366,6 +1349,7 @@ mod tests {
         }
         assert!(RulesFile::parse(&r.to_json())
             .unwrap_err()
+            .to_string()
             .contains("nests too deeply"));
     }
 }

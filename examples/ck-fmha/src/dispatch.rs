@@ -74,7 +74,7 @@ impl Dispatcher {
 
     fn rules(&'static self) -> Result<&'static RulesFile, Error> {
         self.rules
-            .get_or_init(|| RulesFile::parse(self.json))
+            .get_or_init(|| RulesFile::parse(self.json).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|why| Error::Rules(format!("{}: {why}", self.file)))
     }
