@@ -353,6 +353,12 @@ impl InputsKey {
         h.extend_from_slice(source.as_bytes());
         for a in compile::normalised(&group.args) {
             h.extend_from_slice(b"\0a");
+            if !a.as_bytes().contains(&b'{') {
+                // No placeholder (most words): the same bytes, without
+                // setting up a substring search.
+                h.extend_from_slice(a.as_bytes());
+                continue;
+            }
             // `{name}` expanded as the bytes are gathered.
             for (i, part) in a.split("{name}").enumerate() {
                 if i > 0 {
@@ -377,17 +383,24 @@ impl InputsKey {
     /// output and its files' contents, never its path or file times) in
     /// an environment whose compiler variables are `env` (see `KEY_ENV`).
     pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
-        let mut h = blake3::Hasher::new();
-        h.update(self.0.as_bytes());
+        // Gathered, then hashed once, as [`InputsKey::new`] does (the same
+        // bytes, so the same key).
+        const TAGS: [&[u8]; 3] = [b"\0compiler by content\0", b"\0files\0", b"\0env\0"];
+        let parts = [
+            compiler.version.as_bytes(),
+            compiler.files.as_bytes(),
+            env.as_bytes(),
+        ];
+        let len = 32 + TAGS.iter().chain(&parts).map(|p| p.len()).sum::<usize>();
+        let mut h: Vec<u8> = Vec::with_capacity(len);
+        h.extend_from_slice(self.0.as_bytes());
         // Keys made when the identity held the compiler's path and file
         // times never equal these.
-        h.update(b"\0compiler by content\0");
-        h.update(compiler.version.as_bytes());
-        h.update(b"\0files\0");
-        h.update(compiler.files.as_bytes());
-        h.update(b"\0env\0");
-        h.update(env.as_bytes());
-        Prekey(short_hash(&h.finalize()))
+        for (tag, part) in TAGS.iter().zip(parts) {
+            h.extend_from_slice(tag);
+            h.extend_from_slice(part);
+        }
+        Prekey(short_hash(&blake3::hash(&h)))
     }
 }
 
@@ -3115,6 +3128,31 @@ mod tests {
         assert_eq!(again.record.depset, a.record.depset);
         assert_eq!(cache.sweep_depsets(DEPSET_GRACE), 0);
         assert_eq!(cache.entries_of("a2")[0].record.deps.len(), 2);
+    }
+
+    #[test]
+    fn a_prekey_is_the_hash_of_the_bytes_it_always_hashed() {
+        let id = CompilerId {
+            path: "/usr/bin/cc".into(),
+            real: "/usr/bin/gcc-14".into(),
+            version: "cc (Debian 14.2.0-19) 14.2.0\nCopyright".into(),
+            files: "ab".repeat(40),
+            prefix: Vec::new(),
+            stat: String::new(),
+        };
+        let inputs = InputsKey(blake3::hash(b"inputs"));
+        for env in ["", "CC=x\0CFLAGS=-O3"] {
+            // The bytes, update by update, as every cache so far was keyed.
+            let mut h = blake3::Hasher::new();
+            h.update(inputs.0.as_bytes());
+            h.update(b"\0compiler by content\0");
+            h.update(id.version.as_bytes());
+            h.update(b"\0files\0");
+            h.update(id.files.as_bytes());
+            h.update(b"\0env\0");
+            h.update(env.as_bytes());
+            assert_eq!(inputs.prekey(&id, env).0, short_hash(&h.finalize()));
+        }
     }
 
     #[test]
