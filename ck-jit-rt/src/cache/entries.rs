@@ -353,6 +353,12 @@ impl InputsKey {
         h.extend_from_slice(source.as_bytes());
         for a in compile::normalised(&group.args) {
             h.extend_from_slice(b"\0a");
+            if !a.as_bytes().contains(&b'{') {
+                // No placeholder (most words): the same bytes, without
+                // setting up a substring search.
+                h.extend_from_slice(a.as_bytes());
+                continue;
+            }
             // `{name}` expanded as the bytes are gathered.
             for (i, part) in a.split("{name}").enumerate() {
                 if i > 0 {
@@ -377,17 +383,24 @@ impl InputsKey {
     /// output and its files' contents, never its path or file times) in
     /// an environment whose compiler variables are `env` (see `KEY_ENV`).
     pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
-        let mut h = blake3::Hasher::new();
-        h.update(self.0.as_bytes());
+        // Gathered, then hashed once, as [`InputsKey::new`] does (the same
+        // bytes, so the same key).
+        const TAGS: [&[u8]; 3] = [b"\0compiler by content\0", b"\0files\0", b"\0env\0"];
+        let parts = [
+            compiler.version.as_bytes(),
+            compiler.files.as_bytes(),
+            env.as_bytes(),
+        ];
+        let len = 32 + TAGS.iter().chain(&parts).map(|p| p.len()).sum::<usize>();
+        let mut h: Vec<u8> = Vec::with_capacity(len);
+        h.extend_from_slice(self.0.as_bytes());
         // Keys made when the identity held the compiler's path and file
         // times never equal these.
-        h.update(b"\0compiler by content\0");
-        h.update(compiler.version.as_bytes());
-        h.update(b"\0files\0");
-        h.update(compiler.files.as_bytes());
-        h.update(b"\0env\0");
-        h.update(env.as_bytes());
-        Prekey(short_hash(&h.finalize()))
+        for (tag, part) in TAGS.iter().zip(parts) {
+            h.extend_from_slice(tag);
+            h.extend_from_slice(part);
+        }
+        Prekey(short_hash(&blake3::hash(&h)))
     }
 }
 
@@ -766,12 +779,12 @@ impl Cache {
 
     /// Directory of all entries of a blob.
     pub(crate) fn blob_dir(&self, blob: &str) -> PathBuf {
-        self.root.join(ENTRIES).join(safe_component(blob))
+        joined(&self.root, &[ENTRIES, &safe_component(blob)], "")
     }
 
     /// Directory of the entries of one prekey.
     pub(crate) fn prekey_dir(&self, blob: &str, prekey: &str) -> PathBuf {
-        self.blob_dir(blob).join(prekey)
+        joined(&self.root, &[ENTRIES, &safe_component(blob), prekey], "")
     }
 
     /// The compile lock file of a prekey.
@@ -977,18 +990,18 @@ impl Cache {
     /// removed or replaced since is not it) and its headers are unchanged.
     /// Anything else is `None`, and the lookup lists the directory.
     fn lookup_head(&self, dir: &Path, prekey: &str, roots: Roots<'_>) -> Option<Entry> {
-        let (record, md) = self.read_record_file(&dir.join(HEAD), true)?;
+        let (record, md) = self.read_record_file(&joined(dir, &[HEAD], ""), true)?;
         if record.prekey != prekey || record.format != CACHE_FORMAT || !is_hex_key(&record.key) {
             return None;
         }
-        let record_path = dir.join(format!("{}.json", record.key));
+        let record_path = joined(dir, &[&record.key], ".json");
         let same = fs::symlink_metadata(&record_path)
             .is_ok_and(|m| m.ino() == md.ino() && m.dev() == md.dev());
         if !same || !headers_unchanged(&record, roots, self.here_dir()) {
             return None;
         }
         Some(Entry {
-            object: dir.join(format!("{}.so", record.key)),
+            object: joined(dir, &[&record.key], ".so"),
             record_path,
             record,
             used: md.modified().ok(),
@@ -1342,7 +1355,10 @@ impl Cache {
             .ok()?;
         let md = f.metadata().ok()?;
         let text = read_capped(&mut f, md.len())?;
-        let mut record: Record = serde_json::from_slice(&text).ok()?;
+        let mut record: Record = match plain_record(&text) {
+            Some(r) => r,
+            None => serde_json::from_slice(&text).ok()?,
+        };
         if !record.depset.is_empty() {
             match self.read_depset(&record.depset) {
                 Some(set) if need_deps => record.headers = Some(set),
@@ -1730,6 +1746,129 @@ fn plain_items(text: &[u8]) -> Option<Vec<Header>> {
             _ => return None,
         }
     }
+}
+
+/// A record as [`Cache::publish`] writes it (serde_json's compact form,
+/// its fields in order, `object_stat` and `depset` left out when empty),
+/// read without serde_json: a hit reads one record per kernel, and this
+/// costs a fraction of the general parse. `None` for anything else (a
+/// string with an escape, a control character or bytes that are not
+/// UTF-8, a number serde_json would refuse or that does not fit, spaces,
+/// other fields, trailing bytes): serde_json reads that text, so what a
+/// record means never depends on which of the two read it.
+fn plain_record(text: &[u8]) -> Option<Record> {
+    // A string at the start of `b` with no escape or control character,
+    // and what follows.
+    fn string(b: &[u8]) -> Option<(String, &[u8])> {
+        let b = b.strip_prefix(b"\"")?;
+        // SAFETY: searches exactly the `b.len()` bytes of `b`.
+        let p = unsafe { libc::memchr(b.as_ptr().cast(), b'"'.into(), b.len()) };
+        if p.is_null() {
+            return None;
+        }
+        let end = p as usize - b.as_ptr() as usize;
+        let s = &b[..end];
+        // Every byte looked at (no early exit), which the compiler turns
+        // into a few wide comparisons.
+        let odd = s
+            .iter()
+            .fold(false, |odd, &c| odd | (c == b'\\') | (c < 0x20));
+        if odd {
+            return None;
+        }
+        Some((std::str::from_utf8(s).ok()?.to_owned(), &b[end + 1..]))
+    }
+    // An unsigned number at the start of `b` as serde_json writes one (no
+    // sign, no leading zero, no fraction or exponent), and what follows.
+    fn number(b: &[u8]) -> Option<(u64, &[u8])> {
+        let end = b
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .unwrap_or(b.len());
+        let (digits, rest) = b.split_at(end);
+        if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+            return None;
+        }
+        if matches!(rest.first(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let mut n: u64 = 0;
+        for &d in digits {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        }
+        Some((n, rest))
+    }
+    let b = text.strip_prefix(b"{\"format\":")?;
+    let (format, b) = number(b)?;
+    let format = u32::try_from(format).ok()?;
+    let (blob, b) = string(b.strip_prefix(b",\"blob\":")?)?;
+    let (inputs, b) = string(b.strip_prefix(b",\"inputs\":")?)?;
+    let (prekey, b) = string(b.strip_prefix(b",\"prekey\":")?)?;
+    let (key, b) = string(b.strip_prefix(b",\"key\":")?)?;
+    let (size, b) = number(b.strip_prefix(b",\"size\":")?)?;
+    let (checksum, mut b) = string(b.strip_prefix(b",\"checksum\":")?)?;
+    // A field written only when not empty: its value, if it is there.
+    fn optional(b: &mut &[u8], name: &[u8]) -> Option<String> {
+        let (s, rest) = string(b.strip_prefix(name)?)?;
+        *b = rest;
+        Some(s)
+    }
+    let object_stat = optional(&mut b, b",\"object_stat\":").unwrap_or_default();
+    let depset = optional(&mut b, b",\"depset\":").unwrap_or_default();
+    if b.starts_with(b",\"object_stat\":") || b.starts_with(b",\"depset\":") {
+        return None;
+    }
+    let mut b = b.strip_prefix(b",\"command\":[")?;
+    let mut command = Vec::new();
+    if let Some(rest) = b.strip_prefix(b"]") {
+        b = rest;
+    } else {
+        loop {
+            let (arg, rest) = string(b)?;
+            command.push(arg);
+            match rest.split_first()? {
+                (b',', rest) => b = rest,
+                (b']', rest) => {
+                    b = rest;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    let (created, b) = number(b.strip_prefix(b",\"created\":")?)?;
+    if b != b"}" {
+        return None;
+    }
+    Some(Record {
+        format,
+        blob,
+        inputs,
+        prekey,
+        key,
+        size,
+        checksum,
+        object_stat,
+        depset,
+        deps: Arc::default(),
+        headers: None,
+        command,
+        created,
+    })
+}
+
+/// `base` joined with each of `parts` in turn, as [`Path::join`] joins,
+/// then `suffix` added to the last: the path allocated once (a hit builds
+/// several per kernel, and each `join` grew its buffer again).
+pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
+    let len = base.as_os_str().len() + parts.iter().map(|p| p.len() + 1).sum::<usize>();
+    let mut path = PathBuf::with_capacity(len + suffix.len());
+    path.push(base);
+    for part in parts {
+        path.push(part);
+    }
+    path.as_mut_os_string().push(suffix);
+    path
 }
 
 /// Whether `key` has the form of a key (a file stem this cache writes):
@@ -2830,6 +2969,78 @@ mod tests {
     }
 
     #[test]
+    fn records_read_by_hand_read_as_serde_json_reads_them() {
+        let record = |object_stat: &str, depset: &str, command: &[&str]| Record {
+            format: CACHE_FORMAT,
+            blob: "blob_ü".into(),
+            inputs: "1".repeat(32),
+            prekey: "2".repeat(32),
+            key: "3".repeat(32),
+            size: u64::MAX,
+            checksum: "ab".repeat(32),
+            object_stat: object_stat.into(),
+            depset: depset.into(),
+            deps: Arc::default(),
+            headers: None,
+            command: command.iter().map(|c| c.to_string()).collect(),
+            created: 0,
+        };
+        let serde = |t: &[u8]| serde_json::from_slice::<Record>(t).ok();
+        let records = [
+            record(
+                "1:2.000000003:4.000000005:6",
+                &"d".repeat(32),
+                &["cc -c x.c"],
+            ),
+            record("", "", &[]),
+            record("", &"d".repeat(32), &["a", "", "b"]),
+            record("1:2.000000003:4.000000005:6", "", &["cc"]),
+            // Escaped characters: serde_json's to read.
+            record("", "", &["cc -DX=\"y\" -c\tx.c"]),
+        ];
+        for r in records {
+            let text = serde_json::to_vec(&r).unwrap();
+            let escaped = r.command.iter().any(|c| c.contains(['"', '\t']));
+            assert_eq!(plain_record(&text).is_none(), escaped);
+            if !escaped {
+                assert_eq!(plain_record(&text), Some(r.clone()));
+            }
+            assert_eq!(serde(&text), Some(r));
+        }
+        // Text serde_json reads but not in the written form: left to it,
+        // so both readings agree.
+        let written = serde_json::to_vec(&record("", "", &["cc"])).unwrap();
+        let written = String::from_utf8(written).unwrap();
+        let variants = [
+            written.replace(",\"size\"", ", \"size\""),
+            written.replace("{\"format\":2,", "{\"format\":02,"),
+            written.replace("\"created\":0", "\"created\":0.0"),
+            written.replace("\"created\":0", "\"created\":18446744073709551616"),
+            written.replace(
+                "\"command\"",
+                "\"depset\":\"d\",\"object_stat\":\"s\",\"command\"",
+            ),
+            written.replace("}", "} "),
+            written.replace("}", "}x"),
+            written.replace("\"blob_ü\"", "\"blob\\u00fc\""),
+            written.replace("\"blob_ü\"", "\"blob\x01\""),
+            written.replace("\"format\":2", "\"format\":4294967296"),
+            written[..written.len() - 1].to_string(),
+        ];
+        for v in variants {
+            assert_eq!(plain_record(v.as_bytes()), None, "{v}");
+        }
+        // Not UTF-8, or torn: neither reads it.
+        let mut bad = written.clone().into_bytes();
+        let at = written.find("ü").unwrap();
+        bad[at] = 0xff;
+        for t in [&bad[..], &written.as_bytes()[..written.len() / 2]] {
+            assert_eq!(plain_record(t), None);
+            assert_eq!(serde(t), None);
+        }
+    }
+
+    #[test]
     fn a_lookup_trusts_the_head_only_while_it_is_the_record_it_names() {
         use std::os::unix::fs::MetadataExt;
         let base = tempfile::tempdir().unwrap();
@@ -2917,6 +3128,31 @@ mod tests {
         assert_eq!(again.record.depset, a.record.depset);
         assert_eq!(cache.sweep_depsets(DEPSET_GRACE), 0);
         assert_eq!(cache.entries_of("a2")[0].record.deps.len(), 2);
+    }
+
+    #[test]
+    fn a_prekey_is_the_hash_of_the_bytes_it_always_hashed() {
+        let id = CompilerId {
+            path: "/usr/bin/cc".into(),
+            real: "/usr/bin/gcc-14".into(),
+            version: "cc (Debian 14.2.0-19) 14.2.0\nCopyright".into(),
+            files: "ab".repeat(40),
+            prefix: Vec::new(),
+            stat: String::new(),
+        };
+        let inputs = InputsKey(blake3::hash(b"inputs"));
+        for env in ["", "CC=x\0CFLAGS=-O3"] {
+            // The bytes, update by update, as every cache so far was keyed.
+            let mut h = blake3::Hasher::new();
+            h.update(inputs.0.as_bytes());
+            h.update(b"\0compiler by content\0");
+            h.update(id.version.as_bytes());
+            h.update(b"\0files\0");
+            h.update(id.files.as_bytes());
+            h.update(b"\0env\0");
+            h.update(env.as_bytes());
+            assert_eq!(inputs.prekey(&id, env).0, short_hash(&h.finalize()));
+        }
     }
 
     #[test]

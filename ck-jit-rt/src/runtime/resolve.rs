@@ -581,7 +581,8 @@ impl Runtime {
     /// `symbol` overrides the manifest's symbol spec.
     pub fn resolve(&self, blob: &str, symbol: Option<&SymbolSpec>) -> Result<*const (), Error> {
         let owner = self.owner(blob)?;
-        let loaded = owner.load(blob)?;
+        // The owner is known: its load need not ask the manifests again.
+        let loaded = owner.load_owned(blob)?;
         let spec = match symbol {
             Some(s) => s.for_blob(blob),
             None => owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?.symbol,
@@ -627,10 +628,12 @@ impl Runtime {
     /// again on the next call. A remembered failure is forgotten when the
     /// source, flags or compiler change, and by [`Runtime::reset`].
     pub fn load(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
-        let owner = self.owner(blob)?;
-        if !std::ptr::eq(owner, self) {
-            return owner.load(blob);
-        }
+        self.owner(blob)?.load_owned(blob)
+    }
+
+    /// [`Runtime::load`] on the runtime whose manifest records `blob`
+    /// ([`Runtime::owner`]'s answer), which it does not ask again.
+    fn load_owned(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
         let state = self.state(blob);
         if let Some(l) = state.loaded.get() {
             if !state.has_newer.load(std::sync::atomic::Ordering::Acquire) {
@@ -926,9 +929,10 @@ impl Runtime {
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
         let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
-        let devices = self.cache().ok().map(|c| c.root().join("devices"));
         let narrowed =
             crate::gpu::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
+                // Only a blob recorded for several devices looks for one.
+                let devices = self.cache().ok().map(|c| c.root().join("devices"));
                 crate::gpu::device::detect(p, devices.as_deref()).map(|(d, _)| d)
             })?;
         let (mut group, device) = match narrowed {
@@ -970,7 +974,10 @@ impl Runtime {
         let source_hash = self.source_digest(blob, &source, canon_root)?;
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         // Kept in the cache, opened (made with its modes) first.
-        let store = self.cache().ok().map(|c| c.root().join("compilers"));
+        let store = self
+            .cache()
+            .ok()
+            .map(|c| cache::joined(c.root(), &["compilers"], ""));
         let compiler = compile::identify(
             &g.compiler,
             blob,
@@ -1129,7 +1136,7 @@ impl Runtime {
 
     fn load_uncached(&self, blob: &str) -> Result<Loaded, Failure> {
         let t0 = Instant::now();
-        let (mut entry, mut bytes, mut outcome) = self.ensure_planned(blob, false)?;
+        let (mut entry, mut bytes, mut outcome) = self.ensure_owned(blob, false)?;
         let mut retries = 0;
         let loaded = loop {
             let through = if self.config.shared_cache || entry.tier().is_some() {
@@ -1143,7 +1150,7 @@ impl Runtime {
                 // the check and the dlopen: look again.
                 Err(Error::DlOpen { .. }) if !entry.object.exists() && retries < 3 => {
                     retries += 1;
-                    (entry, bytes, outcome) = self.ensure_planned(blob, false)?;
+                    (entry, bytes, outcome) = self.ensure_owned(blob, false)?;
                 }
                 Err(error) => return Err(Failure::at(error, entry.record.prekey.clone())),
             }
@@ -1195,10 +1202,16 @@ impl Runtime {
         blob: &str,
         force: bool,
     ) -> Result<(Entry, ObjectBytes, Outcome), Failure> {
-        let owner = self.owner(blob)?;
-        if !std::ptr::eq(owner, self) {
-            return owner.ensure_planned(blob, force);
-        }
+        self.owner(blob)?.ensure_owned(blob, force)
+    }
+
+    /// [`Runtime::ensure_planned`] on the runtime whose manifest records
+    /// `blob`, which it does not ask again.
+    fn ensure_owned(
+        &self,
+        blob: &str,
+        force: bool,
+    ) -> Result<(Entry, ObjectBytes, Outcome), Failure> {
         // A source that changes under the compiler is planned again, so the
         // result is stored under the key of what was compiled; a source
         // that never holds still is an error after a few rounds.
