@@ -146,8 +146,9 @@ pub enum Error {
         /// The end of that output.
         tail: String,
     },
-    /// Reading the interception log: a line is not a record.
-    Record {
+    /// Reading the interception log: a line is not one invocation (or
+    /// one link) as the log writes them.
+    InterceptLog {
         /// The log.
         log: PathBuf,
         /// 1-based line.
@@ -155,7 +156,7 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
-    /// Turning records into a manifest: a recorded compile cannot be
+    /// Turning invocations into a manifest: an intercepted compile cannot be
     /// replayed (source outside the root, two commands for one blob, ...).
     Intercept {
         /// What is wrong.
@@ -363,7 +364,7 @@ impl fmt::Display for Error {
                 shown(log),
                 escape(tail)
             ),
-            Error::Record { log, line, why } => {
+            Error::InterceptLog { log, line, why } => {
                 write!(f, "interception log '{}' line {line}: {why}", shown(log))
             }
             Error::Intercept { why } => write!(f, "interception: {why}"),

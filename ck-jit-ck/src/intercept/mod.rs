@@ -1347,7 +1347,7 @@ fn read_links(log: &Path) -> Result<Vec<Link>, Error> {
         if line.trim().is_empty() {
             continue;
         }
-        out.push(serde_json::from_str(line).map_err(|e| Error::Record {
+        out.push(serde_json::from_str(line).map_err(|e| Error::InterceptLog {
             log: log.to_path_buf(),
             line: i + 1,
             why: e.to_string(),
@@ -1498,13 +1498,13 @@ fn read_log(log: &Path) -> Result<Vec<Invocation>, Error> {
         if line.trim().is_empty() {
             continue;
         }
-        let r: Invocation = serde_json::from_str(line).map_err(|e| Error::Record {
+        let r: Invocation = serde_json::from_str(line).map_err(|e| Error::InterceptLog {
             log: log.to_path_buf(),
             line: i + 1,
             why: e.to_string(),
         })?;
         if r.argv.is_empty() {
-            return Err(Error::Record {
+            return Err(Error::InterceptLog {
                 log: log.to_path_buf(),
                 line: i + 1,
                 why: "empty argv".into(),
