@@ -364,12 +364,30 @@ fn neutral_prefix<'a>(mut text: String, prefixes: impl Iterator<Item = &'a PathB
     text
 }
 
+/// Starts a program through `run`, again (after 1, 2, 4 ... 128 ms) while
+/// the system answers ETXTBSY: a program written moments ago is refused
+/// while any process still holds it open for writing, and a child another
+/// thread has forked but not yet exec'd holds every descriptor of its
+/// parent, the writer's included. The answer passes within microseconds.
+pub(crate) fn start<T>(mut run: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    let mut nap = Duration::from_millis(1);
+    for _ in 0..8 {
+        match run() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(nap);
+                nap *= 2;
+            }
+            done => return done,
+        }
+    }
+    run()
+}
+
 /// Runs `path --version` and returns its identifying text.
 fn run_version(path: &Path, prefix: &[PathBuf]) -> Result<String, String> {
-    let out = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
+    let mut cmd = Command::new(path);
+    cmd.arg("--version").stdin(Stdio::null());
+    let out = start(|| cmd.output())
         .map_err(|e| format!("{} could not be started: {e}", path.display()))?;
     Ok(version_text(&out, prefix))
 }
@@ -1022,27 +1040,26 @@ impl Job {
         let log_err = log
             .try_clone()
             .map_err(|e| Error::io("creating the log", &self.log, e))?;
-        let mut child = Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
             // Its own process group, so a timeout kills the driver and
             // everything it started (hipcc runs clang, nvcc runs cicc...).
-            .process_group(0)
-            .spawn()
-            .map_err(|e| {
-                if self.launched {
-                    Error::LauncherNotFound {
-                        blob: self.blob.clone(),
-                        launcher: program.clone(),
-                        detail: e.to_string(),
-                    }
-                } else {
-                    not_found(program, &self.blob, format!("could not be started: {e}"))
+            .process_group(0);
+        let mut child = start(|| cmd.spawn()).map_err(|e| {
+            if self.launched {
+                Error::LauncherNotFound {
+                    blob: self.blob.clone(),
+                    launcher: program.clone(),
+                    detail: e.to_string(),
                 }
-            })?;
+            } else {
+                not_found(program, &self.blob, format!("could not be started: {e}"))
+            }
+        })?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(100);
         let pid = child.id() as i32;
@@ -1495,6 +1512,34 @@ pub fn expand(arg: &str, root: &Path, src: &Path, out: &Path, name: &str) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_refused_as_text_file_busy_is_tried_again_and_other_errors_are_not() {
+        let mut calls = 0;
+        let got = start(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(std::io::Error::from_raw_os_error(libc::ETXTBSY))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(got.unwrap(), 3);
+        let mut calls = 0;
+        let got: std::io::Result<()> = start(|| {
+            calls += 1;
+            Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+        });
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        let got: std::io::Result<()> = start(|| {
+            calls += 1;
+            Err(std::io::Error::from_raw_os_error(libc::ETXTBSY))
+        });
+        assert!(got.is_err());
+        assert_eq!(calls, 9);
+    }
 
     /// `real_path` names the file `fs::canonicalize` names, through links
     /// to directories and files, `..` and a relative path, and fails
