@@ -243,7 +243,7 @@ fn drop_flags_take_a_refused_flag_sequence_out_and_are_part_of_the_key() {
     // A sequence goes only where all its words stand together: `-mllvm`
     // asked for alone goes alone, a value that is not there changes nothing.
     let rt = with(&[&["-mllvm"], &["-amdgpu-function-calls=true"]]);
-    let args = rt.plan("d").unwrap().group.args;
+    let args = rt.plan("d").unwrap().group.args.clone();
     assert!(!args.iter().any(|a| a == "-mllvm"), "{args:?}");
     assert!(
         args.iter().any(|a| a == "-amdgpu-function-calls=false"),

@@ -8,7 +8,6 @@
 //!
 //! Never runs a shell: every command is an argv handed to `execve`.
 
-use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::PermissionsExt;
@@ -60,8 +59,11 @@ pub struct CompilerId {
     pub stat: String,
 }
 
-type Identities = HashMap<String, Arc<CompilerId>>;
-static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(HashMap::new()));
+/// The identities this process worked out, each under the program, its
+/// override and the policy it was identified by: a few, looked through in
+/// order (nothing to format or hash on a call).
+type Identities = Vec<(String, Option<PathBuf>, CompilerCheck, Arc<CompilerId>)>;
+static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(Vec::new()));
 
 /// Looks a program up in `PATH` (or takes it as a path when it has a `/`).
 pub fn find_program(program: &str) -> Option<PathBuf> {
@@ -111,15 +113,19 @@ pub fn identify(
     store: Option<&Path>,
 ) -> Result<Arc<CompilerId>, Error> {
     let overridden = compiler_override(program);
-    let cache_key = format!("{program}\0{overridden:?}\0{}", check.tag());
-    if let Some(id) = IDS.lock().ok().and_then(|m| m.get(&cache_key).cloned()) {
+    let known = IDS.lock().ok().and_then(|m| {
+        m.iter()
+            .find(|(p, o, c, _)| p == program && *o == overridden && c == check)
+            .map(|(.., id)| id.clone())
+    });
+    if let Some(id) = known {
         return Ok(id);
     }
-    let r = identify_uncached(program, overridden, check, store);
+    let r = identify_uncached(program, overridden.clone(), check, store);
     // Only an identity is kept: a compiler that is missing now may be
     // installed before the next call.
     if let (Ok(id), Ok(mut m)) = (&r, IDS.lock()) {
-        m.insert(cache_key, id.clone());
+        m.push((program.to_string(), overridden, check.clone(), id.clone()));
     }
     r.map_err(|detail| not_found(program, blob, detail))
 }
@@ -138,7 +144,7 @@ pub fn identity_changed(id: &CompilerId, check: &CompilerCheck) -> bool {
         return false;
     }
     if let Ok(mut m) = IDS.lock() {
-        m.retain(|_, kept| !std::ptr::eq(&**kept, id));
+        m.retain(|(.., kept)| !std::ptr::eq(&**kept, id));
     }
     true
 }

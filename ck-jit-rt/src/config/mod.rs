@@ -439,7 +439,16 @@ pub fn device_env() -> DeviceEnv {
 pub fn compiler_var(program: &str) -> String {
     let base = program.rsplit('/').next().unwrap_or(program);
     let base = if base == "c++" { "cxx" } else { base };
-    format!("CK_JIT_{}", env_suffix(base))
+    let mut name = String::with_capacity("CK_JIT_".len() + base.len());
+    name.push_str("CK_JIT_");
+    name.extend(base.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    name
 }
 
 /// The override for a compiler program, where set.
@@ -554,10 +563,6 @@ impl CompilerCheck {
                 None => CompilerCheck::Invalid(v.to_string()),
             },
         }
-    }
-
-    pub(crate) fn tag(&self) -> String {
-        format!("{self:?}")
     }
 }
 

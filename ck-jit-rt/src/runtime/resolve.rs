@@ -126,8 +126,9 @@ pub struct Plan {
     pub blob: String,
     /// Absolute source path.
     pub source: PathBuf,
-    /// The blob's group: compiler program, argument template, headers.
-    pub group: Group,
+    /// The blob's group: compiler program, argument template, headers
+    /// (shared with every plan of the group unless adapted for this one).
+    pub group: Arc<Group>,
     /// Key of the inputs without the compiler's identity (lets a
     /// deployment without the compiler find entries).
     pub inputs_key: InputsKey,
@@ -275,6 +276,12 @@ pub struct Runtime {
     /// in order (opened on first use).
     tiers: OnceCell<Vec<Cache>>,
     states: Mutex<HashMap<String, Arc<BlobState>>>,
+    /// The manifest's groups as plans share them, by index (made on a
+    /// group's first plan).
+    groups: OnceCell<Vec<OnceCell<Arc<Group>>>>,
+    /// Where the writable cache keeps compiler identities, once it is
+    /// open.
+    compilers_dir: OnceCell<PathBuf>,
     is_fallback: bool,
 }
 
@@ -316,6 +323,8 @@ impl Runtime {
             counts: OnceCell::new(),
             tiers: OnceCell::new(),
             states: Mutex::new(HashMap::new()),
+            groups: OnceCell::new(),
+            compilers_dir: OnceCell::new(),
             is_fallback: false,
         }
     }
@@ -395,6 +404,7 @@ impl Runtime {
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Runtime {
         self.cache_dir = Some(dir.into());
         self.cache = OnceCell::new();
+        self.compilers_dir = OnceCell::new();
         self
     }
 
@@ -413,6 +423,7 @@ impl Runtime {
         }
         self.config = config;
         self.cache = OnceCell::new();
+        self.compilers_dir = OnceCell::new();
         self.tiers = OnceCell::new();
         self
     }
@@ -485,6 +496,9 @@ impl Runtime {
 
     fn state(&self, blob: &str) -> Arc<BlobState> {
         let mut m = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get(blob) {
+            return s.clone();
+        }
         m.entry(blob.to_string()).or_default().clone()
     }
 
@@ -935,13 +949,24 @@ impl Runtime {
                 let devices = self.cache().ok().map(|c| c.root().join("devices"));
                 crate::gpu::device::detect(p, devices.as_deref()).map(|(d, _)| d)
             })?;
+        let shared = || {
+            let cells = self.groups.get_or_init(|| {
+                (0..self.store.group_count())
+                    .map(|_| OnceCell::new())
+                    .collect()
+            });
+            match cells.get(info.group_index) {
+                Some(cell) => cell.get_or_init(|| Arc::new(info.group.clone())).clone(),
+                None => Arc::new(info.group.clone()),
+            }
+        };
         let (mut group, device) = match narrowed {
             Some(n) => {
                 let mut g = info.group.clone();
                 g.args = n.args;
-                (std::borrow::Cow::Owned(g), Some(n.device))
+                (Arc::new(g), Some(n.device))
             }
-            None => (std::borrow::Cow::Borrowed(info.group), None),
+            None => (shared(), None),
         };
         if self
             .config
@@ -951,7 +976,7 @@ impl Runtime {
         {
             // A recorded command adapted to the compiler at hand: in the
             // group's arguments, so the key is that of what runs.
-            let args = &mut group.to_mut().args;
+            let args = &mut Arc::make_mut(&mut group).args;
             for seq in &self.config.drop_flags {
                 drop_sequence(args, seq);
             }
@@ -959,7 +984,7 @@ impl Runtime {
         if !self.config.extra_flags.is_empty() {
             // Before the source, as a user adds flags to a command; in the
             // group's arguments, so they are in the key as any flag is.
-            let args = &mut group.to_mut().args;
+            let args = &mut Arc::make_mut(&mut group).args;
             let at = args
                 .iter()
                 .position(|a| a.contains("{src}"))
@@ -974,23 +999,23 @@ impl Runtime {
         let source_hash = self.source_digest(blob, &source, canon_root)?;
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
         // Kept in the cache, opened (made with its modes) first.
-        let store = self
-            .cache()
-            .ok()
-            .map(|c| cache::joined(c.root(), &["compilers"], ""));
-        let compiler = compile::identify(
-            &g.compiler,
-            blob,
-            &self.config.compiler_check,
-            store.as_deref(),
-        )
-        .map(|id| {
-            let env = self
-                .key_env
-                .get_or_init(|| crate::config::key_env(&self.config.key_env));
-            let prekey = inputs_key.prekey(&id, env);
-            (id, prekey)
-        });
+        // (Kept once found; a cache that cannot be opened is tried again.)
+        let store = match self.compilers_dir.get() {
+            Some(dir) => Some(dir.as_path()),
+            None => self.cache().ok().map(|c| {
+                self.compilers_dir
+                    .get_or_init(|| cache::joined(c.root(), &["compilers"], ""))
+                    .as_path()
+            }),
+        };
+        let compiler = compile::identify(&g.compiler, blob, &self.config.compiler_check, store)
+            .map(|id| {
+                let env = self
+                    .key_env
+                    .get_or_init(|| crate::config::key_env(&self.config.key_env));
+                let prekey = inputs_key.prekey(&id, env);
+                (id, prekey)
+            });
         let cwd = match &g.cwd {
             Some(c) => PathBuf::from(compile::expand(c, &self.root, &source, Path::new(""), blob)),
             None => self.root.clone(),
@@ -998,7 +1023,7 @@ impl Runtime {
         Ok(Plan {
             blob: blob.to_string(),
             source,
-            group: group.into_owned(),
+            group,
             inputs_key,
             compiler,
             cwd,

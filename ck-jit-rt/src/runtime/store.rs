@@ -17,6 +17,8 @@ pub(crate) struct BlobInfo<'s> {
     pub source: Cow<'s, str>,
     /// Its group.
     pub group: &'s Group,
+    /// `group`'s index in the manifest.
+    pub group_index: usize,
     /// Its entry symbol, `{name}` substituted.
     pub symbol: SymbolSpec,
 }
@@ -59,6 +61,14 @@ impl Store {
         match self {
             Store::Json(m) => &m.root,
             Store::Compact(c) => c.compact.root(),
+        }
+    }
+
+    /// How many groups the manifest has.
+    pub fn group_count(&self) -> usize {
+        match self {
+            Store::Json(m) => m.groups.len(),
+            Store::Compact(c) => c.compact.group_count(),
         }
     }
 
@@ -170,6 +180,7 @@ impl Store {
             Store::Json(m) => Ok(m.blob(blob).map(|b| BlobInfo {
                 source: Cow::Borrowed(b.source.as_str()),
                 group: m.group_of(b),
+                group_index: b.group as usize,
                 symbol: m.symbol_of(b),
             })),
             Store::Compact(c) => {
@@ -181,6 +192,7 @@ impl Store {
                 Ok(Some(BlobInfo {
                     source: Cow::Owned(r.source),
                     group,
+                    group_index: r.group as usize,
                     symbol,
                 }))
             }
