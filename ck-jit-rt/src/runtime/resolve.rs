@@ -594,13 +594,20 @@ impl Runtime {
     /// Resolves a blob's entry point, compiling and loading it if needed.
     /// `symbol` overrides the manifest's symbol spec.
     pub fn resolve(&self, blob: &str, symbol: Option<&SymbolSpec>) -> Result<*const (), Error> {
-        let owner = self.owner(blob)?;
-        // The owner is known: its load need not ask the manifests again.
-        let loaded = owner.load_owned(blob)?;
-        let spec = match symbol {
-            Some(s) => s.for_blob(blob),
-            None => owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?.symbol,
+        // The owner and, unless given, the symbol, from one question to
+        // the manifest: its load need not ask the manifests again.
+        let (owner, spec) = match symbol {
+            Some(s) => (self.owner(blob)?, s.for_blob(blob)),
+            None => match self.find(blob)? {
+                Some(info) => (self, info.symbol),
+                None => {
+                    let owner = self.owner(blob)?;
+                    let info = owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?;
+                    (owner, info.symbol)
+                }
+            },
         };
+        let loaded = owner.load_owned(blob)?;
         match loaded.resolve(&spec) {
             // The object lacks the symbol: if the blob's inputs changed
             // since it was built (the source fixed), the object they make

@@ -33,6 +33,28 @@ pub(crate) struct CompactStore {
     groups: Vec<OnceCell<Group>>,
     full: OnceCell<Manifest>,
     together: OnceCell<Vec<Vec<u32>>>,
+    /// The entry found last: a resolve asks for the same blob more than
+    /// once (its owner, its plan), and decoding an entry costs more than
+    /// this copy of it.
+    last: std::sync::Mutex<Option<ck_jit_manifest::compact::BlobEntry>>,
+}
+
+impl CompactStore {
+    /// [`Compact::find`], the entry found last kept.
+    fn find(
+        &self,
+        blob: &str,
+    ) -> Result<Option<ck_jit_manifest::compact::BlobEntry>, ManifestError> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = last.as_ref().filter(|e| e.name == blob) {
+            return Ok(Some(e.clone()));
+        }
+        let found = self.compact.find(blob)?;
+        if let Some(e) = &found {
+            *last = Some(e.clone());
+        }
+        Ok(found)
+    }
 }
 
 impl Store {
@@ -47,6 +69,7 @@ impl Store {
             groups,
             full: OnceCell::new(),
             together: OnceCell::new(),
+            last: std::sync::Mutex::new(None),
         })))
     }
 
@@ -170,7 +193,7 @@ impl Store {
     pub fn contains(&self, blob: &str) -> Result<bool, ManifestError> {
         match self {
             Store::Json(m) => Ok(m.blob(blob).is_some()),
-            Store::Compact(c) => Ok(c.compact.find(blob)?.is_some()),
+            Store::Compact(c) => Ok(c.find(blob)?.is_some()),
         }
     }
 
@@ -184,7 +207,7 @@ impl Store {
                 symbol: m.symbol_of(b),
             })),
             Store::Compact(c) => {
-                let Some(r) = c.compact.find(blob)? else {
+                let Some(r) = c.find(blob)? else {
                     return Ok(None);
                 };
                 let group = self.group(r.group as usize)?;
@@ -339,5 +362,81 @@ impl Store {
             Store::Json(m) => Ok(m.blobs.binary_search_by(|b| b.name.as_str().cmp(blob)).ok()),
             Store::Compact(c) => Ok(c.compact.find(blob)?.map(|r| r.index)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ck_jit_manifest::Blob;
+
+    fn manifest() -> Manifest {
+        let mut m = Manifest::new("t", "/r");
+        for g in ["g0", "g1"] {
+            m.groups.push(Group {
+                name: g.into(),
+                compiler: "cc".into(),
+                args: vec!["{src}".into(), "-o".into(), "{out}".into()],
+                cwd: None,
+                symbol: SymbolSpec::Exact(format!("{g}_{{name}}")),
+                depfile: false,
+                family: None,
+                neutral: Default::default(),
+            });
+        }
+        for (name, group) in [("a", 1), ("b", 0), ("c", 1)] {
+            m.blobs.push(Blob {
+                name: name.into(),
+                source: format!("k/{name}.c"),
+                group,
+                symbol: None,
+                meta: Default::default(),
+            });
+        }
+        m
+    }
+
+    /// Each blob's source, group and symbol, as `(source, group index,
+    /// symbol)`.
+    fn answers(s: &Store, names: &[&str]) -> Vec<Option<(String, usize, SymbolSpec)>> {
+        names
+            .iter()
+            .map(|n| {
+                s.find(n).unwrap().map(|i| {
+                    assert_eq!(*i.group, s.manifest().groups[i.group_index]);
+                    (i.source.into_owned(), i.group_index, i.symbol)
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_compact_store_answers_as_the_json_one_whatever_was_asked_before() {
+        let json = Store::Json(manifest());
+        let bytes: &'static [u8] = Box::leak(manifest().to_compact().into_boxed_slice());
+        let compact = Store::compact(bytes).unwrap();
+        // The same blob twice in a row (the kept entry), then others,
+        // a missing one between, and back.
+        let order = ["a", "a", "b", "zz", "a", "c", "c", "b", "zz", "zz", "a"];
+        let want = answers(&json, &order);
+        assert_eq!(answers(&compact, &order), want);
+        assert_eq!(
+            want[0],
+            Some(("k/a.c".into(), 1, SymbolSpec::Exact("g1_a".into())))
+        );
+        assert_eq!(
+            want[2],
+            Some(("k/b.c".into(), 0, SymbolSpec::Exact("g0_b".into())))
+        );
+        assert_eq!(want[3], None);
+        for n in ["a", "zz", "b"] {
+            assert_eq!(
+                compact.contains(n).unwrap(),
+                json.contains(n).unwrap(),
+                "{n}"
+            );
+        }
+        assert_eq!(json.group_count(), 2);
+        assert_eq!(compact.group_count(), 2);
     }
 }
