@@ -5,7 +5,14 @@
 //! ```text
 //! cold-start [--compiler cc|hipcc|nvcc|PATH] [--lang c|hip|cuda]
 //!            [--gpu-arch ARCH[,ARCH...]] [--kernels K] [--rounds R] [--dir DIR]
+//!            [--manifest json|compact]
 //! ```
+//!
+//! `--manifest` is how the runtime process reads the manifest: `json`
+//! (the default) parses the JSON file (`Runtime::from_file`); `compact`
+//! maps the compact form the build writes beside it
+//! (`Runtime::from_file_for_process`), as a process reads its
+//! `CK_JIT_MANIFEST` and, in place, as a program reads its embedded one.
 //!
 //! Writes a tree of K small blobs and its manifest, compiles them all once
 //! through the runtime (`Runtime::warmup`), then starts `load-probe` (found
@@ -35,7 +42,8 @@ use ck_jit_benches::stats::median;
 use ck_jit_benches::{probe, workdir};
 
 const USAGE: &str = "usage: cold-start [--compiler cc|hipcc|nvcc|PATH] [--lang c|hip|cuda] \
-                     [--gpu-arch ARCH] [--kernels K] [--rounds R] [--dir DIR]";
+                     [--gpu-arch ARCH] [--kernels K] [--rounds R] [--dir DIR] \
+                     [--manifest json|compact]";
 
 /// The whole-process target: the runtime process at most this many times
 /// the bare `dlopen` one.
@@ -48,6 +56,8 @@ struct Options {
     kernels: usize,
     rounds: usize,
     dir: Option<PathBuf>,
+    /// Map the compact manifest in place of parsing the JSON one.
+    compact: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -58,6 +68,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         kernels: 32,
         rounds: 15,
         dir: None,
+        compact: false,
     };
     let mut lang = None;
     let mut it = args.iter();
@@ -87,6 +98,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--kernels" => o.kernels = count(value()?)?,
             "--rounds" => o.rounds = count(value()?)?,
             "--dir" => o.dir = Some(PathBuf::from(value()?)),
+            "--manifest" => {
+                o.compact = match value()?.as_str() {
+                    "json" => false,
+                    "compact" => true,
+                    v => return Err(format!("--manifest: '{v}' is not json or compact")),
+                }
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument '{a}'\n{USAGE}")),
         }
@@ -335,6 +353,9 @@ fn run(o: &Options) -> Result<(), String> {
         "--cache-dir".into(),
         cache.display().to_string(),
     ];
+    if o.compact {
+        runtime_args.push("--compact".into());
+    }
     let mut split_args = runtime_args.clone();
     split_args.push("--split".into());
     runtime_args.extend(tree.names.iter().cloned());
@@ -372,10 +393,15 @@ fn run(o: &Options) -> Result<(), String> {
     ));
     println!(
         "objects: median {:.0} bytes, {:.0} recorded headers each; pre-built in {prebuild_s:.1} s \
-         ({} jobs)",
+         ({} jobs); manifest {}",
         median(&object_bytes),
         median(&deps),
         ck_jit_rt::jobs(),
+        if o.compact {
+            "compact, mapped (--manifest compact)"
+        } else {
+            "JSON, parsed (--manifest json)"
+        },
     );
     let rows = [
         Comparison {

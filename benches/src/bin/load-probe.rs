@@ -2,7 +2,7 @@
 //! benches. Prints one JSON line with its timings.
 //!
 //! ```text
-//! load-probe runtime --manifest M --cache-dir D [--split] BLOB...
+//! load-probe runtime --manifest M --cache-dir D [--split] [--compact] BLOB...
 //! load-probe dlopen LIST
 //! ```
 //!
@@ -11,7 +11,10 @@
 //! the time of each resolve. With `--split` the once-per-process costs are
 //! paid up front and timed apart: reading the manifest, opening the cache,
 //! identifying the compiler (its `--version` run); without it they fall
-//! into the first resolve, as in a program.
+//! into the first resolve, as in a program. With `--compact` the manifest
+//! is read as a process reads its `CK_JIT_MANIFEST`
+//! (`Runtime::from_file_for_process`: the compact form beside the JSON
+//! one, mapped); without it the JSON is parsed (`Runtime::from_file`).
 //!
 //! Every report also carries `started_unix_ms` and `done_unix_ms`, the
 //! wall-clock times at entry to `main` and after the last kernel, so a
@@ -40,7 +43,7 @@ fn main() {
         Some("runtime") => runtime(&args[1..]),
         Some("dlopen") => dlopen(&args[1..]),
         _ => Err(
-            "usage: load-probe runtime --manifest M --cache-dir D [--split] BLOB... | load-probe dlopen LIST"
+            "usage: load-probe runtime --manifest M --cache-dir D [--split] [--compact] BLOB... | load-probe dlopen LIST"
                 .into(),
         ),
     };
@@ -71,6 +74,7 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
     let mut manifest = None;
     let mut cache = None;
     let mut split = false;
+    let mut compact = false;
     let mut blobs = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -78,6 +82,7 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
             "--manifest" => manifest = it.next().map(PathBuf::from),
             "--cache-dir" => cache = it.next().map(PathBuf::from),
             "--split" => split = true,
+            "--compact" => compact = true,
             _ => blobs.push(a.clone()),
         }
     }
@@ -88,9 +93,13 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
     }
 
     let t = Instant::now();
-    let rt = ck_jit_rt::Runtime::from_file(&manifest)
-        .map_err(|e| e.to_string())?
-        .with_cache_dir(cache);
+    let rt = if compact {
+        ck_jit_rt::Runtime::from_file_for_process(&manifest)
+    } else {
+        ck_jit_rt::Runtime::from_file(&manifest)
+    }
+    .map_err(|e| e.to_string())?
+    .with_cache_dir(cache);
     let manifest_ms = ms(t);
     let (mut cache_open_ms, mut compiler_id_ms) = (0.0, 0.0);
     if split {
