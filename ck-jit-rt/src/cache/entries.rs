@@ -2146,7 +2146,7 @@ impl HereStats {
             }
             text.push('\n');
         }
-        crate::compile::keep_text(&self.path, &text);
+        crate::object::text::keep_text(&self.path, &text);
     }
 }
 
@@ -2607,14 +2607,14 @@ mod tests {
     fn kept_texts_live_in_directories_the_cache_made_with_its_modes() {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("c");
-        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        crate::object::text::keep_text(&root.join("compilers").join("k"), "clang 20\n");
         assert!(!root.exists(), "a kept text made the cache directory");
         Cache::open(&root, false).unwrap();
         for sub in ["", "compilers", "devices"] {
             let mode = fs::metadata(root.join(sub)).unwrap().permissions().mode();
             assert_eq!(mode & 0o7777, 0o700, "{sub}: {mode:o}");
         }
-        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        crate::object::text::keep_text(&root.join("compilers").join("k"), "clang 20\n");
         assert_eq!(
             fs::read_to_string(root.join("compilers").join("k")).unwrap(),
             "clang 20\n"
