@@ -615,10 +615,12 @@ fn real_ck_blobs_compile_load_and_resolve() {
         )
         .unwrap();
         let lib = tree.path(&format!("{}/libfmha_fwd_lazy.so", v.label));
-        run_ok(Command::new("cc")
-            .args(["-shared", "-o"])
-            .arg(&lib)
-            .args(&objects));
+        run_ok(
+            Command::new("cc")
+                .args(["-shared", "-o"])
+                .arg(&lib)
+                .args(&objects),
+        );
         let undefined: Vec<String> = dynamic_symbols(&lib, false)
             .into_iter()
             .filter(|s| s.contains("fmha_fwd_"))
