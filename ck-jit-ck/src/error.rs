@@ -303,6 +303,39 @@ impl fmt::Display for Error {
         match self {
             #[cfg(feature = "build")]
             Error::Build(e) => write!(f, "{e}"),
+            Error::SourceTree { .. }
+            | Error::HipVersion { .. }
+            | Error::Generator { .. }
+            | Error::ProgramNotFound { .. }
+            | Error::Spawn { .. }
+            | Error::Codegen { .. }
+            | Error::Io { .. } => self.write_preset(f),
+            Error::NoBlobs { .. }
+            | Error::FileName { .. }
+            | Error::Parse { .. }
+            | Error::UnresolvedCalls { .. }
+            | Error::LeftOutCalls { .. } => self.write_generated(f),
+            Error::ForeignBuild { .. } | Error::InterceptLog { .. } | Error::Intercept { .. } => {
+                self.write_intercepted(f)
+            }
+            Error::DispatcherBuild { .. }
+            | Error::Object { .. }
+            | Error::UndefinedSpecialisations { .. } => self.write_compiled(f),
+            Error::Condition { .. }
+            | Error::UnknownMacro { .. }
+            | Error::BadRules { .. }
+            | Error::NewerRules { .. }
+            | Error::NoSuchFunction { .. }
+            | Error::Decide { .. } => self.write_rules(f),
+        }
+    }
+}
+
+impl Error {
+    /// The message of an error of finding CK, running its generator or
+    /// another program, or accessing a file.
+    fn write_preset(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::SourceTree { path, why } => {
                 write!(f, "cannot use CK tree '{}': {why}", shown(path))
             }
@@ -338,6 +371,14 @@ impl fmt::Display for Error {
                 stderr_tail.replace(['\n', '\r'], " | ")
             ),
             Error::Io { path, source } => write!(f, "cannot access '{}': {source}", shown(path)),
+            _ => unreachable!("not an error of the preset"),
+        }
+    }
+
+    /// The message of an error of reading what the generator wrote and
+    /// what the dispatchers call.
+    fn write_generated(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::NoBlobs { dir } => write!(
                 f,
                 "no CK FMHA blobs in '{}': check the directions, the filter and the directory",
@@ -352,6 +393,13 @@ impl fmt::Display for Error {
             },
             Error::UnresolvedCalls { calls } => write_unresolved_calls(f, calls),
             Error::LeftOutCalls { kinds } => write_left_out_calls(f, kinds),
+            _ => unreachable!("not an error of the generated files"),
+        }
+    }
+
+    /// The message of an error of intercepting a foreign build.
+    fn write_intercepted(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::ForeignBuild {
                 command,
                 status,
@@ -368,6 +416,14 @@ impl fmt::Display for Error {
                 write!(f, "interception log '{}' line {line}: {why}", shown(log))
             }
             Error::Intercept { why } => write!(f, "interception: {why}"),
+            _ => unreachable!("not an error of the interception"),
+        }
+    }
+
+    /// The message of an error of compiling and reading CK's dispatchers,
+    /// stubs and glue.
+    fn write_compiled(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::DispatcherBuild { compiler, why } => write!(
                 f,
                 "compiling CK's dispatchers, lazy stubs and glue with '{}' failed: {}",
@@ -388,6 +444,14 @@ impl fmt::Display for Error {
                 if missing.len() == 1 { "has" } else { "have" },
                 escape(&describe(missing, 20))
             ),
+            _ => unreachable!("not an error of the dispatcher build"),
+        }
+    }
+
+    /// The message of an error of evaluating `#if` conditions or the
+    /// dispatch rules.
+    fn write_rules(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Error::Condition { why } => f.write_str(why),
             Error::UnknownMacro { name, why } => write!(
                 f,
@@ -413,6 +477,7 @@ impl fmt::Display for Error {
                 function,
                 why,
             } => write!(f, "{file}: {function}: {why}"),
+            _ => unreachable!("not an error of the rules"),
         }
     }
 }
@@ -622,5 +687,353 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("... (3 more)"), "{text}");
+    }
+
+    fn io_error(what: &str) -> io::Error {
+        io::Error::other(what.to_string())
+    }
+
+    /// A dispatcher call: file, line, specialisation.
+    fn call(i: usize) -> (PathBuf, usize, String) {
+        (
+            PathBuf::from(format!("gen/fmha_bwd_api{i}.cpp")),
+            100 + i,
+            format!("fmha_bwd_dot_do_o_<trait_{i}>(s, a)"),
+        )
+    }
+
+    fn missing(i: usize) -> Missing {
+        Missing {
+            object: format!("libdisp.a(d{i}.o)"),
+            template: "fmha_fwd_".into(),
+            symbol: format!("_Z9fmha_fwd_I{i}Ev"),
+        }
+    }
+
+    /// A value of each error of finding CK, running its generator or
+    /// another program, or accessing a file, with texts that need escaping,
+    /// and its message as it was before the messages were split by area.
+    fn preset_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::SourceTree {
+                    path: "/ck\n'tree'".into(),
+                    why: "holds no example/ck_tile/01_fmha".into(),
+                },
+                "cannot use CK tree '/ck\\n\\'tree\\'': holds no \
+                 example/ck_tile/01_fmha"
+                    .into(),
+            ),
+            (
+                Error::HipVersion {
+                    version: "6.4\t\"beta\"".into(),
+                },
+                "hip version '6.4\\t\\\"beta\\\"' is not MAJOR.MINOR.PATCH (as \
+                 `hipconfig --version` prints it, e.g. 6.4.43482)"
+                    .into(),
+            ),
+            (
+                Error::Generator {
+                    path: "/ck/example/ck_tile/01_fmha/generate.py".into(),
+                },
+                "code generator '/ck/example/ck_tile/01_fmha/generate.py' does \
+                 not exist; give the root of a composable_kernel checkout (or of \
+                 an aiter checkout with 3rdparty/composable_kernel), or use \
+                 generated_dir() with already generated sources"
+                    .into(),
+            ),
+            (
+                Error::ProgramNotFound {
+                    program: "python3".into(),
+                    purpose: "run CK's code generator",
+                },
+                "program 'python3' (needed to run CK's code generator) was not \
+                 found; install it or give its path"
+                    .into(),
+            ),
+            (
+                Error::Spawn {
+                    program: "/usr/bin/hipcc".into(),
+                    source: io_error("permission denied (os error 13)"),
+                },
+                "cannot run '/usr/bin/hipcc': permission denied (os error 13)".into(),
+            ),
+            (
+                Error::Codegen {
+                    command: "python3 generate.py --api 'fwd'".into(),
+                    status: "exit status: 1".into(),
+                    stderr_tail: "Traceback\r\nValueError: bad".into(),
+                },
+                "the CK code generator failed (exit status: 1): python3 \
+                 generate.py --api \\'fwd\\'; its stderr ends: Traceback |  | \
+                 ValueError: bad"
+                    .into(),
+            ),
+            (
+                Error::Io {
+                    path: "/out/blobs".into(),
+                    source: io_error("no space left on device"),
+                },
+                "cannot access '/out/blobs': no space left on device".into(),
+            ),
+        ]
+    }
+
+    /// A value of each error of reading what the generator wrote (two of a
+    /// parse error: with and without its file), and its message as it was
+    /// before the messages were split by area.
+    fn generated_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::NoBlobs {
+                    dir: "/out/gen".into(),
+                },
+                "no CK FMHA blobs in '/out/gen': check the directions, the filter \
+                 and the directory"
+                    .into(),
+            ),
+            (
+                Error::FileName {
+                    path: "/out/gen/\u{1b}x.cpp".into(),
+                    why: "not UTF-8".into(),
+                },
+                "generated file '/out/gen/\\u{1b}x.cpp': not UTF-8".into(),
+            ),
+            (
+                Error::Parse {
+                    file: Some("/out/gen/a.cpp".into()),
+                    line: 12,
+                    why: "expected '>'".into(),
+                },
+                "/out/gen/a.cpp:12: expected '>'".into(),
+            ),
+            (
+                Error::Parse {
+                    file: None,
+                    line: 7,
+                    why: "expected ';'".into(),
+                },
+                "line 7: expected ';'".into(),
+            ),
+        ]
+    }
+
+    /// A value of each error of dispatcher calls no recorded or kept blob
+    /// defines (two where the message depends on a count), and its message
+    /// as it was before the messages were split by area.
+    fn dispatcher_call_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::UnresolvedCalls {
+                    calls: vec![call(1)],
+                },
+                "1 dispatcher call of blob specialisations no recorded blob \
+                 defines; gen/fmha_bwd_api1.cpp:101: \
+                 fmha_bwd_dot_do_o_<trait_1>(s, a)"
+                    .into(),
+            ),
+            (
+                Error::UnresolvedCalls {
+                    calls: (0..22).map(call).collect(),
+                },
+                "22 dispatcher calls of blob specialisations no recorded blob \
+                 defines; gen/fmha_bwd_api0.cpp:100: \
+                 fmha_bwd_dot_do_o_<trait_0>(s, a); gen/fmha_bwd_api1.cpp:101: \
+                 fmha_bwd_dot_do_o_<trait_1>(s, a); gen/fmha_bwd_api2.cpp:102: \
+                 fmha_bwd_dot_do_o_<trait_2>(s, a); gen/fmha_bwd_api3.cpp:103: \
+                 fmha_bwd_dot_do_o_<trait_3>(s, a); gen/fmha_bwd_api4.cpp:104: \
+                 fmha_bwd_dot_do_o_<trait_4>(s, a); gen/fmha_bwd_api5.cpp:105: \
+                 fmha_bwd_dot_do_o_<trait_5>(s, a); gen/fmha_bwd_api6.cpp:106: \
+                 fmha_bwd_dot_do_o_<trait_6>(s, a); gen/fmha_bwd_api7.cpp:107: \
+                 fmha_bwd_dot_do_o_<trait_7>(s, a); gen/fmha_bwd_api8.cpp:108: \
+                 fmha_bwd_dot_do_o_<trait_8>(s, a); gen/fmha_bwd_api9.cpp:109: \
+                 fmha_bwd_dot_do_o_<trait_9>(s, a); gen/fmha_bwd_api10.cpp:110: \
+                 fmha_bwd_dot_do_o_<trait_10>(s, a); gen/fmha_bwd_api11.cpp:111: \
+                 fmha_bwd_dot_do_o_<trait_11>(s, a); gen/fmha_bwd_api12.cpp:112: \
+                 fmha_bwd_dot_do_o_<trait_12>(s, a); gen/fmha_bwd_api13.cpp:113: \
+                 fmha_bwd_dot_do_o_<trait_13>(s, a); gen/fmha_bwd_api14.cpp:114: \
+                 fmha_bwd_dot_do_o_<trait_14>(s, a); gen/fmha_bwd_api15.cpp:115: \
+                 fmha_bwd_dot_do_o_<trait_15>(s, a); gen/fmha_bwd_api16.cpp:116: \
+                 fmha_bwd_dot_do_o_<trait_16>(s, a); gen/fmha_bwd_api17.cpp:117: \
+                 fmha_bwd_dot_do_o_<trait_17>(s, a); gen/fmha_bwd_api18.cpp:118: \
+                 fmha_bwd_dot_do_o_<trait_18>(s, a); gen/fmha_bwd_api19.cpp:119: \
+                 fmha_bwd_dot_do_o_<trait_19>(s, a); ... (2 more)"
+                    .into(),
+            ),
+            (
+                Error::LeftOutCalls {
+                    kinds: vec![("fwd".into(), 1, call(3)), ("bwd".into(), 4, call(5))],
+                },
+                "the dispatchers call kernels that only blobs kept by none of the \
+                 requested targets define, so the library would miss them at the \
+                 user's call; request the targets those blobs are for, or \
+                 generate the dispatchers for the requested targets only: 1 call \
+                 of kind fwd, e.g. gen/fmha_bwd_api3.cpp:103: \
+                 fmha_bwd_dot_do_o_<trait_3>(s, a); 4 calls of kind bwd, e.g. \
+                 gen/fmha_bwd_api5.cpp:105: fmha_bwd_dot_do_o_<trait_5>(s, a);"
+                    .into(),
+            ),
+        ]
+    }
+
+    /// A value of each error of intercepting a foreign build, and its
+    /// message as it was before the messages were split by area.
+    fn interception_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::ForeignBuild {
+                    command: "make -j8\n".into(),
+                    status: "signal: 9".into(),
+                    log: "/tmp/build.log".into(),
+                    tail: "error: out of memory\nKilled".into(),
+                },
+                "intercepted build failed (signal: 9): make -j8\\n; log \
+                 '/tmp/build.log' ends: error: out of memory\\nKilled"
+                    .into(),
+            ),
+            (
+                Error::InterceptLog {
+                    log: "/tmp/intercept.log".into(),
+                    line: 3,
+                    why: "not one invocation".into(),
+                },
+                "interception log '/tmp/intercept.log' line 3: not one invocation".into(),
+            ),
+            (
+                Error::Intercept {
+                    why: "two commands for blob x".into(),
+                },
+                "interception: two commands for blob x".into(),
+            ),
+        ]
+    }
+
+    /// A value of each error of compiling and reading CK's dispatchers,
+    /// stubs and glue (two where the message depends on a count), and its
+    /// message as it was before the messages were split by area.
+    fn dispatcher_build_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::DispatcherBuild {
+                    compiler: "/opt/rocm/bin/hipcc".into(),
+                    why: "exit status 1\nundefined reference".into(),
+                },
+                "compiling CK's dispatchers, lazy stubs and glue with \
+                 '/opt/rocm/bin/hipcc' failed: exit status 1\\nundefined reference"
+                    .into(),
+            ),
+            (
+                Error::Object {
+                    path: "/out/d.o".into(),
+                    why: "not an ELF\tfile".into(),
+                },
+                "cannot read object '/out/d.o': not an ELF\\tfile".into(),
+            ),
+            (
+                Error::UndefinedSpecialisations {
+                    output: "/out/libdisp.a".into(),
+                    missing: vec![missing(0)],
+                },
+                "'/out/libdisp.a': 1 blob specialisation the compiled dispatchers \
+                 call has no blob stub: _Z9fmha_fwd_I0Ev (a fmha_fwd_<...>) \
+                 needed by libdisp.a(d0.o) (the blobs are missing from the \
+                 generated output, or the dispatchers call kinds that were not \
+                 recorded)"
+                    .into(),
+            ),
+            (
+                Error::UndefinedSpecialisations {
+                    output: "/out/libdisp.so".into(),
+                    missing: (0..23).map(missing).collect(),
+                },
+                "'/out/libdisp.so': 23 blob specialisations the compiled \
+                 dispatchers call have no blob stub: _Z9fmha_fwd_I0Ev (a \
+                 fmha_fwd_<...>) needed by libdisp.a(d0.o); _Z9fmha_fwd_I1Ev (a \
+                 fmha_fwd_<...>) needed by libdisp.a(d1.o); _Z9fmha_fwd_I2Ev (a \
+                 fmha_fwd_<...>) needed by libdisp.a(d2.o); _Z9fmha_fwd... (the \
+                 blobs are missing from the generated output, or the dispatchers \
+                 call kinds that were not recorded)"
+                    .into(),
+            ),
+        ]
+    }
+
+    /// A value of each error of evaluating `#if` conditions or the dispatch
+    /// rules, and its message as it was before the messages were split by
+    /// area.
+    fn rules_messages() -> Vec<(Error, String)> {
+        vec![
+            (
+                Error::Condition {
+                    why: "division by zero in #if".into(),
+                },
+                "division by zero in #if".into(),
+            ),
+            (
+                Error::UnknownMacro {
+                    name: "CK_TILE_FMHA_FWD_FAST_EXP2".into(),
+                    why: "set by the compiler command line".into(),
+                },
+                "the condition depends on macro 'CK_TILE_FMHA_FWD_FAST_EXP2', \
+                 which is not known at build time (set by the compiler command \
+                 line)"
+                    .into(),
+            ),
+            (
+                Error::BadRules {
+                    why: "expected value at line 1 column 1".into(),
+                },
+                "dispatch rules: expected value at line 1 column 1".into(),
+            ),
+            (
+                Error::NewerRules { found: 999 },
+                format!(
+                    "dispatch rules of format 999 (this build reads {} and older)",
+                    crate::rules::RULES_FORMAT
+                ),
+            ),
+            (
+                Error::NoSuchFunction {
+                    file: "fmha_fwd_api.cpp".into(),
+                    function: "fmha_fwd_x".into(),
+                    known: vec!["fmha_fwd".into(), "fmha_fwd_splitkv".into()],
+                },
+                "fmha_fwd_api.cpp: fmha_fwd_x: no such function (the file has: \
+                 fmha_fwd, fmha_fwd_splitkv)"
+                    .into(),
+            ),
+            (
+                Error::Decide {
+                    file: "fmha_bwd_api.cpp".into(),
+                    function: "fmha_bwd".into(),
+                    why: "'t.hdim_q' is not given".into(),
+                },
+                "fmha_bwd_api.cpp: fmha_bwd: 't.hdim_q' is not given".into(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_variant_s_message_is_as_it_was() {
+        let all = [
+            preset_messages(),
+            generated_messages(),
+            dispatcher_call_messages(),
+            interception_messages(),
+            dispatcher_build_messages(),
+            rules_messages(),
+        ];
+        for (e, want) in all.iter().flatten() {
+            assert_eq!(e.to_string(), *want, "{e:?}");
+        }
+        #[cfg(feature = "build")]
+        assert_eq!(
+            Error::Build(ck_jit_build::Error::Env {
+                var: "CK_JIT_X",
+                why: "is not set",
+            })
+            .to_string(),
+            "environment variable CK_JIT_X is not set"
+        );
     }
 }

@@ -246,6 +246,12 @@ pub fn build_hip_stand_in(lib: &Path) {
     cmd.args(["-shared", "-fPIC", "-O1", "-o"])
         .arg(lib)
         .arg(workspace().join("tests/fixtures/real_ck/hip_stand_in.c"));
+    run_ok(&mut cmd);
+}
+
+/// Runs a command, fails the test with its output unless it succeeds, and
+/// returns its stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
@@ -256,6 +262,7 @@ pub fn build_hip_stand_in(lib: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Copies a directory tree.

@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use ck_jit_build::manifest::SymbolSpec;
 use ck_jit_ck::{write_stubs, CkFmha};
 use ck_jit_rt::{Outcome, Runtime};
-use ck_jit_tests::{build_hip_stand_in, Tree};
+use ck_jit_tests::{build_hip_stand_in, run_ok, Tree};
 
 /// The architecture every blob is compiled for.
 const ARCH: &str = "gfx942";
@@ -236,20 +236,6 @@ fn pick(rt: &Runtime, kind: &str, suffix: &str) -> Option<String> {
         .min_by_key(|n| (n.len(), n.clone()))
 }
 
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `nm -D` symbol names of `object`, defined or undefined.
 fn dynamic_symbols(object: &Path, defined: bool) -> Vec<String> {
     let flag = if defined {
@@ -257,7 +243,7 @@ fn dynamic_symbols(object: &Path, defined: bool) -> Vec<String> {
     } else {
         "--undefined-only"
     };
-    run(Command::new("nm").args(["-D", flag]).arg(object))
+    run_ok(Command::new("nm").args(["-D", flag]).arg(object))
         .lines()
         .filter_map(|l| l.split_whitespace().last())
         .map(|s| s.split('@').next().unwrap_or(s).to_string())
@@ -506,7 +492,7 @@ fn real_ck_blobs_compile_load_and_resolve() {
                         });
                     }
                     Job::Dispatcher { argv, cwd, .. } => {
-                        run(Command::new(&argv[0]).args(&argv[1..]).current_dir(cwd));
+                        run_ok(Command::new(&argv[0]).args(&argv[1..]).current_dir(cwd));
                         let obj =
                             PathBuf::from(&argv[argv.iter().position(|a| a == "-o").unwrap() + 1]);
                         let size = fs::metadata(&obj).map(|m| m.len() as usize).unwrap_or(0);
@@ -629,10 +615,12 @@ fn real_ck_blobs_compile_load_and_resolve() {
         )
         .unwrap();
         let lib = tree.path(&format!("{}/libfmha_fwd_lazy.so", v.label));
-        run(Command::new("cc")
-            .args(["-shared", "-o"])
-            .arg(&lib)
-            .args(&objects));
+        run_ok(
+            Command::new("cc")
+                .args(["-shared", "-o"])
+                .arg(&lib)
+                .args(&objects),
+        );
         let undefined: Vec<String> = dynamic_symbols(&lib, false)
             .into_iter()
             .filter(|s| s.contains("fmha_fwd_"))

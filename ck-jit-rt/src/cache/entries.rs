@@ -792,6 +792,22 @@ impl Cache {
         self.blob_dir(blob).join(format!("{prekey}.lock"))
     }
 
+    /// Opens (creating it if needed) the compile lock file of a prekey,
+    /// unlocked, for `lock` and `try_lock`. Returns its path with it.
+    fn open_lock(&self, blob: &str, prekey: &str) -> Result<(PathBuf, File), Error> {
+        self.mkdir(&self.blob_dir(blob))?;
+        let path = self.lock_path(blob, prekey);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(self.file_mode())
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| Error::io("opening the lock", &path, e))?;
+        Ok((path, file))
+    }
+
     /// The log file for a compile.
     pub(crate) fn log_path(&self, blob: &str, prekey: &str) -> PathBuf {
         self.root.join("logs").join(format!(
@@ -847,16 +863,7 @@ impl Cache {
         compile_timeout: Duration,
         verbose: bool,
     ) -> Result<LockGuard, Error> {
-        self.mkdir(&self.blob_dir(blob))?;
-        let path = self.lock_path(blob, prekey);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(self.file_mode())
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| Error::io("opening the lock", &path, e))?;
+        let (path, file) = self.open_lock(blob, prekey)?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(200);
         let mut waited: Option<Option<Holder>> = None;
@@ -1429,16 +1436,7 @@ impl Cache {
     /// `None` while a compile of it runs (in any process). For maintenance
     /// (eviction, verification) that must not touch an entry being built.
     pub fn try_lock(&self, blob: &str, prekey: &str) -> Result<Option<LockGuard>, Error> {
-        self.mkdir(&self.blob_dir(blob))?;
-        let path = self.lock_path(blob, prekey);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(self.file_mode())
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| Error::io("opening the lock", &path, e))?;
+        let (path, file) = self.open_lock(blob, prekey)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(LockGuard { _file: Some(file) })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
@@ -2148,7 +2146,7 @@ impl HereStats {
             }
             text.push('\n');
         }
-        crate::compile::keep_text(&self.path, &text);
+        crate::object::text::keep_text(&self.path, &text);
     }
 }
 
@@ -2609,14 +2607,14 @@ mod tests {
     fn kept_texts_live_in_directories_the_cache_made_with_its_modes() {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("c");
-        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        crate::object::text::keep_text(&root.join("compilers").join("k"), "clang 20\n");
         assert!(!root.exists(), "a kept text made the cache directory");
         Cache::open(&root, false).unwrap();
         for sub in ["", "compilers", "devices"] {
             let mode = fs::metadata(root.join(sub)).unwrap().permissions().mode();
             assert_eq!(mode & 0o7777, 0o700, "{sub}: {mode:o}");
         }
-        crate::compile::keep_text(&root.join("compilers").join("k"), "clang 20\n");
+        crate::object::text::keep_text(&root.join("compilers").join("k"), "clang 20\n");
         assert_eq!(
             fs::read_to_string(root.join("compilers").join("k")).unwrap(),
             "clang 20\n"

@@ -8,10 +8,10 @@
 //! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files).
 //!
 //! May use: [`config`](crate::config), [`error`](crate::error),
-//! [`object`](crate::object) (object bytes and ELF checks) and
-//! [`compile`](crate::compile) (the compiler identity a key holds). It
-//! never runs a compile or loads an object: the runtime does, and asks
-//! the cache before and after.
+//! [`object`](crate::object) (object bytes, ELF checks and the text-file
+//! helper) and [`compile`](crate::compile) (the compiler identity a key
+//! holds). It never runs a compile or loads an object: the runtime does,
+//! and asks the cache before and after.
 
 pub(crate) mod counters;
 pub(crate) mod depfile;

@@ -24,6 +24,7 @@ use once_cell::sync::{Lazy, OnceCell};
 use crate::config::{compiler_override, compiler_var, CompilerCheck};
 use crate::error::{shell_quote, Error, Kill};
 use crate::object::symbol;
+use crate::object::text::keep_text;
 
 /// Most bytes of compiler output kept in memory for an error message.
 pub const TAIL_BYTES: usize = 8 * 1024;
@@ -541,27 +542,6 @@ fn script_targets(file: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-/// Keeps a compiler's version text at `path`, whole or not at all (a
-/// temporary file renamed into place); a failure only costs a later process
-/// a `--version` run.
-pub(crate) fn keep_text(path: &Path, version: &str) {
-    // The directory is the cache's (`compilers/`, `devices/`), made by
-    // `Cache::open` with the cache's modes; never made here, where it
-    // would get the umask's (and a cache root made so would be readable by
-    // all).
-    let Some(dir) = path.parent().filter(|d| d.is_dir()) else {
-        return;
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("v"),
-        std::process::id()
-    ));
-    if fs::write(&tmp, version).is_ok() && fs::rename(&tmp, path).is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
 }
 
 /// Bounds concurrent compiles three times over: at most a local limit

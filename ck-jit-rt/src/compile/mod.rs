@@ -9,7 +9,7 @@
 //!
 //! May use: [`config`](crate::config), [`error`](crate::error) and
 //! [`object`](crate::object)'s ELF checks (an output that is no object of
-//! this machine is refused here). It knows nothing of the cache: the
+//! this machine is refused here) and text-file helper. It knows nothing of the cache: the
 //! cache keys what this module reports.
 
 mod compiler;

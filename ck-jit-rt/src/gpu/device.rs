@@ -112,7 +112,7 @@ pub fn nvidia_kept(env: &DeviceEnv, store: Option<&Path>, proc_dir: &Path) -> Op
     }
     let found = nvidia(env)?;
     if let Some(p) = &kept {
-        crate::compile::keep_text(p, &format!("{}\t{}\n", found.arch, found.found_by));
+        crate::object::text::keep_text(p, &format!("{}\t{}\n", found.arch, found.found_by));
     }
     Some(found)
 }

@@ -6,7 +6,7 @@
 //! detection and its memo in the cache root.
 //!
 //! May use: [`config`](crate::config) (`CK_JIT_ARCH` and the device
-//! variables), [`error`](crate::error), and [`compile`](crate::compile)'s
+//! variables), [`error`](crate::error), and [`object`](crate::object)'s
 //! text-file helper. Nothing above it: the runtime asks it, never the
 //! reverse.
 
