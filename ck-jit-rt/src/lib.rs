@@ -33,7 +33,8 @@
 //! - [`config`] — every environment variable, read once, and the values
 //!   they parse into (the architecture names `CK_JIT_ARCH` takes);
 //! - `object` — compiled objects: their bytes (read, or mapped), their
-//!   ELF symbols, `dlopen`, and files mapped for the life of the process;
+//!   ELF symbols, `dlopen`, files mapped for the life of the process, and
+//!   the small text files kept beside a cache (written whole or not at all);
 //! - `compile` — finding, identifying and running compilers (launchers
 //!   included), as many at once as cores and memory allow;
 //! - `gpu` — the GPU targets of a compile command ([`arch`]), narrowed
