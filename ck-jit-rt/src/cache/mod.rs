@@ -1,13 +1,15 @@
-//! The disk cache: entries and their header sets ([`entries`], the
-//! layout and every rule of publish, lookup and verification), the keys an
-//! entry is named by ([`keys`]), the headers a compile read ([`depfile`]),
-//! eviction ([`evict`]), the memo of source digests ([`sources`]), the
-//! counters kept per process and per cache ([`counters`]), and the view of
-//! a maintenance tool ([`maintenance`]).
+//! The disk cache: entries ([`entries`], the layout and every rule of
+//! publish, lookup and verification), the keys an entry is named by
+//! ([`keys`]), the header sets and how a hit checks them ([`headers`]),
+//! the headers a compile read ([`depfile`]), eviction ([`evict`]), the
+//! memo of source digests ([`sources`]), the counters kept per process and
+//! per cache ([`counters`]), and the view of a maintenance tool
+//! ([`maintenance`]).
 //!
 //! Owns: everything under a cache root (`v1/`, `deps/`, `sources/`,
 //! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files),
-//! and how an entry's keys are derived (`keys.rs`).
+//! how an entry's keys are derived (`keys.rs`), and how the headers a
+//! record names are checked and those checks reused (`headers.rs`).
 //!
 //! May use: [`config`](crate::config), [`error`](crate::error),
 //! [`object`](crate::object) (object bytes, ELF checks and the text-file
@@ -19,6 +21,7 @@ pub(crate) mod counters;
 pub(crate) mod depfile;
 mod entries;
 pub(crate) mod evict;
+mod headers;
 mod keys;
 pub mod maintenance;
 pub(crate) mod sources;
