@@ -1,15 +1,16 @@
 //! The disk cache: entries ([`entries`], the layout and every rule of
 //! publish, lookup and verification), the keys an entry is named by
 //! ([`keys`]), the header sets and how a hit checks them ([`headers`]),
-//! the headers a compile read ([`depfile`]), eviction ([`evict`]), the
-//! memo of source digests ([`sources`]), the counters kept per process and
-//! per cache ([`counters`]), and the view of a maintenance tool
-//! ([`maintenance`]).
+//! the fast reader of a record's text ([`record_text`]), the headers a
+//! compile read ([`depfile`]), eviction ([`evict`]), the memo of source
+//! digests ([`sources`]), the counters kept per process and per cache
+//! ([`counters`]), and the view of a maintenance tool ([`maintenance`]).
 //!
 //! Owns: everything under a cache root (`v1/`, `deps/`, `sources/`,
 //! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files),
-//! how an entry's keys are derived (`keys.rs`), and how the headers a
-//! record names are checked and those checks reused (`headers.rs`).
+//! how an entry's keys are derived (`keys.rs`), how the headers a record
+//! names are checked and those checks reused (`headers.rs`), and how a
+//! record's text is read on a hit (`record_text.rs`).
 //!
 //! May use: [`config`](crate::config), [`error`](crate::error),
 //! [`object`](crate::object) (object bytes, ELF checks and the text-file
@@ -24,6 +25,7 @@ pub(crate) mod evict;
 mod headers;
 mod keys;
 pub mod maintenance;
+mod record_text;
 pub(crate) mod sources;
 
 pub use entries::*;
