@@ -947,9 +947,15 @@ impl Runtime {
         })
     }
 
-    /// Computes a blob's keys and command inputs without compiling.
-    pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
-        let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
+    /// The group a plan of `blob` compiles with: the manifest's, shared
+    /// by every plan of it, unless its arguments are narrowed to the
+    /// device in use or adapted to the compiler at hand (dropped and
+    /// extra flags), which makes it the plan's own; and the device.
+    fn group_for(
+        &self,
+        blob: &str,
+        info: &crate::runtime::store::BlobInfo<'_>,
+    ) -> Result<(Arc<Group>, Option<crate::gpu::arch::Device>), Error> {
         let narrowed =
             crate::gpu::arch::for_device(blob, &info.group.args, &self.config.arch, |p| {
                 // Only a blob recorded for several devices looks for one.
@@ -998,6 +1004,13 @@ impl Runtime {
                 .unwrap_or(args.len());
             args.splice(at..at, self.config.extra_flags.iter().cloned());
         }
+        Ok((group, device))
+    }
+
+    /// Computes a blob's keys and command inputs without compiling.
+    pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
+        let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
+        let (group, device) = self.group_for(blob, &info)?;
         let g = &*group;
         let source = self.root.join(&*info.source);
         let canon_root = self
