@@ -72,7 +72,6 @@
 //! never rewrite an entry in place (a mapped object that changes crashes its
 //! process), and never follow a symlink out of the cache root.
 
-use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -80,26 +79,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
-use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
-
 use crate::error::Error;
 pub use crate::object::bytes::ObjectBytes;
 use crate::object::bytes::{map, read_len, Bytes, LOOK_MAP_ABOVE};
 
+pub use super::file_stat::{file_hash, stat_string};
+use super::file_stat::{parse_stat, stat_key};
 pub(crate) use super::headers::HeaderSet;
-pub use super::headers::{dep_name, forget_checks, Roots};
-use super::headers::{headers_unchanged, DEPSET_MEMO};
-pub use super::keys::{short_hash, InputsKey, Key, Prekey};
+pub use super::headers::{dep_name, forget_checks, short_hash, Dep, Roots, CHECK_REUSE};
+use super::headers::{deps_verified, DEPSETS, DEPSET_MEMO};
+pub use super::keys::{InputsKey, Key, Prekey, CACHE_FORMAT};
+pub use super::record::Record;
 use super::record_text::plain_record;
 
-/// Version of the cache layout and key derivation; part of every key.
-/// Format 2 stores header lists apart (`deps/<digest>.json`) and records
-/// the object's identity.
-pub const CACHE_FORMAT: u32 = 2;
 const ENTRIES: &str = "v1";
-pub(super) const DEPSETS: &str = "deps";
 /// In each prekey directory, a hard link to the record published last: a
 /// hit reads it instead of listing the directory.
 const HEAD: &str = "head";
@@ -115,10 +108,6 @@ const SUBDIRS: [&str; 7] = [
     "compilers",
     "devices",
 ];
-
-/// How long a header (or a whole header set) found unchanged is trusted by
-/// later lookups in the same process without being checked again.
-pub const CHECK_REUSE: Duration = Duration::from_secs(1);
 
 /// A hit refreshes its record's modification time (last use, for
 /// eviction) only when it is older than this.
@@ -136,63 +125,6 @@ pub struct Cache {
     /// A tier of `CK_JIT_CACHE_PATH`: looked in, never written or locked,
     /// every object hashed before it is loaded.
     read_only: bool,
-}
-
-/// The record written beside each object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    /// [`CACHE_FORMAT`].
-    pub format: u32,
-    /// Blob name.
-    pub blob: String,
-    /// Key of the inputs without the compiler's identity.
-    pub inputs: String,
-    /// Key of the inputs known before compiling.
-    pub prekey: String,
-    /// Full key (prekey and headers); the object's file stem.
-    pub key: String,
-    /// Object size in bytes.
-    pub size: u64,
-    /// BLAKE3 of the object.
-    pub checksum: String,
-    /// The object's identity once published (`size:mtime:ctime:inode`, as
-    /// `stat_string`); while it is unchanged a private cache need not
-    /// re-hash the object. Empty: always hash.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub object_stat: String,
-    /// Digest of the header set (`deps/<digest>.json`); empty when the
-    /// compile read no header (or the record is of format 1).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub depset: String,
-    /// Headers the compiler read, with the BLAKE3 of their contents. Not
-    /// written into the record (format 2 keeps them in the set named by
-    /// [`Record::depset`]); filled in when a record is read.
-    #[serde(default, skip_serializing)]
-    pub deps: Arc<Vec<Dep>>,
-    /// The set [`Record::depset`] names, as a lookup reads it (then
-    /// [`Record::deps`] is left empty).
-    #[serde(skip)]
-    pub(crate) headers: Option<Arc<HeaderSet>>,
-    /// The command that produced the object (for `ck-jit list`, logs).
-    pub command: Vec<String>,
-    /// Seconds since the epoch at publish.
-    pub created: u64,
-}
-
-/// One header a compile read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dep {
-    /// Path; `{root}/...` when under the tree root, so a relocated tree
-    /// still matches.
-    pub path: String,
-    /// BLAKE3 of its contents.
-    pub hash: String,
-    /// The file's identity when it was hashed (`size:mtime:ctime:inode`,
-    /// nanoseconds). While all of it is unchanged the contents are too
-    /// (ctime moves on every write and cannot be set back), so a lookup
-    /// need not re-read the header; anything else re-hashes it.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stat: String,
 }
 
 /// A published entry found by a lookup.
@@ -1528,101 +1460,13 @@ fn read_capped(f: &mut File, len: u64) -> Option<Vec<u8>> {
     read_len(f, len).ok()
 }
 
-/// A file's identity as [`stat_string`] writes it, unformatted.
-pub(super) fn stat_key(md: &fs::Metadata) -> StatKey {
-    (
-        md.len(),
-        md.mtime(),
-        md.mtime_nsec(),
-        md.ctime(),
-        md.ctime_nsec(),
-        md.ino(),
-    )
-}
-
-/// Reads back what [`stat_string`] wrote: comparing the numbers costs a
-/// lookup far less than formatting each header's identity to compare
-/// text. `None` for anything else (the header is then hashed).
-pub(super) fn parse_stat(s: &str) -> Option<StatKey> {
-    // By hand, byte by byte: a lookup reads one of these per header (600
-    // for a CK blob), and `str::parse` on split parts cost ten times this.
-    // Digits up to (and past) `end`, or to the end of the text for `None`:
-    // at least one, `exact` many if given, a value that fits a u64.
-    fn number(b: &mut &[u8], end: Option<u8>, exact: Option<usize>) -> Option<u64> {
-        let mut v = 0u64;
-        let mut n = 0;
-        loop {
-            match b.split_first() {
-                Some((&c, rest)) if Some(c) == end => {
-                    *b = rest;
-                    break;
-                }
-                Some((&c, rest)) if c.is_ascii_digit() => {
-                    v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-                    n += 1;
-                    *b = rest;
-                }
-                None if end.is_none() => break,
-                _ => return None,
-            }
-        }
-        (n > 0 && exact.is_none_or(|e| e == n)).then_some(v)
-    }
-    // Seconds may be negative (a time before 1970).
-    fn seconds(b: &mut &[u8]) -> Option<i64> {
-        let negative = b.first() == Some(&b'-');
-        if negative {
-            *b = &b[1..];
-        }
-        let v = i64::try_from(number(b, Some(b'.'), None)?).ok()?;
-        Some(if negative { -v } else { v })
-    }
-    let b = &mut s.as_bytes();
-    let size = number(b, Some(b':'), None)?;
-    let m = seconds(b)?;
-    let mn = number(b, Some(b':'), Some(9))? as i64;
-    let c = seconds(b)?;
-    let cn = number(b, Some(b':'), Some(9))? as i64;
-    let ino = number(b, None, None)?;
-    Some((size, m, mn, c, cn, ino))
-}
-
-/// A file's identity for [`Dep::stat`].
-pub fn stat_string(md: &fs::Metadata) -> String {
-    format!(
-        "{}:{}.{:09}:{}.{:09}:{}",
-        md.len(),
-        md.mtime(),
-        md.mtime_nsec(),
-        md.ctime(),
-        md.ctime_nsec(),
-        md.ino()
-    )
-}
-
-pub(super) type StatKey = (u64, i64, i64, i64, i64, u64);
-static HASHES: Lazy<Mutex<HashMap<PathBuf, (StatKey, String)>>> =
-    Lazy::new(|| Mutex::new(HashMap::new()));
-
-/// BLAKE3 of a file's contents, remembered per process while its size,
-/// mtime, ctime and inode are unchanged (headers are shared by many blobs; a
-/// touched file is re-read and, if its bytes are the same, still matches).
-pub fn file_hash(path: &Path) -> io::Result<String> {
-    let md = fs::metadata(path)?;
-    let stat = stat_key(&md);
-    if let Ok(map) = HASHES.lock() {
-        if let Some((s, h)) = map.get(path) {
-            if *s == stat {
-                return Ok(h.clone());
-            }
-        }
-    }
-    let bytes = fs::read(path)?;
-    let h = blake3::hash(&bytes).to_hex().to_string();
-    if let Ok(mut map) = HASHES.lock() {
-        map.insert(path.to_path_buf(), (stat, h.clone()));
-    }
-    Ok(h)
+/// Whether the headers a lookup read with `record` (none: nothing to
+/// check) all have their recorded contents.
+pub(super) fn headers_unchanged(record: &Record, roots: Roots<'_>, here: Option<&Path>) -> bool {
+    record
+        .headers
+        .as_ref()
+        .is_none_or(|h| deps_verified(&record.depset, h, roots, here))
 }
 
 #[cfg(test)]

@@ -12,13 +12,42 @@ use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use once_cell::sync::Lazy;
 
-use super::entries::{file_hash, parse_stat, Dep, Record, StatKey, CHECK_REUSE, DEPSETS};
-use super::keys::short_hash;
+use serde::{Deserialize, Serialize};
+
+use super::file_stat::{file_hash, parse_stat, StatKey};
 use crate::object::bytes::Bytes;
+
+/// Where a cache keeps its header sets (`deps/<digest>.json`).
+pub(crate) const DEPSETS: &str = "deps";
+
+/// How long a header (or a whole header set) found unchanged is trusted by
+/// later lookups in the same process without being checked again.
+pub const CHECK_REUSE: Duration = Duration::from_secs(1);
+
+/// Hex BLAKE3, truncated to 128 bits (enough for a cache key).
+pub fn short_hash(h: &blake3::Hash) -> String {
+    h.to_hex()[..32].to_string()
+}
+
+/// One header a compile read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dep {
+    /// Path; `{root}/...` when under the tree root, so a relocated tree
+    /// still matches.
+    pub path: String,
+    /// BLAKE3 of its contents.
+    pub hash: String,
+    /// The file's identity when it was hashed (`size:mtime:ctime:inode`,
+    /// nanoseconds). While all of it is unchanged the contents are too
+    /// (ctime moves on every write and cannot be set back), so a lookup
+    /// need not re-read the header; anything else re-hashes it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stat: String,
+}
 
 /// A header set as lookups read it: its text kept whole (what
 /// [`Cache::write_depset`](super::Cache::write_depset) wrote, read back after its digest matched),
@@ -232,7 +261,7 @@ pub fn forget_checks() {
 /// without a look when the set, or the header (as listed by another set
 /// found unchanged), was found so less than [`CHECK_REUSE`] ago in this
 /// process.
-fn deps_verified(
+pub(super) fn deps_verified(
     depset: &str,
     deps: &Arc<HeaderSet>,
     roots: Roots<'_>,
@@ -393,15 +422,6 @@ impl HereStats {
         }
         crate::object::text::keep_text(&self.path, &text);
     }
-}
-
-/// Whether the headers a lookup read with `record` (none: nothing to
-/// check) all have their recorded contents.
-pub(super) fn headers_unchanged(record: &Record, roots: Roots<'_>, here: Option<&Path>) -> bool {
-    record
-        .headers
-        .as_ref()
-        .is_none_or(|h| deps_verified(&record.depset, h, roots, here))
 }
 
 /// What recorded header paths are relative to: the tree's root
@@ -631,7 +651,7 @@ impl<'a> Dirs<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::entries::{stat_key, stat_string};
+    use crate::cache::file_stat::{stat_key, stat_string};
 
     #[test]
     fn a_header_identity_reads_back_as_written_and_nothing_else_does() {

@@ -10,13 +10,13 @@ use std::fmt;
 
 use ck_jit_manifest::Group;
 
-use super::entries::{Dep, CACHE_FORMAT};
+use super::headers::{short_hash, Dep};
 use crate::compile::{self, CompilerId};
 
-/// Hex BLAKE3, truncated to 128 bits (enough for a cache key).
-pub fn short_hash(h: &blake3::Hash) -> String {
-    h.to_hex()[..32].to_string()
-}
+/// Version of the cache layout and key derivation; part of every key.
+/// Format 2 stores header lists apart (`deps/<digest>.json`) and records
+/// the object's identity.
+pub const CACHE_FORMAT: u32 = 2;
 
 /// The key of what is known about a compile before running it, without
 /// the compiler's identity: the cache format, blob name, source bytes, the

@@ -8,9 +8,13 @@
 //!
 //! Owns: everything under a cache root (`v1/`, `deps/`, `sources/`,
 //! `compilers/`, `tmp/`, `bad/`, `logs/`, the counters and memory files),
-//! how an entry's keys are derived (`keys.rs`), how the headers a record
-//! names are checked and those checks reused (`headers.rs`), and how a
-//! record's text is read on a hit (`record_text.rs`).
+//! how an entry's keys are derived (`keys.rs`), what its record holds
+//! (`record.rs`), how the headers a record names are checked and those
+//! checks reused (`headers.rs`), a file's identity and content digest
+//! (`file_stat.rs`), and how a record's text is read on a hit
+//! (`record_text.rs`). Inside the room, each of these uses only the ones
+//! before it in the order file_stat, headers, keys, record, record_text,
+//! and `entries.rs` uses them all.
 //!
 //! May use: [`config`](crate::config), [`error`](crate::error),
 //! [`object`](crate::object) (object bytes, ELF checks and the text-file
@@ -22,9 +26,11 @@ pub(crate) mod counters;
 pub(crate) mod depfile;
 mod entries;
 pub(crate) mod evict;
+mod file_stat;
 mod headers;
 mod keys;
 pub mod maintenance;
+mod record;
 mod record_text;
 pub(crate) mod sources;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::entries::Record;
+use super::record::Record;
 
 /// A record as [`Cache::publish`](super::Cache::publish) writes it (serde_json's compact form,
 /// its fields in order, `object_stat` and `depset` left out when empty),
