@@ -88,6 +88,8 @@ use super::file_stat::{parse_stat, stat_key};
 pub(crate) use super::headers::HeaderSet;
 pub use super::headers::{dep_name, forget_checks, short_hash, Dep, Roots, CHECK_REUSE};
 use super::headers::{deps_verified, DEPSETS, DEPSET_MEMO};
+use super::hits::{identity, Hit};
+pub(crate) use super::keys::hit_context;
 pub use super::keys::{InputsKey, Key, Prekey, CACHE_FORMAT};
 pub use super::record::Record;
 use super::record_text::plain_record;
@@ -807,6 +809,95 @@ impl Cache {
             record,
             used: md.modified().ok(),
             tier: self.tier(),
+        })
+    }
+
+    /// The entry the memo of hits names for `blob`, when it is still the
+    /// entry it was: its object has the identity the memo keeps (the very
+    /// file published, so its ELF header was checked then), its record is
+    /// there (its modification time is the entry's last use), and its
+    /// headers have their recorded contents, checked as any hit checks
+    /// them. `None` for anything else, and in a shared or read-only cache
+    /// (which keep no such memo): the lookup then runs as without it.
+    ///
+    /// The record is not read: the entry's [`Record`] holds what the memo
+    /// and the `lstat`s say (its names, size and headers), and no command,
+    /// checksum, object identity or time of creation. It serves a lazy load,
+    /// and is not handed out.
+    pub(crate) fn remembered_entry(
+        &self,
+        blob: &str,
+        hit: &Hit,
+        roots: Roots<'_>,
+    ) -> Option<(Entry, ObjectBytes)> {
+        if self.shared || self.read_only || !is_hex_key(&hit.key) || !is_hex_key(&hit.prekey) {
+            return None;
+        }
+        let dir = self.prekey_dir(blob, &hit.prekey);
+        let object = joined(&dir, &[&hit.key], ".so");
+        let md = fs::symlink_metadata(&object).ok()?;
+        if !md.file_type().is_file() || identity(&md) != hit.object {
+            return None;
+        }
+        let record_path = joined(&dir, &[&hit.key], ".json");
+        let used = fs::symlink_metadata(&record_path)
+            .ok()
+            .filter(|m| m.file_type().is_file())?
+            .modified()
+            .ok();
+        let headers = match hit.depset.as_str() {
+            "" => None,
+            d => Some(self.read_depset(d)?),
+        };
+        if let Some(set) = &headers {
+            if !deps_verified(&hit.depset, set, roots, self.here_dir()) {
+                return None;
+            }
+        }
+        let record = Record {
+            format: CACHE_FORMAT,
+            blob: blob.to_string(),
+            inputs: String::new(),
+            prekey: hit.prekey.clone(),
+            key: hit.key.clone(),
+            size: md.len(),
+            checksum: String::new(),
+            // Empty: checked again, it would be hashed in full.
+            object_stat: String::new(),
+            depset: hit.depset.clone(),
+            deps: Arc::default(),
+            headers,
+            command: Vec::new(),
+            created: 0,
+        };
+        let bytes = ObjectBytes::unread(&object, md.len());
+        let entry = Entry {
+            object,
+            record_path,
+            record,
+            used,
+            tier: None,
+        };
+        Some((entry, bytes))
+    }
+
+    /// What the memo of hits keeps of `entry`: when it is an entry of this
+    /// cache, writable and private, whose object still has the identity
+    /// its record gives it.
+    pub(crate) fn hit_of(&self, entry: &Entry) -> Option<Hit> {
+        let r = &entry.record;
+        if self.shared || self.read_only || entry.tier.is_some() || r.format != CACHE_FORMAT {
+            return None;
+        }
+        let md = fs::symlink_metadata(&entry.object).ok()?;
+        if !md.file_type().is_file() || parse_stat(&r.object_stat) != Some(stat_key(&md)) {
+            return None;
+        }
+        Some(Hit {
+            prekey: r.prekey.clone(),
+            key: r.key.clone(),
+            depset: r.depset.clone(),
+            object: identity(&md),
         })
     }
 

@@ -55,31 +55,7 @@ impl InputsKey {
         h.extend_from_slice(blob.as_bytes());
         h.extend_from_slice(b"\0");
         h.extend_from_slice(source.as_bytes());
-        for a in compile::normalised(&group.args) {
-            h.extend_from_slice(b"\0a");
-            if !a.as_bytes().contains(&b'{') {
-                // No placeholder (most words): the same bytes, without
-                // setting up a substring search.
-                h.extend_from_slice(a.as_bytes());
-                continue;
-            }
-            // `{name}` expanded as the bytes are gathered.
-            for (i, part) in a.split("{name}").enumerate() {
-                if i > 0 {
-                    h.extend_from_slice(blob.as_bytes());
-                }
-                h.extend_from_slice(part.as_bytes());
-            }
-        }
-        h.extend_from_slice(b"\0program\0");
-        h.extend_from_slice(group.compiler.as_bytes());
-        h.extend_from_slice(b"\0cwd\0");
-        h.extend_from_slice(group.cwd.as_deref().unwrap_or("{root}").as_bytes());
-        h.push(u8::from(group.depfile));
-        for l in launcher {
-            h.extend_from_slice(b"\0launcher\0");
-            h.extend_from_slice(l.as_bytes());
-        }
+        gather_command(&mut h, group, launcher, Some(blob));
         InputsKey(blake3::hash(&h))
     }
 
@@ -89,23 +65,83 @@ impl InputsKey {
     pub fn prekey(&self, compiler: &CompilerId, env: &str) -> Prekey {
         // Gathered, then hashed once, as [`InputsKey::new`] does (the same
         // bytes, so the same key).
-        const TAGS: [&[u8]; 3] = [b"\0compiler by content\0", b"\0files\0", b"\0env\0"];
-        let parts = [
-            compiler.version.as_bytes(),
-            compiler.files.as_bytes(),
-            env.as_bytes(),
-        ];
-        let len = 32 + TAGS.iter().chain(&parts).map(|p| p.len()).sum::<usize>();
+        let len = 64 + compiler.version.len() + compiler.files.len() + env.len();
         let mut h: Vec<u8> = Vec::with_capacity(len);
         h.extend_from_slice(self.0.as_bytes());
-        // Keys made when the identity held the compiler's path and file
-        // times never equal these.
-        for (tag, part) in TAGS.iter().zip(parts) {
-            h.extend_from_slice(tag);
-            h.extend_from_slice(part);
-        }
+        gather_compiler(&mut h, compiler, env);
         Prekey(short_hash(&blake3::hash(&h)))
     }
+}
+
+/// What [`InputsKey`] holds of a compile besides the blob's name and
+/// source: the normalised arguments (`{name}` expanded as `name`, or kept
+/// when it is `None`), the program, the working directory, whether
+/// headers are recorded, the launcher.
+fn gather_command(h: &mut Vec<u8>, group: &Group, launcher: &[String], name: Option<&str>) {
+    for a in compile::normalised(&group.args) {
+        h.extend_from_slice(b"\0a");
+        let Some(name) = name.filter(|_| a.as_bytes().contains(&b'{')) else {
+            // No placeholder (most words): the same bytes, without
+            // setting up a substring search.
+            h.extend_from_slice(a.as_bytes());
+            continue;
+        };
+        // `{name}` expanded as the bytes are gathered.
+        for (i, part) in a.split("{name}").enumerate() {
+            if i > 0 {
+                h.extend_from_slice(name.as_bytes());
+            }
+            h.extend_from_slice(part.as_bytes());
+        }
+    }
+    h.extend_from_slice(b"\0program\0");
+    h.extend_from_slice(group.compiler.as_bytes());
+    h.extend_from_slice(b"\0cwd\0");
+    h.extend_from_slice(group.cwd.as_deref().unwrap_or("{root}").as_bytes());
+    h.push(u8::from(group.depfile));
+    for l in launcher {
+        h.extend_from_slice(b"\0launcher\0");
+        h.extend_from_slice(l.as_bytes());
+    }
+}
+
+/// What [`Prekey`] adds to the inputs: the compiler's identity (its
+/// `--version` output and its files' contents, never its path or file
+/// times) and the environment's compiler variables.
+fn gather_compiler(h: &mut Vec<u8>, compiler: &CompilerId, env: &str) {
+    // Keys made when the identity held the compiler's path and file times
+    // never equal these.
+    const TAGS: [&[u8]; 3] = [b"\0compiler by content\0", b"\0files\0", b"\0env\0"];
+    let parts = [
+        compiler.version.as_bytes(),
+        compiler.files.as_bytes(),
+        env.as_bytes(),
+    ];
+    for (tag, part) in TAGS.iter().zip(parts) {
+        h.extend_from_slice(tag);
+        h.extend_from_slice(part);
+    }
+}
+
+/// Everything a blob's [`Prekey`] is made of but its name and its source:
+/// the group's command as the manifest writes it (placeholders kept), the
+/// launcher, the compiler's identity and the environment's compiler
+/// variables. Two compiles of one blob from one source whose contexts are
+/// equal have one prekey, so the memo of hits keys a prekey by this, the
+/// blob's name and its source's identity. Made from the same parts
+/// [`InputsKey::new`] and [`InputsKey::prekey`] gather.
+pub(crate) fn hit_context(
+    group: &Group,
+    launcher: &[String],
+    compiler: &CompilerId,
+    env: &str,
+) -> blake3::Hash {
+    let mut h: Vec<u8> = Vec::with_capacity(512);
+    h.extend_from_slice(b"ck-jit hit context\0");
+    h.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    gather_command(&mut h, group, launcher, None);
+    gather_compiler(&mut h, compiler, env);
+    blake3::hash(&h)
 }
 
 impl fmt::Display for InputsKey {

@@ -14,78 +14,52 @@
 //! files; reads no source and uses nothing of the runtime above it.
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
+
+use super::memo_file::{hex_key, tree_file, MemoFile, KEY};
+#[cfg(test)]
+use super::memo_file::{HEADER, TAIL_LIMIT};
 
 /// The first bytes of a memo: another format is no memo.
 const MAGIC: &[u8] = b"ck-jit source digests 1 sorted ";
-/// The header: [`MAGIC`], the number of sorted records in ten digits,
-/// padding, a line break.
-const HEADER: usize = 48;
-/// A path key in hex.
-const KEY: usize = 32;
-/// A record: the path key, the identity, the digest, each followed by one
-/// separator byte.
-const RECORD: usize = KEY + 1 + IDENTITY + 1 + 64 + 1;
 /// The identity: size, mtime, ctime and inode, fixed width.
 const IDENTITY: usize = 20 + 1 + 30 + 1 + 30 + 1 + 20;
+/// A record's fields after the path key: the identity, the digest.
+const FIELDS: &[usize] = &[IDENTITY, 64];
 /// How old a file's last change must be for its digest to be remembered.
 pub(crate) const SETTLE: Duration = Duration::from_secs(2);
-/// A tail longer than this (and than a quarter of the sorted part) is
-/// sorted in by the next process that opens the memo.
-const TAIL_LIMIT: usize = 64;
 
 /// One tree's memo, as this process read it.
 pub(crate) struct SourceMemo {
-    path: PathBuf,
-    bytes: &'static [u8],
-    sorted: usize,
-    appender: Mutex<Option<fs::File>>,
+    file: MemoFile,
 }
 
 impl SourceMemo {
     /// The memo of the tree whose real path is `tree` in the cache at
     /// `cache_root` (empty when there is none yet, or it is not one).
     pub(crate) fn open(cache_root: &Path, tree: &Path) -> SourceMemo {
-        let name = blake3::hash(tree.as_os_str().as_encoded_bytes()).to_hex();
-        let path = cache_root.join("sources").join(&name[..KEY]);
-        let (bytes, sorted) = read(&path).unwrap_or((&[], 0));
-        let memo = SourceMemo {
-            path,
-            bytes,
-            sorted,
-            appender: Mutex::new(None),
-        };
-        if memo.tail_len() > TAIL_LIMIT.max(sorted / 4) {
-            memo.sort_in();
+        let path = tree_file(&cache_root.join("sources"), tree);
+        SourceMemo {
+            file: MemoFile::open(path, MAGIC, FIELDS),
         }
-        memo
     }
 
     /// The digest remembered for the source at `path` (its real path),
     /// if `md` (its `lstat`) is the identity it was hashed with.
     pub(crate) fn digest(&self, path: &Path, md: &fs::Metadata) -> Option<blake3::Hash> {
-        let key = path_key(path);
-        let want = identity(md);
-        let found = self
-            .tail()
-            .rev()
-            .find(|r| r[..KEY] == key)
-            .or_else(|| self.find_sorted(&key))
-            .filter(|r| valid(r))?;
-        if found[KEY + 1..KEY + 1 + IDENTITY] != want {
+        let found = self.file.find(&path_key(path))?;
+        if self.file.field(found, 0) != identity(md) {
             return None;
         }
-        let hex = &found[KEY + 1 + IDENTITY + 1..RECORD - 1];
+        let hex = self.file.field(found, 1);
         blake3::Hash::from_hex(hex).ok()
     }
 
-    /// Remembers `digest` for the source at `path` (its real path), hashed
-    /// while `md` was its identity: appended to the memo, unless the file
-    /// changed less than [`SETTLE`] before `now`. Best effort.
+    /// Remembers `digest` for the source at `path` (its real path),
+    /// hashed while `md` was its identity: appended to the memo, unless
+    /// the file changed less than [`SETTLE`] before `now`. Best effort.
     pub(crate) fn remember(
         &self,
         path: &Path,
@@ -96,141 +70,15 @@ impl SourceMemo {
         if !settled(md, now) {
             return;
         }
-        let mut record = Vec::with_capacity(RECORD);
-        record.extend_from_slice(&path_key(path));
-        record.push(b' ');
-        record.extend_from_slice(&identity(md));
-        record.push(b' ');
-        record.extend_from_slice(digest.to_hex().as_bytes());
-        record.push(b'\n');
-        debug_assert_eq!(record.len(), RECORD);
-        let Ok(mut appender) = self.appender.lock() else {
-            return;
-        };
-        if appender.is_none() {
-            *appender = self.open_for_append();
-        }
-        if let Some(f) = appender.as_mut() {
-            // One write of a whole record: concurrent appends interleave
-            // by record, never within one.
-            let _ = f.write_all(&record);
-        }
+        let hex = digest.to_hex();
+        self.file
+            .append(&path_key(path), &[&identity(md), hex.as_bytes()]);
     }
-
-    fn open_for_append(&self) -> Option<fs::File> {
-        let dir = self.path.parent()?;
-        fs::create_dir_all(dir).ok()?;
-        let f = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-            .ok()?;
-        if f.metadata().ok()?.len() == 0 {
-            let mut f = &f;
-            f.write_all(&header(0)).ok()?;
-        }
-        Some(f)
-    }
-
-    fn records(&self) -> &[u8] {
-        self.bytes.get(HEADER..).unwrap_or(&[])
-    }
-
-    fn tail(&self) -> std::slice::ChunksExact<'_, u8> {
-        let records = self.records();
-        records[(self.sorted * RECORD).min(records.len())..].chunks_exact(RECORD)
-    }
-
-    fn tail_len(&self) -> usize {
-        self.tail().len()
-    }
-
-    /// The sorted record of `key`, by bisection.
-    fn find_sorted(&self, key: &[u8]) -> Option<&[u8]> {
-        let records = self.records();
-        let (mut lo, mut hi) = (0, self.sorted);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let r = records.get(mid * RECORD..(mid + 1) * RECORD)?;
-            match r[..KEY].cmp(key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(r),
-            }
-        }
-        None
-    }
-
-    /// Rewrites the memo with every path's newest record, sorted (by
-    /// rename: a process reading the old one keeps it). Best effort.
-    fn sort_in(&self) {
-        let mut newest: std::collections::BTreeMap<&[u8], &[u8]> = Default::default();
-        for r in self.records().chunks_exact(RECORD) {
-            if valid(r) {
-                newest.insert(&r[..KEY], r);
-            }
-        }
-        let mut text = header(newest.len());
-        for r in newest.values() {
-            text.extend_from_slice(r);
-        }
-        let tmp = self
-            .path
-            .with_extension(format!("{}.tmp", std::process::id()));
-        let written = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&text));
-        if written.is_err() || fs::rename(&tmp, &self.path).is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-    }
-}
-
-/// The memo at `path`, mapped for the process, and its sorted count.
-fn read(path: &Path) -> Option<(&'static [u8], usize)> {
-    let bytes = crate::object::mapped::map_for_process(path)?;
-    let head = bytes.get(..HEADER)?;
-    if !head.starts_with(MAGIC) || head[HEADER - 1] != b'\n' {
-        return None;
-    }
-    let count = std::str::from_utf8(&head[MAGIC.len()..MAGIC.len() + 10]).ok()?;
-    let sorted: usize = count.parse().ok()?;
-    // A record torn by a crash leaves the tail short: whole records only.
-    if (bytes.len() - HEADER) / RECORD < sorted {
-        return None;
-    }
-    Some((bytes, sorted))
-}
-
-fn header(sorted: usize) -> Vec<u8> {
-    let mut h = MAGIC.to_vec();
-    h.extend_from_slice(format!("{sorted:010}").as_bytes());
-    h.resize(HEADER - 1, b' ');
-    h.push(b'\n');
-    h
-}
-
-/// Whether `r` has a record's shape (a torn or foreign one is dropped
-/// when the memo is sorted).
-fn valid(r: &[u8]) -> bool {
-    r.len() == RECORD
-        && r[KEY] == b' '
-        && r[KEY + 1 + IDENTITY] == b' '
-        && r[RECORD - 1] == b'\n'
-        && r[..KEY].iter().all(u8::is_ascii_hexdigit)
 }
 
 /// The first [`KEY`] hex digits of the BLAKE3 of `path`.
 fn path_key(path: &Path) -> [u8; KEY] {
-    let hex = blake3::hash(path.as_os_str().as_encoded_bytes()).to_hex();
-    let mut key = [0; KEY];
-    key.copy_from_slice(&hex.as_bytes()[..KEY]);
-    key
+    hex_key(path.as_os_str().as_encoded_bytes())
 }
 
 /// A file's identity in the memo's fixed-width form: size, mtime, ctime
@@ -275,7 +123,7 @@ pub(crate) fn same_identity(a: &fs::Metadata, b: &fs::Metadata) -> bool {
 
 /// Whether the file's last change (mtime and ctime) is [`SETTLE`] or more
 /// before `now`.
-fn settled(md: &fs::Metadata, now: SystemTime) -> bool {
+pub(crate) fn settled(md: &fs::Metadata, now: SystemTime) -> bool {
     let Some(limit) = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .ok()
@@ -295,6 +143,7 @@ fn settled(md: &fs::Metadata, now: SystemTime) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -381,8 +230,8 @@ mod tests {
         }
         let sorted = SourceMemo::open(&dir, Path::new("/tree"));
         let reread = SourceMemo::open(&dir, Path::new("/tree"));
-        assert_eq!(reread.sorted, files.len());
-        assert_eq!(reread.tail_len(), 0);
+        assert_eq!(reread.file.sorted, files.len());
+        assert_eq!(reread.file.tail_len(), 0);
         for (i, (src, md)) in files.iter().enumerate() {
             let want = blake3::hash(i.to_string().as_bytes());
             assert_eq!(sorted.digest(src, md), Some(want));
@@ -399,7 +248,7 @@ mod tests {
         let md = fs::symlink_metadata(&src).unwrap();
         let memo = SourceMemo::open(&dir, Path::new("/tree"));
         memo.remember(&src, &md, &blake3::hash(b"int a;"), later());
-        let file = memo.path.clone();
+        let file = memo.file.path.clone();
         let whole = fs::read(&file).unwrap();
         // A record cut short by a crash: the whole records before it count.
         fs::write(&file, &whole[..whole.len() - 10]).unwrap();

@@ -21,8 +21,9 @@ use once_cell::sync::{Lazy, OnceCell};
 
 use crate::cache::counters::{self, CacheCounts, Event, Stats};
 use crate::cache::depfile;
+use crate::cache::hits::{hit_key, HitMemo};
 use crate::cache::{
-    self, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
+    self, hit_context, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
 };
 use crate::compile::memory::{self, Estimates};
 use crate::compile::{self, Budget, CompilerId, Jobs, Memory};
@@ -145,6 +146,9 @@ pub struct Plan {
     /// keys hold and the compiler gets.
     pub device: Option<crate::gpu::arch::Device>,
     source_hash: blake3::Hash,
+    /// The source's real path and the `lstat` its digest is known for
+    /// (what the memo of hits keys an entry by), when there is one.
+    source_id: Option<(PathBuf, fs::Metadata)>,
 }
 
 impl Plan {
@@ -250,6 +254,9 @@ impl From<Error> for Failure {
     }
 }
 
+/// A group's [`hit_context`] and the compiler identity it was made for.
+type GroupContext = (Arc<CompilerId>, blake3::Hash);
+
 /// A runtime over one manifest: resolves its blobs to loaded entry points.
 pub struct Runtime {
     store: Arc<Store>,
@@ -263,6 +270,14 @@ pub struct Runtime {
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::cache::sources::SourceMemo>>,
+    /// The writable cache's memo of this tree's hits (none for a shared
+    /// cache, without a writable one, or with tiers to look in first),
+    /// read on the first load.
+    hits: OnceCell<Option<HitMemo>>,
+    /// The context of each group's plans (see [`hit_context`]), by the
+    /// group's index, with the compiler identity it was made for (made on
+    /// the group's first remembered hit).
+    contexts: OnceCell<Vec<OnceCell<GroupContext>>>,
     /// The compiler variables of the key ([`config::key_env`](crate::config::key_env)), read at
     /// the first plan: like the rest of the configuration, once per
     /// runtime, not once per blob.
@@ -315,6 +330,8 @@ impl Runtime {
             root,
             canon_root: OnceCell::new(),
             sources: OnceCell::new(),
+            hits: OnceCell::new(),
+            contexts: OnceCell::new(),
             key_env: OnceCell::new(),
             canon_dirs: Mutex::new(HashMap::new()),
             cache_dir: None,
@@ -405,6 +422,7 @@ impl Runtime {
         self.cache_dir = Some(dir.into());
         self.cache = OnceCell::new();
         self.compilers_dir = OnceCell::new();
+        self.hits = OnceCell::new();
         self
     }
 
@@ -412,6 +430,7 @@ impl Runtime {
     pub fn with_root(mut self, root: impl Into<PathBuf>) -> Runtime {
         self.root = root.into();
         self.canon_root = OnceCell::new();
+        self.hits = OnceCell::new();
         self
     }
 
@@ -425,6 +444,8 @@ impl Runtime {
         self.cache = OnceCell::new();
         self.compilers_dir = OnceCell::new();
         self.tiers = OnceCell::new();
+        self.hits = OnceCell::new();
+        self.contexts = OnceCell::new();
         self
     }
 
@@ -596,18 +617,19 @@ impl Runtime {
     pub fn resolve(&self, blob: &str, symbol: Option<&SymbolSpec>) -> Result<*const (), Error> {
         // The owner and, unless given, the symbol, from one question to
         // the manifest: its load need not ask the manifests again.
-        let (owner, spec) = match symbol {
-            Some(s) => (self.owner(blob)?, s.for_blob(blob)),
-            None => match self.find(blob)? {
-                Some(info) => (self, info.symbol),
-                None => {
-                    let owner = self.owner(blob)?;
-                    let info = owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?;
-                    (owner, info.symbol)
-                }
-            },
+        let (owner, info) = match self.find(blob)?.map(|info| (self, info)) {
+            Some(f) => f,
+            None => {
+                let owner = self.owner(blob)?;
+                let info = owner.find(blob)?.ok_or_else(|| owner.unknown(blob))?;
+                (owner, info)
+            }
         };
-        let loaded = owner.load_owned(blob)?;
+        let loaded = owner.load_owned(blob, Some(&info))?;
+        let spec = match symbol {
+            Some(s) => s.for_blob(blob),
+            None => info.symbol,
+        };
         match loaded.resolve(&spec) {
             // The object lacks the symbol: if the blob's inputs changed
             // since it was built (the source fixed), the object they make
@@ -632,7 +654,7 @@ impl Runtime {
         }
         let state = self.state(blob);
         let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
-        let newer = Arc::new(self.load_uncached(blob).map_err(|f| *f.error)?);
+        let newer = Arc::new(self.load_uncached(blob, None).map_err(|f| *f.error)?);
         *state.newer.lock().unwrap_or_else(|e| e.into_inner()) = Some(newer.clone());
         state
             .has_newer
@@ -649,12 +671,13 @@ impl Runtime {
     /// again on the next call. A remembered failure is forgotten when the
     /// source, flags or compiler change, and by [`Runtime::reset`].
     pub fn load(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
-        self.owner(blob)?.load_owned(blob)
+        self.owner(blob)?.load_owned(blob, None)
     }
 
     /// [`Runtime::load`] on the runtime whose manifest records `blob`
-    /// ([`Runtime::owner`]'s answer), which it does not ask again.
-    fn load_owned(&self, blob: &str) -> Result<Arc<Loaded>, Error> {
+    /// ([`Runtime::owner`]'s answer), which it does not ask again; `info`
+    /// is what it says of the blob, when the caller asked already.
+    fn load_owned(&self, blob: &str, info: Option<&BlobInfo<'_>>) -> Result<Arc<Loaded>, Error> {
         let state = self.state(blob);
         if let Some(l) = state.loaded.get() {
             if !state.has_newer.load(std::sync::atomic::Ordering::Acquire) {
@@ -666,11 +689,16 @@ impl Runtime {
             return Ok(l.clone());
         }
         let _init = state.init.lock().unwrap_or_else(|e| e.into_inner());
-        self.load_locked(blob, &state)
+        self.load_locked(blob, info, &state)
     }
 
     /// [`Runtime::load`] once `state.init` is held.
-    fn load_locked(&self, blob: &str, state: &BlobState) -> Result<Arc<Loaded>, Error> {
+    fn load_locked(
+        &self,
+        blob: &str,
+        info: Option<&BlobInfo<'_>>,
+        state: &BlobState,
+    ) -> Result<Arc<Loaded>, Error> {
         if let Some(l) = state.loaded.get() {
             return Ok(l.clone());
         }
@@ -687,7 +715,7 @@ impl Runtime {
             }
             *state.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
-        match self.load_uncached(blob) {
+        match self.load_uncached(blob, info) {
             Ok(l) => {
                 let l = Arc::new(l);
                 let _ = state.loaded.set(l.clone());
@@ -729,7 +757,7 @@ impl Runtime {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return,
         };
-        let _ = self.load_locked(blob, &state);
+        let _ = self.load_locked(blob, None, &state);
     }
 
     /// The blobs certain to be called in the same operation as `blob`,
@@ -1013,29 +1041,13 @@ impl Runtime {
         let (group, device) = self.group_for(blob, &info)?;
         let g = &*group;
         let source = self.root.join(&*info.source);
-        let canon_root = self
-            .canon_root
-            .get_or_init(|| compile::real_path(&self.root).unwrap_or_else(|_| self.root.clone()));
-        let source_hash = self.source_digest(blob, &source, canon_root)?;
+        let canon_root = self.canon_root();
+        let (source_hash, source_id) = self.source_digest(blob, &source, canon_root)?;
         let inputs_key = InputsKey::new(blob, &source_hash, g, &self.config.launcher);
-        // Kept in the cache, opened (made with its modes) first.
-        // (Kept once found; a cache that cannot be opened is tried again.)
-        let store = match self.compilers_dir.get() {
-            Some(dir) => Some(dir.as_path()),
-            None => self.cache().ok().map(|c| {
-                self.compilers_dir
-                    .get_or_init(|| cache::joined(c.root(), &["compilers"], ""))
-                    .as_path()
-            }),
-        };
-        let compiler = compile::identify(&g.compiler, blob, &self.config.compiler_check, store)
-            .map(|id| {
-                let env = self
-                    .key_env
-                    .get_or_init(|| crate::config::key_env(&self.config.key_env));
-                let prekey = inputs_key.prekey(&id, env);
-                (id, prekey)
-            });
+        let compiler = self.identify(g, blob).map(|id| {
+            let prekey = inputs_key.prekey(&id, self.key_env());
+            (id, prekey)
+        });
         let cwd = match &g.cwd {
             Some(c) => PathBuf::from(compile::expand(c, &self.root, &source, Path::new(""), blob)),
             None => self.root.clone(),
@@ -1050,7 +1062,35 @@ impl Runtime {
             symbol: info.symbol,
             device,
             source_hash,
+            source_id,
         })
+    }
+
+    /// The compiler `group` names, identified (kept for the process; its
+    /// identity kept in the cache, opened first, once found: a cache that
+    /// cannot be opened is tried again).
+    fn identify(&self, group: &Group, blob: &str) -> Result<Arc<CompilerId>, Error> {
+        let store = match self.compilers_dir.get() {
+            Some(dir) => Some(dir.as_path()),
+            None => self.cache().ok().map(|c| {
+                self.compilers_dir
+                    .get_or_init(|| cache::joined(c.root(), &["compilers"], ""))
+                    .as_path()
+            }),
+        };
+        compile::identify(&group.compiler, blob, &self.config.compiler_check, store)
+    }
+
+    /// The compiler variables of the key, read once.
+    fn key_env(&self) -> &str {
+        self.key_env
+            .get_or_init(|| crate::config::key_env(&self.config.key_env))
+    }
+
+    /// The root with symlinks resolved, once.
+    fn canon_root(&self) -> &Path {
+        self.canon_root
+            .get_or_init(|| compile::real_path(&self.root).unwrap_or_else(|_| self.root.clone()))
     }
 
     /// The verified cache entry for `blob`, if there is one: what a lazy
@@ -1179,9 +1219,143 @@ impl Runtime {
         Ok(None)
     }
 
-    fn load_uncached(&self, blob: &str) -> Result<Loaded, Failure> {
+    /// The memo of hits of this runtime's tree in its writable cache:
+    /// none for a shared or read-only cache, or when read-only tiers are
+    /// looked in first (a hit there is theirs to serve).
+    fn hit_memo(&self) -> Option<&HitMemo> {
+        self.hits
+            .get_or_init(|| {
+                let cache = self.cache().ok()?;
+                let private = !cache.is_shared() && !cache.is_read_only();
+                (private && self.tiers().is_empty())
+                    .then(|| HitMemo::open(cache.root(), self.canon_root()))
+            })
+            .as_ref()
+    }
+
+    /// The memo's key of `blob` now: its name, its source's identity and
+    /// the context of its plan (group, launcher, compiler, environment),
+    /// with the compiler; `None` when the source has no identity a memo
+    /// keeps, or the compiler is missing.
+    fn hit_key_now(
+        &self,
+        blob: &str,
+        info: &BlobInfo<'_>,
+    ) -> Option<([u8; 32], fs::Metadata, Arc<CompilerId>)> {
+        let (group, _) = self.group_for(blob, info).ok()?;
+        let source = self.root.join(&*info.source);
+        let (path, md) = self.source_identity(&source, self.canon_root())?;
+        let id = self.identify(&group, blob).ok()?;
+        let context = self.context(&group, info.group_index, &id);
+        Some((hit_key(blob, &path, &md, &context), md, id))
+    }
+
+    /// [`hit_context`] of `group` compiled by `id`: kept per group while
+    /// it is the manifest's (shared by its plans) and the compiler's
+    /// identity is the same.
+    fn context(&self, group: &Arc<Group>, index: usize, id: &Arc<CompilerId>) -> blake3::Hash {
+        let make = || hit_context(group, &self.config.launcher, id, self.key_env());
+        let shared = self
+            .groups
+            .get()
+            .and_then(|cells| cells.get(index))
+            .and_then(OnceCell::get)
+            .is_some_and(|g| Arc::ptr_eq(g, group));
+        if !shared {
+            return make();
+        }
+        let cells = self.contexts.get_or_init(|| {
+            (0..self.store.group_count())
+                .map(|_| OnceCell::new())
+                .collect()
+        });
+        match cells.get(index) {
+            Some(cell) => {
+                let (kept_id, context) = cell.get_or_init(|| (id.clone(), make()));
+                if Arc::ptr_eq(kept_id, id) {
+                    *context
+                } else {
+                    make()
+                }
+            }
+            None => make(),
+        }
+    }
+
+    /// The entry the memo of hits names for `blob`, still as it was
+    /// ([`Cache::remembered_entry`]): a hit without reading the source,
+    /// computing its keys or reading its record. `None` sends the load
+    /// the usual way (never with `CK_JIT_VERIFY=full`, which hashes every
+    /// object it loads).
+    fn remembered_hit(
+        &self,
+        blob: &str,
+        info: Option<&BlobInfo<'_>>,
+    ) -> Option<(Entry, ObjectBytes)> {
+        if self.config.verify_full {
+            return None;
+        }
+        let memo = self.hit_memo()?;
+        let found;
+        let info = match info {
+            Some(i) => i,
+            None => {
+                found = self.find(blob).ok()??;
+                &found
+            }
+        };
+        let (key, _, id) = self.hit_key_now(blob, info)?;
+        let hit = memo.find(&key)?;
+        let roots = Roots {
+            tree: &self.root,
+            compiler: &id.prefix,
+        };
+        self.cache().ok()?.remembered_entry(blob, &hit, roots)
+    }
+
+    /// Remembers in the memo of hits the entry `plan` found or compiled,
+    /// when the source still has the identity its digest was known for
+    /// and the key it is found by now is the plan's. Best effort.
+    fn remember_hit(&self, plan: &Plan, entry: &Entry) {
+        let (Some(memo), Some((path, md))) = (self.hit_memo(), &plan.source_id) else {
+            return;
+        };
+        let Ok((id, prekey)) = plan.compilable() else {
+            return;
+        };
+        if entry.record.prekey != prekey.as_str() {
+            return;
+        }
+        let Ok(Some(info)) = self.find(&plan.blob) else {
+            return;
+        };
+        let Some((key, now_md, now_id)) = self.hit_key_now(&plan.blob, &info) else {
+            return;
+        };
+        let same_source = crate::cache::sources::same_identity(md, &now_md);
+        let context = hit_context(&plan.group, &self.config.launcher, id, self.key_env());
+        if !same_source || *id != *now_id || key != hit_key(&plan.blob, path, md, &context) {
+            return;
+        }
+        let Some(hit) = self.cache().ok().and_then(|c| c.hit_of(entry)) else {
+            return;
+        };
+        memo.remember(&key, md, &hit, SystemTime::now());
+    }
+
+    fn load_uncached(&self, blob: &str, info: Option<&BlobInfo<'_>>) -> Result<Loaded, Failure> {
         let t0 = Instant::now();
-        let (mut entry, mut bytes, mut outcome) = self.ensure_owned(blob, false)?;
+        let (mut entry, mut bytes, mut outcome) = match self.remembered_hit(blob, info) {
+            Some((entry, bytes)) => {
+                self.count(Event::Hit { tier: None });
+                (entry, bytes, Outcome::Cached)
+            }
+            None => {
+                let (plan, entry, bytes, outcome) = self.ensure_with_plan(blob, false)?;
+                self.remember_hit(&plan, &entry);
+                (entry, bytes, outcome)
+            }
+        };
         let mut retries = 0;
         let loaded = loop {
             let through = if self.config.shared_cache || entry.tier().is_some() {
@@ -1257,6 +1431,17 @@ impl Runtime {
         blob: &str,
         force: bool,
     ) -> Result<(Entry, ObjectBytes, Outcome), Failure> {
+        self.ensure_with_plan(blob, force)
+            .map(|(_, entry, bytes, outcome)| (entry, bytes, outcome))
+    }
+
+    /// [`Runtime::ensure_owned`], with the plan the entry was found or
+    /// compiled under.
+    fn ensure_with_plan(
+        &self,
+        blob: &str,
+        force: bool,
+    ) -> Result<(Plan, Entry, ObjectBytes, Outcome), Failure> {
         // A source that changes under the compiler is planned again, so the
         // result is stored under the key of what was compiled; a source
         // that never holds still is an error after a few rounds.
@@ -1267,7 +1452,7 @@ impl Runtime {
             if !force {
                 if let Some((e, bytes)) = self.entry_to_load(&plan)? {
                     self.count(Event::Hit { tier: e.tier() });
-                    return Ok((e, bytes, Outcome::Cached));
+                    return Ok((plan, e, bytes, Outcome::Cached));
                 }
             }
             if let Some(reason) = self.offline_reason() {
@@ -1307,10 +1492,10 @@ impl Runtime {
                 // Another thread or process compiled it while we waited
                 // (counted for the cache as the miss it was).
                 counters::HITS.add(1);
-                return Ok((e, bytes, Outcome::Cached));
+                return Ok((plan, e, bytes, Outcome::Cached));
             }
             match self.compile_with_companions(cache, &plan) {
-                Ok(Some((e, bytes))) => return Ok((e, bytes, Outcome::Compiled)),
+                Ok(Some((e, bytes))) => return Ok((plan, e, bytes, Outcome::Compiled)),
                 Ok(None) => {}
                 Err(error) => {
                     if let Error::CompileTimeout { seconds, .. } = &error {
@@ -1509,39 +1694,46 @@ impl Runtime {
     /// for it while the file (not a symlink, under the tree) has the
     /// identity it was hashed with, else read and hashed
     /// ([`read_source`](Self::read_source)) and remembered.
+    ///
+    /// With the digest, the source's real path and the `lstat` the digest
+    /// is known for, when there is one (a memo's answer, or a read
+    /// during which the file held still).
+    #[allow(clippy::type_complexity)]
     fn source_digest(
         &self,
         blob: &str,
         source: &Path,
         canon_root: &Path,
-    ) -> Result<blake3::Hash, Error> {
+    ) -> Result<(blake3::Hash, Option<(PathBuf, fs::Metadata)>), Error> {
         let memo = self.sources.get_or_init(|| {
             let cache = self.cache().ok()?;
             (!cache.is_shared() && !cache.is_read_only())
                 .then(|| crate::cache::sources::SourceMemo::open(cache.root(), canon_root))
         });
         if let Some(memo) = memo {
-            if let Some((dir, name)) = source_parts(source) {
-                if let Ok(canon_dir) = self.canon_dir(dir) {
-                    let path = canon_dir.join(name);
-                    if let Ok(md) = fs::symlink_metadata(&path) {
-                        let remembered = (md.file_type().is_file() && path.starts_with(canon_root))
-                            .then(|| memo.digest(&path, &md))
-                            .flatten();
-                        if let Some(d) = remembered {
-                            return Ok(d);
-                        }
-                    }
+            if let Some((path, md)) = self.source_identity(source, canon_root) {
+                if let Some(d) = memo.digest(&path, &md) {
+                    return Ok((d, Some((path, md))));
                 }
             }
         }
         let (canon, bytes, md) = self.read_source(blob, source, canon_root)?;
         let digest = blake3::hash(&bytes);
         counters::SOURCES_READ.add(1);
-        if let (Some(memo), Some(md)) = (memo, md) {
-            memo.remember(&canon, &md, &digest, std::time::SystemTime::now());
+        if let (Some(memo), Some(md)) = (memo, &md) {
+            memo.remember(&canon, md, &digest, std::time::SystemTime::now());
         }
-        Ok(digest)
+        Ok((digest, md.map(|md| (canon, md))))
+    }
+
+    /// A source's real path (its directory's symlinks resolved) and its
+    /// `lstat`, when it is a file (not a symlink) under the tree: what the
+    /// memos know a source by.
+    fn source_identity(&self, source: &Path, canon_root: &Path) -> Option<(PathBuf, fs::Metadata)> {
+        let (dir, name) = source_parts(source)?;
+        let path = self.canon_dir(dir).ok()?.join(name);
+        let md = fs::symlink_metadata(&path).ok()?;
+        (md.file_type().is_file() && path.starts_with(canon_root)).then_some((path, md))
     }
 
     /// `dir` with symlinks resolved, once per runtime.

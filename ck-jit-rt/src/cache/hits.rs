@@ -1,0 +1,272 @@
+//! The cache's memo of hits: for a blob whose source has the identity it
+//! had when its entry was last found (path, size, mtime, ctime, inode),
+//! compiled in the same context (group command, launcher, compiler
+//! identity, compiler variables: [`hit_context`](super::keys::hit_context)),
+//! the entry that served it: its prekey, key, header set and the identity
+//! of its object. A lazy load that finds it there checks the object's and
+//! the record's `lstat`s and the headers, as any hit does, and reads no
+//! source, computes no key and reads no record. Anything else is looked up
+//! as without the memo, and remembered.
+//!
+//! One file per tree (`hits/<digest of the tree's real path>` in the
+//! writable, private cache), in the form of [`memo_file`](super::memo_file).
+//! A source's identity is trusted as the memo of source digests trusts it:
+//! only a file that had not changed for
+//! [`SETTLE`](super::sources::SETTLE) when its entry was found
+//! is remembered. Owns the memo files; reads no source, no record and
+//! nothing of the runtime above it.
+
+use std::fs;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::file_stat::stat_key;
+use super::memo_file::{hex_key, tree_file, MemoFile, KEY};
+use super::sources::settled;
+
+/// The first bytes of a memo: another format is no memo.
+const MAGIC: &[u8] = b"ck-jit hits 1 sorted ";
+/// A digest in a record: the short hex form of a cache key.
+const DIGEST: usize = 32;
+/// A file's identity in a record: size, mtime (seconds, nanoseconds),
+/// ctime (the same) and inode, each 16 hex digits of its 64 bits.
+pub(crate) const IDENTITY: usize = 6 * 16;
+/// A record's fields after the hit key: prekey, key, header set (`-`s for
+/// none), the object's identity.
+const FIELDS: &[usize] = &[DIGEST, DIGEST, DIGEST, IDENTITY];
+
+/// An entry as the memo names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hit {
+    /// The entry's prekey (its directory).
+    pub prekey: String,
+    /// Its key (the object's and the record's file stem).
+    pub key: String,
+    /// Its header set's digest, empty for none.
+    pub depset: String,
+    /// The object's identity as published ([`identity`]).
+    pub object: [u8; IDENTITY],
+}
+
+/// One tree's memo of hits, as this process read it.
+pub(crate) struct HitMemo {
+    file: MemoFile,
+}
+
+impl HitMemo {
+    /// The memo of the tree whose real path is `tree` in the cache at
+    /// `cache_root` (empty when there is none yet, or it is not one).
+    pub(crate) fn open(cache_root: &Path, tree: &Path) -> HitMemo {
+        let path = tree_file(&cache_root.join("hits"), tree);
+        HitMemo {
+            file: MemoFile::open(path, MAGIC, FIELDS),
+        }
+    }
+
+    /// The entry remembered under `key` ([`hit_key`]).
+    pub(crate) fn find(&self, key: &[u8; KEY]) -> Option<Hit> {
+        let r = self.file.find(key)?;
+        let text = |i| std::str::from_utf8(self.file.field(r, i)).ok();
+        let digest = |i| text(i).filter(|t| t.bytes().all(|b| b.is_ascii_hexdigit()));
+        let depset = match text(2)? {
+            t if t.bytes().all(|b| b == b'-') => "",
+            _ => digest(2)?,
+        };
+        Some(Hit {
+            prekey: digest(0)?.to_string(),
+            key: digest(1)?.to_string(),
+            depset: depset.to_string(),
+            object: self.file.field(r, 3).try_into().ok()?,
+        })
+    }
+
+    /// Remembers `hit` under `key`, found for a source whose identity is
+    /// `source`: unless the source changed less than
+    /// [`SETTLE`](super::sources::SETTLE) before
+    /// `now`, or the memo already says so. Best effort.
+    pub(crate) fn remember(
+        &self,
+        key: &[u8; KEY],
+        source: &fs::Metadata,
+        hit: &Hit,
+        now: SystemTime,
+    ) {
+        if !settled(source, now) || self.find(key).as_ref() == Some(hit) {
+            return;
+        }
+        let none = [b'-'; DIGEST];
+        let depset = match hit.depset.as_bytes() {
+            [] => &none[..],
+            d => d,
+        };
+        let fields: [&[u8]; 4] = [
+            hit.prekey.as_bytes(),
+            hit.key.as_bytes(),
+            depset,
+            &hit.object,
+        ];
+        if fields[..3].iter().all(|f| f.len() == DIGEST) {
+            self.file.append(key, &fields);
+        }
+    }
+}
+
+/// The memo's key of a blob: its name, its source's real path and
+/// identity (`source`, its `lstat`), and the context it compiles in.
+pub(crate) fn hit_key(
+    blob: &str,
+    path: &Path,
+    source: &fs::Metadata,
+    context: &blake3::Hash,
+) -> [u8; KEY] {
+    let path = path.as_os_str().as_encoded_bytes();
+    let mut h: Vec<u8> = Vec::with_capacity(64 + blob.len() + path.len() + IDENTITY);
+    h.extend_from_slice(b"ck-jit hit\0");
+    h.extend_from_slice(blob.as_bytes());
+    h.push(0);
+    h.extend_from_slice(path);
+    h.push(0);
+    h.extend_from_slice(&identity(source));
+    h.extend_from_slice(context.as_bytes());
+    hex_key(&h)
+}
+
+/// A file's identity as the memo keeps it: its size, mtime, ctime and
+/// inode, in hex (a load makes two; digits by shifts, not divisions).
+pub(crate) fn identity(md: &fs::Metadata) -> [u8; IDENTITY] {
+    let (size, mtime, mtime_ns, ctime, ctime_ns, ino) = stat_key(md);
+    let parts = [
+        size,
+        mtime as u64,
+        mtime_ns as u64,
+        ctime as u64,
+        ctime_ns as u64,
+        ino,
+    ];
+    let mut out = [0; IDENTITY];
+    for (chunk, v) in out.chunks_exact_mut(16).zip(parts) {
+        for (i, d) in chunk.iter_mut().enumerate() {
+            *d = b"0123456789abcdef"[((v >> (60 - 4 * i)) & 0xf) as usize];
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sources::SETTLE;
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+    use std::time::Duration;
+
+    fn hit(depset: &str) -> Hit {
+        Hit {
+            prekey: "0".repeat(32),
+            key: "a".repeat(32),
+            depset: depset.to_string(),
+            object: [b'7'; IDENTITY],
+        }
+    }
+
+    #[test]
+    fn a_remembered_hit_is_found_by_its_key_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        fs::write(&src, "int a;").unwrap();
+        let md = fs::symlink_metadata(&src).unwrap();
+        let later = SystemTime::now() + SETTLE * 2;
+        let ctx = blake3::hash(b"context");
+        let key = hit_key("a", &src, &md, &ctx);
+        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        assert_eq!(memo.find(&key), None);
+        memo.remember(&key, &md, &hit(""), later);
+        let with_set = hit(&"b".repeat(32));
+        let other = hit_key("b", &src, &md, &ctx);
+        memo.remember(&other, &md, &with_set, later);
+        let again = HitMemo::open(dir.path(), Path::new("/tree"));
+        assert_eq!(again.find(&key), Some(hit("")));
+        assert_eq!(again.find(&other), Some(with_set));
+        // Another tree, context, source identity or name: another key.
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/other")).find(&key),
+            None
+        );
+        assert_ne!(hit_key("a", &src, &md, &blake3::hash(b"other")), key);
+        assert_ne!(hit_key("a", &dir.path().join("b.c"), &md, &ctx), key);
+        fs::write(&src, "int bb;").unwrap();
+        let changed = fs::symlink_metadata(&src).unwrap();
+        assert_ne!(hit_key("a", &src, &changed, &ctx), key);
+    }
+
+    #[test]
+    fn the_identity_is_the_stat_in_hex() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a");
+        fs::write(&f, "x").unwrap();
+        let md = fs::symlink_metadata(&f).unwrap();
+        let want = format!(
+            "{:016x}{:016x}{:016x}{:016x}{:016x}{:016x}",
+            md.size(),
+            md.mtime(),
+            md.mtime_nsec(),
+            md.ctime(),
+            md.ctime_nsec(),
+            md.ino()
+        );
+        assert_eq!(std::str::from_utf8(&identity(&md)).unwrap(), want);
+    }
+
+    #[test]
+    fn a_source_changed_just_now_is_not_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        fs::write(&src, "int a;").unwrap();
+        let md = fs::symlink_metadata(&src).unwrap();
+        let key = hit_key("a", &src, &md, &blake3::hash(b"c"));
+        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        memo.remember(&key, &md, &hit(""), SystemTime::now());
+        memo.remember(
+            &key,
+            &md,
+            &hit(""),
+            SystemTime::now() + Duration::from_millis(10),
+        );
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            None
+        );
+    }
+
+    #[test]
+    fn a_record_that_is_not_hex_where_keys_are_is_no_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        fs::write(&src, "int a;").unwrap();
+        let md = fs::symlink_metadata(&src).unwrap();
+        let key = hit_key("a", &src, &md, &blake3::hash(b"c"));
+        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        let later = SystemTime::now() + SETTLE * 2;
+        memo.remember(&key, &md, &hit(""), later);
+        let file = memo.file.path.clone();
+        let mut bytes = fs::read(&file).unwrap();
+        // The key (32 hex digits) is the second field: a slash in it.
+        let at = bytes.len() - 1 - IDENTITY - 1 - DIGEST - 1 - DIGEST + 3;
+        bytes[at] = b'/';
+        fs::write(&file, &bytes).unwrap();
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            None
+        );
+        // Nor is a record of the wrong width, or a memo of another kind.
+        fs::write(&file, &bytes[..bytes.len() - 5]).unwrap();
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            None
+        );
+        fs::write(&file, b"ck-jit source digests 1 sorted 0000000000").unwrap();
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            None
+        );
+    }
+}

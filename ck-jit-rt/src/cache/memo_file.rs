@@ -1,0 +1,239 @@
+//! A memo file of the cache: fixed-width text records, each a key of
+//! [`KEY`] hex digits and fields of fixed widths, one separator byte after
+//! each and a line break last. A sorted part is found by bisection, and a
+//! tail of records appended since (one `write` each, newest last) is
+//! searched newest first. A process that opens a memo whose tail has grown
+//! rewrites it sorted, by rename. Read in place for the process.
+//!
+//! The memo of source digests ([`sources`](super::sources)) and the memo
+//! of hits ([`hits`](super::hits)) are such files. It uses nothing of the
+//! crate but the mapping of a file.
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The header: the memo's magic, the number of sorted records in ten
+/// digits, padding, a line break.
+pub(super) const HEADER: usize = 48;
+/// A record's key: hex digits.
+pub(super) const KEY: usize = 32;
+/// A tail longer than this (and than a quarter of the sorted part) is
+/// sorted in by the next process that opens the memo.
+pub(super) const TAIL_LIMIT: usize = 64;
+
+/// One memo file, as this process read it.
+pub(super) struct MemoFile {
+    pub(super) path: PathBuf,
+    magic: &'static [u8],
+    /// The widths of the fields after the key.
+    fields: &'static [usize],
+    bytes: &'static [u8],
+    pub(super) sorted: usize,
+    appender: Mutex<Option<fs::File>>,
+}
+
+impl MemoFile {
+    /// The memo at `path` whose header starts with `magic` and whose
+    /// records have fields of the widths `fields`: empty when there is
+    /// none, or it is not one. A long tail is sorted in first.
+    pub(super) fn open(path: PathBuf, magic: &'static [u8], fields: &'static [usize]) -> MemoFile {
+        debug_assert!(magic.len() + 10 < HEADER);
+        let mut memo = MemoFile {
+            path,
+            magic,
+            fields,
+            bytes: &[],
+            sorted: 0,
+            appender: Mutex::new(None),
+        };
+        if let Some((bytes, sorted)) = memo.read() {
+            memo.bytes = bytes;
+            memo.sorted = sorted;
+        }
+        if memo.tail_len() > TAIL_LIMIT.max(memo.sorted / 4) {
+            memo.sort_in();
+        }
+        memo
+    }
+
+    /// The length of a record.
+    pub(super) fn record_len(&self) -> usize {
+        KEY + 1 + self.fields.iter().map(|w| w + 1).sum::<usize>()
+    }
+
+    /// The newest whole record of `key`, if any.
+    pub(super) fn find(&self, key: &[u8; KEY]) -> Option<&[u8]> {
+        self.tail()
+            .rev()
+            .find(|r| r[..KEY] == key[..])
+            .or_else(|| self.find_sorted(key))
+            .filter(|r| self.valid(r))
+    }
+
+    /// The field `i` of a record [`find`](Self::find) returned.
+    pub(super) fn field<'r>(&self, record: &'r [u8], i: usize) -> &'r [u8] {
+        let at = KEY + 1 + self.fields[..i].iter().map(|w| w + 1).sum::<usize>();
+        &record[at..at + self.fields[i]]
+    }
+
+    /// Appends a record of `key` with `fields` (each of its width), in
+    /// one `write`: concurrent appends interleave by record, never within
+    /// one. Best effort.
+    pub(super) fn append(&self, key: &[u8; KEY], fields: &[&[u8]]) {
+        let mut record = Vec::with_capacity(self.record_len());
+        record.extend_from_slice(key);
+        record.push(b' ');
+        for (f, w) in fields.iter().zip(self.fields) {
+            if f.len() != *w {
+                debug_assert!(false, "a memo field of {} bytes, not {w}", f.len());
+                return;
+            }
+            record.extend_from_slice(f);
+            record.push(b' ');
+        }
+        if fields.len() != self.fields.len() {
+            return;
+        }
+        if let Some(last) = record.last_mut() {
+            *last = b'\n';
+        }
+        let Ok(mut appender) = self.appender.lock() else {
+            return;
+        };
+        if appender.is_none() {
+            *appender = self.open_for_append();
+        }
+        if let Some(f) = appender.as_mut() {
+            let _ = f.write_all(&record);
+        }
+    }
+
+    fn open_for_append(&self) -> Option<fs::File> {
+        let dir = self.path.parent()?;
+        fs::create_dir_all(dir).ok()?;
+        let f = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .ok()?;
+        if f.metadata().ok()?.len() == 0 {
+            let mut f = &f;
+            f.write_all(&self.header(0)).ok()?;
+        }
+        Some(f)
+    }
+
+    fn records(&self) -> &[u8] {
+        self.bytes.get(HEADER..).unwrap_or(&[])
+    }
+
+    fn tail(&self) -> std::slice::ChunksExact<'_, u8> {
+        let records = self.records();
+        let len = self.record_len();
+        records[(self.sorted * len).min(records.len())..].chunks_exact(len)
+    }
+
+    pub(super) fn tail_len(&self) -> usize {
+        self.tail().len()
+    }
+
+    /// The sorted record of `key`, by bisection.
+    fn find_sorted(&self, key: &[u8]) -> Option<&[u8]> {
+        let records = self.records();
+        let len = self.record_len();
+        let (mut lo, mut hi) = (0, self.sorted);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let r = records.get(mid * len..(mid + 1) * len)?;
+            match r[..KEY].cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(r),
+            }
+        }
+        None
+    }
+
+    /// Rewrites the memo with every key's newest record, sorted (by
+    /// rename: a process reading the old one keeps it). Best effort.
+    fn sort_in(&self) {
+        let mut newest: std::collections::BTreeMap<&[u8], &[u8]> = Default::default();
+        for r in self.records().chunks_exact(self.record_len()) {
+            if self.valid(r) {
+                newest.insert(&r[..KEY], r);
+            }
+        }
+        let mut text = self.header(newest.len());
+        for r in newest.values() {
+            text.extend_from_slice(r);
+        }
+        let tmp = self
+            .path
+            .with_extension(format!("{}.tmp", std::process::id()));
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&text));
+        if written.is_err() || fs::rename(&tmp, &self.path).is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+
+    /// The memo's bytes, mapped for the process, and its sorted count.
+    fn read(&self) -> Option<(&'static [u8], usize)> {
+        let bytes = crate::object::mapped::map_for_process(&self.path)?;
+        let head = bytes.get(..HEADER)?;
+        if !head.starts_with(self.magic) || head[HEADER - 1] != b'\n' {
+            return None;
+        }
+        let count = std::str::from_utf8(&head[self.magic.len()..self.magic.len() + 10]).ok()?;
+        let sorted: usize = count.parse().ok()?;
+        // A record torn by a crash leaves the tail short: whole records only.
+        if (bytes.len() - HEADER) / self.record_len() < sorted {
+            return None;
+        }
+        Some((bytes, sorted))
+    }
+
+    fn header(&self, sorted: usize) -> Vec<u8> {
+        let mut h = self.magic.to_vec();
+        h.extend_from_slice(format!("{sorted:010}").as_bytes());
+        h.resize(HEADER - 1, b' ');
+        h.push(b'\n');
+        h
+    }
+
+    /// Whether `r` has a record's shape (a torn or foreign one is dropped
+    /// when the memo is sorted).
+    fn valid(&self, r: &[u8]) -> bool {
+        let mut at = KEY;
+        for w in self.fields {
+            if r.get(at) != Some(&b' ') {
+                return false;
+            }
+            at += 1 + w;
+        }
+        r.len() == self.record_len() && r[at] == b'\n' && r[..KEY].iter().all(u8::is_ascii_hexdigit)
+    }
+}
+
+/// The first [`KEY`] hex digits of the BLAKE3 of `bytes`.
+pub(super) fn hex_key(bytes: &[u8]) -> [u8; KEY] {
+    let hex = blake3::hash(bytes).to_hex();
+    let mut key = [0; KEY];
+    key.copy_from_slice(&hex.as_bytes()[..KEY]);
+    key
+}
+
+/// The memo file of the tree whose real path is `tree` in `dir`.
+pub(super) fn tree_file(dir: &Path, tree: &Path) -> PathBuf {
+    let key = hex_key(tree.as_os_str().as_encoded_bytes());
+    dir.join(std::str::from_utf8(&key).unwrap_or("memo"))
+}

@@ -1,0 +1,176 @@
+//! A lazy load whose blob the cache's memo of hits knows (its source
+//! unchanged, the same group command, launcher and compiler) reads no
+//! source and no record: it checks the object's and the record's `lstat`s
+//! and the headers, and loads. Anything it stands for changed, and the
+//! load is looked up (or compiled) as without the memo. Its own test
+//! binary: it counts the process's source reads and compiles, which other
+//! tests' runtimes would add to.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ck_jit_build::manifest::Manifest;
+use ck_jit_tests::{c_manifest, call, test_config, Tree};
+
+/// Long enough for a file written now to be remembered (the memos leave
+/// out files changed in the last two seconds).
+const SETTLE: Duration = Duration::from_millis(2100);
+
+/// The tests count the process's reads and compiles: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn reads() -> u64 {
+    ck_jit_rt::stats().sources_read
+}
+
+fn compiles() -> u64 {
+    ck_jit_rt::stats().compiles
+}
+
+/// The files of the cache directory `dir` whose names end in `suffix`.
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p, suffix));
+        } else if p.to_string_lossy().ends_with(suffix) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The tree: `hm_a` includes `include/hm.h`, `hm_b` includes nothing.
+fn tree(name: &str) -> (Tree, Manifest) {
+    ck_jit_rt::__internals::forget_checks();
+    let t = Tree::new(name);
+    t.write("include/hm.h", "#define HM_ADD 1\n");
+    t.write(
+        "kernels/hm_a.c",
+        "#include \"../include/hm.h\"\nint hm_a(int x) { return x * 3 + HM_ADD; }\n",
+    );
+    t.c_blob("hm_b", 5, 0);
+    let m = c_manifest(&t.dir, &["hm_a", "hm_b"], "cc", &[]);
+    std::thread::sleep(SETTLE);
+    (t, m)
+}
+
+/// Each blob resolved by a new runtime over the tree's cache, called on 2.
+fn run(t: &Tree, m: &Manifest) -> (i32, i32) {
+    let rt = t.runtime(m, test_config());
+    (
+        call(rt.resolve("hm_a", None).unwrap(), 2),
+        call(rt.resolve("hm_b", None).unwrap(), 2),
+    )
+}
+
+#[test]
+fn a_remembered_hit_reads_neither_source_nor_record() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-reads");
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 2);
+    let memo = files(&t.cache_dir().join("hits"), "");
+    assert_eq!(memo.len(), 1, "one memo for the tree: {memo:?}");
+
+    // Every record written over in place (the prekey directory's head is
+    // the same file): a lookup that read one could not use it.
+    let records = files(&t.cache_dir().join("v1"), ".json");
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in &records {
+        fs::write(r, "not a record").unwrap();
+    }
+    let (r0, c0) = (reads(), compiles());
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(reads() - r0, 0, "no source read");
+    assert_eq!(compiles() - c0, 0, "served from the memo, records unread");
+
+    // Without the memo the same cache has no usable record: both compile.
+    fs::remove_dir_all(t.cache_dir().join("hits")).unwrap();
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 2);
+}
+
+#[test]
+fn a_remembered_hit_is_refused_when_anything_it_stands_for_changed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-changes");
+    assert_eq!(run(&t, &m), (7, 10));
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0);
+
+    // A header's contents: checked as any hit checks them (on a
+    // process's first use of its set; these runtimes share one process).
+    t.write("include/hm.h", "#define HM_ADD 2\n");
+    ck_jit_rt::__internals::forget_checks();
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 10));
+    assert_eq!(compiles() - c0, 1);
+
+    // The source.
+    t.c_blob("hm_b", 6, 0);
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 12));
+    assert_eq!(compiles() - c0, 1);
+    std::thread::sleep(SETTLE);
+    assert_eq!(run(&t, &m), (8, 12));
+
+    // The group's command: another context, so another entry.
+    let flagged = c_manifest(&t.dir, &["hm_a", "hm_b"], "cc", &["-DHM_UNUSED"]);
+    let c0 = compiles();
+    assert_eq!(run(&t, &flagged), (8, 12));
+    assert_eq!(compiles() - c0, 2);
+
+    // The object removed, or replaced by another file at its path.
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 12));
+    assert_eq!(compiles() - c0, 0);
+    let b_objects = || -> Vec<PathBuf> {
+        files(&t.cache_dir().join("v1"), ".so")
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("hm_b"))
+            .collect()
+    };
+    for b in b_objects() {
+        fs::remove_file(b).unwrap();
+    }
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 12));
+    assert_eq!(compiles() - c0, 1);
+    let [b] = &b_objects()[..] else {
+        panic!("one object of hm_b: {:?}", b_objects())
+    };
+    let bytes = fs::read(b).unwrap();
+    fs::remove_file(b).unwrap();
+    fs::write(b, &bytes).unwrap();
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 12), "an object of the same bytes loads");
+    assert_eq!(compiles() - c0, 0);
+
+    // A memo written over by anything is ignored.
+    for f in files(&t.cache_dir().join("hits"), "") {
+        fs::write(f, "garbage").unwrap();
+    }
+    assert_eq!(run(&t, &m), (8, 12));
+}
+
+#[test]
+fn a_shared_cache_keeps_no_memo_of_hits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-shared");
+    let mut config = test_config();
+    config.shared_cache = true;
+    for _ in 0..2 {
+        let rt = t.runtime(&m, config.clone());
+        assert_eq!(call(rt.resolve("hm_b", None).unwrap(), 2), 10);
+    }
+    assert!(files(&t.cache_dir().join("hits"), "").is_empty());
+}
