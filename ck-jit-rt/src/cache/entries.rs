@@ -833,13 +833,13 @@ impl Cache {
         if self.shared || self.read_only || !is_hex_key(&hit.key) || !is_hex_key(&hit.prekey) {
             return None;
         }
-        let dir = self.prekey_dir(blob, &hit.prekey);
-        let object = joined(&dir, &[&hit.key], ".so");
+        let safe = safe_component(blob);
+        let object = joined(&self.root, &[ENTRIES, &safe, &hit.prekey, &hit.key], ".so");
         let md = fs::symlink_metadata(&object).ok()?;
         if !md.file_type().is_file() || identity(&md) != hit.object {
             return None;
         }
-        let record_path = joined(&dir, &[&hit.key], ".json");
+        let record_path = object.with_extension("json");
         let used = fs::symlink_metadata(&record_path)
             .ok()
             .filter(|m| m.file_type().is_file())?

@@ -120,13 +120,24 @@ pub(crate) fn hit_key(
     context: &blake3::Hash,
 ) -> [u8; KEY] {
     let path = path.as_os_str().as_encoded_bytes();
-    let mut h: Vec<u8> = Vec::with_capacity(64 + blob.len() + path.len() + IDENTITY);
+    let mut h: Vec<u8> = Vec::with_capacity(96 + blob.len() + path.len());
     h.extend_from_slice(b"ck-jit hit\0");
     h.extend_from_slice(blob.as_bytes());
     h.push(0);
     h.extend_from_slice(path);
     h.push(0);
-    h.extend_from_slice(&identity(source));
+    // The identity's fields as bytes (what `identity` writes in hex).
+    let (size, mtime, mtime_ns, ctime, ctime_ns, ino) = stat_key(source);
+    for v in [
+        size,
+        mtime as u64,
+        mtime_ns as u64,
+        ctime as u64,
+        ctime_ns as u64,
+        ino,
+    ] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
     h.extend_from_slice(context.as_bytes());
     hex_key(&h)
 }

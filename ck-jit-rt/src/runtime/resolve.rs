@@ -266,7 +266,9 @@ pub struct Runtime {
     canon_root: OnceCell<PathBuf>,
     /// Source directories with symlinks resolved, by their path as
     /// joined from the root (most blobs share a few).
-    canon_dirs: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// (Keyed by the path's bytes: hashing a `Path` walks its
+    /// components.)
+    canon_dirs: Mutex<HashMap<std::ffi::OsString, PathBuf>>,
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::cache::sources::SourceMemo>>,
@@ -1731,7 +1733,15 @@ impl Runtime {
     /// memos know a source by.
     fn source_identity(&self, source: &Path, canon_root: &Path) -> Option<(PathBuf, fs::Metadata)> {
         let (dir, name) = source_parts(source)?;
-        let path = self.canon_dir(dir).ok()?.join(name);
+        let path = self.canon_dir(dir).ok()?;
+        // `join` (one allocation: reserved first).
+        let mut path = path.into_os_string();
+        path.reserve_exact(1 + name.len());
+        if !path.as_encoded_bytes().ends_with(b"/") {
+            path.push("/");
+        }
+        path.push(name);
+        let path = PathBuf::from(path);
         let md = fs::symlink_metadata(&path).ok()?;
         (md.file_type().is_file() && path.starts_with(canon_root)).then_some((path, md))
     }
@@ -1742,13 +1752,13 @@ impl Runtime {
             .canon_dirs
             .lock()
             .ok()
-            .and_then(|m| m.get(dir).cloned());
+            .and_then(|m| m.get(dir.as_os_str()).cloned());
         if let Some(d) = known {
             return Ok(d);
         }
         let d = compile::real_path(dir)?;
         if let Ok(mut m) = self.canon_dirs.lock() {
-            m.insert(dir.to_path_buf(), d.clone());
+            m.insert(dir.as_os_str().to_os_string(), d.clone());
         }
         Ok(d)
     }
@@ -1821,6 +1831,23 @@ impl Runtime {
 
 /// A source path's directory and file name, unless it ends in `..`.
 fn source_parts(source: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+    // A plain last name after the last slash (most sources): split there
+    // without parsing the path's components, which is the same answer.
+    let bytes = source.as_os_str().as_encoded_bytes();
+    if let Some(at) = bytes.iter().rposition(|&b| b == b'/') {
+        let (dir, name) = (&bytes[..at], &bytes[at + 1..]);
+        let plain = !matches!(name, b"" | b"." | b"..");
+        if plain && !dir.is_empty() && !dir.ends_with(b"/") && !dir.ends_with(b"/.") {
+            // SAFETY: both are split from an `OsStr` at an ASCII byte.
+            let (dir, name) = unsafe {
+                (
+                    std::ffi::OsStr::from_encoded_bytes_unchecked(dir),
+                    std::ffi::OsStr::from_encoded_bytes_unchecked(name),
+                )
+            };
+            return Some((Path::new(dir), name));
+        }
+    }
     source
         .parent()
         .zip(source.file_name())
@@ -1862,4 +1889,44 @@ pub fn stats() -> Stats {
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Runtime>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_path_splits_as_its_components_do() {
+        fn by_components(p: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+            p.parent()
+                .zip(p.file_name())
+                .filter(|(_, name)| Path::new(name) != Path::new(".."))
+        }
+        for p in [
+            "/t/kernels/a.c",
+            "/t/kernels//a.c",
+            "/t/kernels/./a.c",
+            "/t/kernels/a.c/",
+            "/t/kernels/a.c/.",
+            "/t/kernels/..",
+            "/t/kernels/../a.c",
+            "/a.c",
+            "a.c",
+            "k/a.c",
+            "/",
+            "",
+            "/t/k\u{e9}rnels/\u{e9}.c",
+        ] {
+            let p = Path::new(p);
+            let got = source_parts(p);
+            let want = by_components(p);
+            // The directory may be spelled differently (a trailing `.` or
+            // separator), never another directory.
+            assert_eq!(
+                got.map(|(d, n)| (d.components().collect::<Vec<_>>(), n)),
+                want.map(|(d, n)| (d.components().collect::<Vec<_>>(), n)),
+                "{p:?}"
+            );
+        }
+    }
 }
