@@ -1039,8 +1039,21 @@ impl Runtime {
 
     /// Computes a blob's keys and command inputs without compiling.
     pub fn plan(&self, blob: &str) -> Result<Plan, Error> {
-        let info = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
-        let (group, device) = self.group_for(blob, &info)?;
+        self.plan_of(blob, None)
+    }
+
+    /// [`Runtime::plan`], with what the manifest says of the blob when the
+    /// caller asked already.
+    fn plan_of(&self, blob: &str, info: Option<&BlobInfo<'_>>) -> Result<Plan, Error> {
+        let found;
+        let info = match info {
+            Some(i) => i,
+            None => {
+                found = self.find(blob)?.ok_or_else(|| self.unknown(blob))?;
+                &found
+            }
+        };
+        let (group, device) = self.group_for(blob, info)?;
         let g = &*group;
         let source = self.root.join(&*info.source);
         let canon_root = self.canon_root();
@@ -1061,7 +1074,7 @@ impl Runtime {
             inputs_key,
             compiler,
             cwd,
-            symbol: info.symbol,
+            symbol: info.symbol.clone(),
             device,
             source_hash,
             source_id,
@@ -1353,7 +1366,7 @@ impl Runtime {
                 (entry, bytes, Outcome::Cached)
             }
             None => {
-                let (plan, entry, bytes, outcome) = self.ensure_with_plan(blob, false)?;
+                let (plan, entry, bytes, outcome) = self.ensure_with_plan(blob, false, info)?;
                 self.remember_hit(&plan, &entry);
                 (entry, bytes, outcome)
             }
@@ -1433,23 +1446,25 @@ impl Runtime {
         blob: &str,
         force: bool,
     ) -> Result<(Entry, ObjectBytes, Outcome), Failure> {
-        self.ensure_with_plan(blob, force)
+        self.ensure_with_plan(blob, force, None)
             .map(|(_, entry, bytes, outcome)| (entry, bytes, outcome))
     }
 
     /// [`Runtime::ensure_owned`], with the plan the entry was found or
-    /// compiled under.
+    /// compiled under; `info` is what the manifest says of the blob, when
+    /// the caller asked already.
     fn ensure_with_plan(
         &self,
         blob: &str,
         force: bool,
+        info: Option<&BlobInfo<'_>>,
     ) -> Result<(Plan, Entry, ObjectBytes, Outcome), Failure> {
         // A source that changes under the compiler is planned again, so the
         // result is stored under the key of what was compiled; a source
         // that never holds still is an error after a few rounds.
         let mut last_source = PathBuf::new();
         for _ in 0..3 {
-            let plan = self.plan(blob)?;
+            let plan = self.plan_of(blob, info)?;
             last_source = plan.source.clone();
             if !force {
                 if let Some((e, bytes)) = self.entry_to_load(&plan)? {

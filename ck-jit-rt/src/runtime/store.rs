@@ -33,28 +33,6 @@ pub(crate) struct CompactStore {
     groups: Vec<OnceCell<Group>>,
     full: OnceCell<Manifest>,
     together: OnceCell<Vec<Vec<u32>>>,
-    /// The entry found last: a resolve asks for the same blob more than
-    /// once (its owner, its plan), and decoding an entry costs more than
-    /// this copy of it.
-    last: std::sync::Mutex<Option<ck_jit_manifest::compact::BlobEntry>>,
-}
-
-impl CompactStore {
-    /// [`Compact::find`], the entry found last kept.
-    fn find(
-        &self,
-        blob: &str,
-    ) -> Result<Option<ck_jit_manifest::compact::BlobEntry>, ManifestError> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = last.as_ref().filter(|e| e.name == blob) {
-            return Ok(Some(e.clone()));
-        }
-        let found = self.compact.find(blob)?;
-        if let Some(e) = &found {
-            *last = Some(e.clone());
-        }
-        Ok(found)
-    }
 }
 
 impl Store {
@@ -69,7 +47,6 @@ impl Store {
             groups,
             full: OnceCell::new(),
             together: OnceCell::new(),
-            last: std::sync::Mutex::new(None),
         })))
     }
 
@@ -193,7 +170,7 @@ impl Store {
     pub fn contains(&self, blob: &str) -> Result<bool, ManifestError> {
         match self {
             Store::Json(m) => Ok(m.blob(blob).is_some()),
-            Store::Compact(c) => Ok(c.find(blob)?.is_some()),
+            Store::Compact(c) => Ok(c.compact.find(blob)?.is_some()),
         }
     }
 
@@ -207,7 +184,7 @@ impl Store {
                 symbol: m.symbol_of(b),
             })),
             Store::Compact(c) => {
-                let Some(r) = c.find(blob)? else {
+                let Some(r) = c.compact.find(blob)? else {
                     return Ok(None);
                 };
                 let group = self.group(r.group as usize)?;
@@ -415,7 +392,7 @@ mod tests {
         let json = Store::Json(manifest());
         let bytes: &'static [u8] = Box::leak(manifest().to_compact().into_boxed_slice());
         let compact = Store::compact(bytes).unwrap();
-        // The same blob twice in a row (the kept entry), then others,
+        // The same blob twice in a row, then others,
         // a missing one between, and back.
         let order = ["a", "a", "b", "zz", "a", "c", "c", "b", "zz", "zz", "a"];
         let want = answers(&json, &order);
