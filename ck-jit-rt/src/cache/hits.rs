@@ -170,6 +170,18 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
     use std::time::Duration;
 
+    /// A scratch directory with a source `a.c`, its `lstat`, its key in
+    /// some context, and the directory's (empty) memo of `/tree`.
+    fn scratch() -> (tempfile::TempDir, fs::Metadata, [u8; KEY], HitMemo) {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        fs::write(&src, "int a;").unwrap();
+        let md = fs::symlink_metadata(&src).unwrap();
+        let key = hit_key("a", &src, &md, &blake3::hash(b"c"));
+        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        (dir, md, key, memo)
+    }
+
     fn hit(depset: &str) -> Hit {
         Hit {
             prekey: "0".repeat(32),
@@ -229,12 +241,7 @@ mod tests {
 
     #[test]
     fn a_source_changed_just_now_is_not_remembered() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("a.c");
-        fs::write(&src, "int a;").unwrap();
-        let md = fs::symlink_metadata(&src).unwrap();
-        let key = hit_key("a", &src, &md, &blake3::hash(b"c"));
-        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        let (dir, md, key, memo) = scratch();
         memo.remember(&key, &md, &hit(""), SystemTime::now());
         memo.remember(
             &key,
@@ -250,12 +257,7 @@ mod tests {
 
     #[test]
     fn a_record_that_is_not_hex_where_keys_are_is_no_hit() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("a.c");
-        fs::write(&src, "int a;").unwrap();
-        let md = fs::symlink_metadata(&src).unwrap();
-        let key = hit_key("a", &src, &md, &blake3::hash(b"c"));
-        let memo = HitMemo::open(dir.path(), Path::new("/tree"));
+        let (dir, md, key, memo) = scratch();
         let later = SystemTime::now() + SETTLE * 2;
         memo.remember(&key, &md, &hit(""), later);
         let file = memo.file.path.clone();
