@@ -174,3 +174,49 @@ fn a_shared_cache_keeps_no_memo_of_hits() {
     }
     assert!(files(&t.cache_dir().join("hits"), "").is_empty());
 }
+
+#[test]
+fn a_full_verification_does_not_take_the_memos_word() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-verify");
+    assert_eq!(run(&t, &m), (7, 10));
+    // Records unusable: only the memo could serve these blobs now.
+    for r in files(&t.cache_dir().join("v1"), ".json") {
+        fs::write(r, "not a record").unwrap();
+    }
+    let mut full = test_config();
+    full.verify_full = true;
+    let rt = t.runtime(&m, full);
+    let c0 = compiles();
+    assert_eq!(call(rt.resolve("hm_a", None).unwrap(), 2), 7);
+    assert_eq!(call(rt.resolve("hm_b", None).unwrap(), 2), 10);
+    assert_eq!(
+        compiles() - c0,
+        2,
+        "CK_JIT_VERIFY=full looks the entries up"
+    );
+}
+
+#[test]
+fn read_only_tiers_come_before_the_memo() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-tiers");
+    assert_eq!(run(&t, &m), (7, 10));
+    // An empty cache as the tier: looked in first, it has nothing.
+    let tier = t.path("tier");
+    ck_jit_rt::Runtime::new(m.clone(), "tier")
+        .with_config(test_config())
+        .with_cache_dir(&tier)
+        .cache()
+        .unwrap();
+    for r in files(&t.cache_dir().join("v1"), ".json") {
+        fs::write(r, "not a record").unwrap();
+    }
+    let mut tiered = test_config();
+    tiered.cache_path = vec![tier];
+    let rt = t.runtime(&m, tiered);
+    assert_eq!(rt.tiers().len(), 1);
+    let c0 = compiles();
+    assert_eq!(call(rt.resolve("hm_b", None).unwrap(), 2), 10);
+    assert_eq!(compiles() - c0, 1, "with tiers, the memo is not asked");
+}
