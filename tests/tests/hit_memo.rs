@@ -220,3 +220,29 @@ fn read_only_tiers_come_before_the_memo() {
     assert_eq!(call(rt.resolve("hm_b", None).unwrap(), 2), 10);
     assert_eq!(compiles() - c0, 1, "with tiers, the memo is not asked");
 }
+
+#[test]
+fn an_object_another_tool_hard_linked_is_hashed_once_then_remembered() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-linked");
+    assert_eq!(run(&t, &m), (7, 10));
+    // A second name for each object (as a profiler's build-id cache or
+    // a snapshot makes): its ctime changes, so its identity is not the
+    // one published. The next load hashes it against its record.
+    let elsewhere = t.path("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    for (i, o) in files(&t.cache_dir().join("v1"), ".so").iter().enumerate() {
+        fs::hard_link(o, elsewhere.join(format!("{i}.so"))).unwrap();
+    }
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0);
+    // That load remembered the objects as they are now: with every
+    // record unusable, the memo alone serves them.
+    for r in files(&t.cache_dir().join("v1"), ".json") {
+        fs::write(r, "not a record").unwrap();
+    }
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0, "served from the memo");
+}

@@ -881,16 +881,26 @@ impl Cache {
         Some((entry, bytes))
     }
 
-    /// What the memo of hits keeps of `entry`: when it is an entry of this
-    /// cache, writable and private, whose object still has the identity
-    /// its record gives it.
-    pub(crate) fn hit_of(&self, entry: &Entry) -> Option<Hit> {
+    /// What the memo of hits keeps of `entry`, whose object's bytes a load
+    /// checked as `bytes`: when it is an entry of this cache, writable and
+    /// private, whose object still has the identity its record gives it,
+    /// or is still the very file whose bytes were just hashed against the
+    /// record (another tool's hard link changes an object's ctime, and
+    /// with it its identity; its bytes are then checked in full once, not
+    /// on every load).
+    pub(crate) fn hit_of(&self, entry: &Entry, bytes: &ObjectBytes) -> Option<Hit> {
         let r = &entry.record;
         if self.shared || self.read_only || entry.tier.is_some() || r.format != CACHE_FORMAT {
             return None;
         }
         let md = fs::symlink_metadata(&entry.object).ok()?;
-        if !md.file_type().is_file() || parse_stat(&r.object_stat) != Some(stat_key(&md)) {
+        let published = parse_stat(&r.object_stat) == Some(stat_key(&md));
+        let hashed = bytes.was_hashed()
+            && bytes
+                .file()
+                .and_then(|f| f.metadata().ok())
+                .is_some_and(|f| stat_key(&f) == stat_key(&md) && f.dev() == md.dev());
+        if !md.file_type().is_file() || !(published || hashed) {
             return None;
         }
         Some(Hit {

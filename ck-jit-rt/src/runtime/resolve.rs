@@ -1331,7 +1331,7 @@ impl Runtime {
     /// Remembers in the memo of hits the entry `plan` found or compiled,
     /// when the source still has the identity its digest was known for
     /// and the key it is found by now is the plan's. Best effort.
-    fn remember_hit(&self, plan: &Plan, entry: &Entry) {
+    fn remember_hit(&self, plan: &Plan, entry: &Entry, bytes: &ObjectBytes) {
         let (Some(memo), Some((path, md))) = (self.hit_memo(), &plan.source_id) else {
             return;
         };
@@ -1352,7 +1352,7 @@ impl Runtime {
         if !same_source || *id != *now_id || key != hit_key(&plan.blob, path, md, &context) {
             return;
         }
-        let Some(hit) = self.cache().ok().and_then(|c| c.hit_of(entry)) else {
+        let Some(hit) = self.cache().ok().and_then(|c| c.hit_of(entry, bytes)) else {
             return;
         };
         memo.remember(&key, md, &hit, SystemTime::now());
@@ -1367,7 +1367,7 @@ impl Runtime {
             }
             None => {
                 let (plan, entry, bytes, outcome) = self.ensure_with_plan(blob, false, info)?;
-                self.remember_hit(&plan, &entry);
+                self.remember_hit(&plan, &entry, &bytes);
                 (entry, bytes, outcome)
             }
         };
