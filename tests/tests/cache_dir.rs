@@ -151,3 +151,30 @@ fn default_cache_dir_is_under_home_not_tmp() {
     assert!(d.ends_with("ck_jit"));
     assert!(!d.starts_with("/tmp"), "{}", d.display());
 }
+
+/// Temps of a compile that died are removed by the next process that
+/// compiles in the cache, before it compiles; a process that only hits
+/// does not list them.
+#[test]
+fn stale_temps_are_swept_by_a_compiling_process_only() {
+    let t = Tree::new("sweep");
+    t.c_blob("sw_a", 2, 1);
+    let m = c_manifest(&t.dir, &["sw_a"], "cc", &[]);
+    let rt = t.runtime(&m, test_config());
+    rt.resolve("sw_a", None).unwrap();
+    // A temp of a process that is gone.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let stale = t.cache_dir().join("tmp").join(format!("{pid}-sw_a.tmp"));
+    fs::write(&stale, "half an object").unwrap();
+
+    let rt = t.runtime(&m, test_config());
+    rt.resolve("sw_a", None).unwrap();
+    assert!(stale.exists(), "a hit leaves tmp/ alone");
+
+    t.c_blob("sw_a", 3, 1);
+    let rt = t.runtime(&m, test_config());
+    rt.resolve("sw_a", None).unwrap();
+    assert!(!stale.exists(), "the compile swept the dead process's temp");
+}

@@ -296,7 +296,7 @@ extern "C" fn flush_at_exit() {
 
 fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Result<()> {
     let path = root.join(COUNTERS_FILE);
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -317,8 +317,10 @@ fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Re
         }
     }
     file.lock()?;
+    // Read to its end without `File::read_to_string`'s `stat` and seek
+    // for a size hint: two system calls of every process's exit.
     let mut text = String::new();
-    file.read_to_string(&mut text)?;
+    std::io::Read::take(&file, u64::MAX).read_to_string(&mut text)?;
     // A file cut short by a crash starts the count again.
     let mut total: CacheCounters = serde_json::from_str(&text).unwrap_or_default();
     if total.since == 0 {

@@ -127,35 +127,32 @@ pub(crate) fn hit_key(
     h.extend_from_slice(path);
     h.push(0);
     // The identity's fields as bytes (what `identity` writes in hex).
-    let (size, mtime, mtime_ns, ctime, ctime_ns, ino) = stat_key(source);
-    for v in [
-        size,
-        mtime as u64,
-        mtime_ns as u64,
-        ctime as u64,
-        ctime_ns as u64,
-        ino,
-    ] {
+    for v in identity_words(source) {
         h.extend_from_slice(&v.to_le_bytes());
     }
     h.extend_from_slice(context.as_bytes());
     hex_key(&h)
 }
 
-/// A file's identity as the memo keeps it: its size, mtime, ctime and
-/// inode, in hex (a load makes two; digits by shifts, not divisions).
-pub(crate) fn identity(md: &fs::Metadata) -> [u8; IDENTITY] {
+/// A file's size, mtime (seconds, nanoseconds), ctime (the same) and
+/// inode, as 64-bit words.
+fn identity_words(md: &fs::Metadata) -> [u64; 6] {
     let (size, mtime, mtime_ns, ctime, ctime_ns, ino) = stat_key(md);
-    let parts = [
+    [
         size,
         mtime as u64,
         mtime_ns as u64,
         ctime as u64,
         ctime_ns as u64,
         ino,
-    ];
+    ]
+}
+
+/// A file's identity as the memo keeps it: its size, mtime, ctime and
+/// inode, in hex (a load makes two; digits by shifts, not divisions).
+pub(crate) fn identity(md: &fs::Metadata) -> [u8; IDENTITY] {
     let mut out = [0; IDENTITY];
-    for (chunk, v) in out.chunks_exact_mut(16).zip(parts) {
+    for (chunk, v) in out.chunks_exact_mut(16).zip(identity_words(md)) {
         for (i, d) in chunk.iter_mut().enumerate() {
             *d = b"0123456789abcdef"[((v >> (60 - 4 * i)) & 0xf) as usize];
         }

@@ -299,6 +299,8 @@ pub struct Runtime {
     /// Where the writable cache keeps compiler identities, once it is
     /// open.
     compilers_dir: OnceCell<PathBuf>,
+    /// Set once the writable cache's stale temps were swept.
+    temps_swept: OnceCell<()>,
     is_fallback: bool,
 }
 
@@ -344,6 +346,7 @@ impl Runtime {
             states: Mutex::new(HashMap::new()),
             groups: OnceCell::new(),
             compilers_dir: OnceCell::new(),
+            temps_swept: OnceCell::new(),
             is_fallback: false,
         }
     }
@@ -424,6 +427,7 @@ impl Runtime {
         self.cache_dir = Some(dir.into());
         self.cache = OnceCell::new();
         self.compilers_dir = OnceCell::new();
+        self.temps_swept = OnceCell::new();
         self.hits = OnceCell::new();
         self
     }
@@ -445,6 +449,7 @@ impl Runtime {
         self.config = config;
         self.cache = OnceCell::new();
         self.compilers_dir = OnceCell::new();
+        self.temps_swept = OnceCell::new();
         self.tiers = OnceCell::new();
         self.hits = OnceCell::new();
         self.contexts = OnceCell::new();
@@ -484,16 +489,24 @@ impl Runtime {
     pub fn cache(&self) -> Result<&Cache, Error> {
         self.cache.get_or_try_init(|| {
             let dir = self.cache_dir()?;
-            let c = Cache::open(&dir, self.config.shared_cache)?;
-            let swept = c.sweep_temps(self.config.compile_timeout * 2);
+            Cache::open(&dir, self.config.shared_cache)
+        })
+    }
+
+    /// Removes the temp files of compiles that died (older than twice the
+    /// compile timeout), once per runtime, before its first compile: only
+    /// compiles leave temps, so a process that only hits never lists
+    /// `tmp/`.
+    fn sweep_temps_once(&self, cache: &Cache) {
+        self.temps_swept.get_or_init(|| {
+            let swept = cache.sweep_temps(self.config.compile_timeout * 2);
             if swept > 0 {
                 log::info!(
                     "ck-jit: removed {swept} stale temp files from {}",
-                    dir.display()
+                    cache.root().display()
                 );
             }
-            Ok(c)
-        })
+        });
     }
 
     /// The read-only caches of `CK_JIT_CACHE_PATH` this runtime looks in
@@ -1533,6 +1546,7 @@ impl Runtime {
     /// Runs the compiler and publishes the result. `None` when the source
     /// changed during the compile (nothing is published then).
     fn compile(&self, cache: &Cache, plan: &Plan) -> Result<Option<(Entry, ObjectBytes)>, Error> {
+        self.sweep_temps_once(cache);
         let blob = plan.blob.as_str();
         let (id, prekey) = plan.compilable()?;
         // Everything the compiler writes goes in here, removed on return
