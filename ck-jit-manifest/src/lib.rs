@@ -146,9 +146,20 @@ impl SymbolSpec {
     /// The spec with `{name}` replaced by `blob`.
     pub fn for_blob(&self, blob: &str) -> SymbolSpec {
         match self {
-            SymbolSpec::Exact(s) => SymbolSpec::Exact(s.replace("{name}", blob)),
-            SymbolSpec::Prefix(s) => SymbolSpec::Prefix(s.replace("{name}", blob)),
+            SymbolSpec::Exact(s) => SymbolSpec::Exact(with_name(s, blob)),
+            SymbolSpec::Prefix(s) => SymbolSpec::Prefix(with_name(s, blob)),
         }
+    }
+}
+
+/// `template` with `{name}` replaced by `blob`: `str::replace`, without
+/// building a searcher for the usual templates (`{name}` alone, or no
+/// placeholder), asked on every resolve.
+fn with_name(template: &str, blob: &str) -> String {
+    match template {
+        "{name}" => blob.to_string(),
+        t if !t.contains('{') => t.to_string(),
+        t => t.replace("{name}", blob),
     }
 }
 
@@ -388,19 +399,27 @@ impl Manifest {
 
     /// Parses and validates a manifest.
     pub fn from_json(text: &str) -> Result<Manifest, ManifestError> {
-        // Read the version first so a newer format is reported as such and
-        // not as a shape mismatch.
+        // One pass. A newer format is reported as such, not as a shape
+        // mismatch: when the shape is refused, the version alone is read.
         #[derive(Deserialize)]
         struct Version {
             format: u32,
         }
-        let v: Version =
-            serde_json::from_str(text).map_err(|e| ManifestError::Parse(e.to_string()))?;
-        if v.format > FORMAT_VERSION {
-            return Err(ManifestError::NewerFormat { found: v.format });
+        let newer = |format: u32| {
+            (format > FORMAT_VERSION).then_some(ManifestError::NewerFormat { found: format })
+        };
+        let m: Manifest = match serde_json::from_str(text) {
+            Ok(m) => m,
+            Err(e) => {
+                return Err(serde_json::from_str::<Version>(text)
+                    .ok()
+                    .and_then(|v| newer(v.format))
+                    .unwrap_or_else(|| ManifestError::Parse(e.to_string())))
+            }
+        };
+        if let Some(e) = newer(m.format) {
+            return Err(e);
         }
-        let m: Manifest =
-            serde_json::from_str(text).map_err(|e| ManifestError::Parse(e.to_string()))?;
         m.validate()?;
         Ok(m)
     }
@@ -682,6 +701,25 @@ mod tests {
         assert!(Manifest::from_json(&text).is_err());
         let text = m.to_json().replace("[0,2]", "[0,7]");
         assert!(Manifest::from_json(&text).is_err());
+    }
+
+    #[test]
+    fn a_symbol_template_names_its_blob_as_replace_would() {
+        for t in [
+            "{name}",
+            "",
+            "run",
+            "{name}_{name}",
+            "k_{name}",
+            "{nam",
+            "{}",
+            "{name",
+            "a{b}c",
+        ] {
+            for b in ["fwd", "", "{name}"] {
+                assert_eq!(with_name(t, b), t.replace("{name}", b), "{t:?} {b:?}");
+            }
+        }
     }
 
     #[test]
