@@ -318,8 +318,9 @@ fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Re
     }
     file.lock()?;
     // Read to its end without `File::read_to_string`'s `stat` and seek
-    // for a size hint: two system calls of every process's exit.
-    let mut text = String::new();
+    // for a size hint (two system calls of every process's exit), into
+    // room for the usual file, so one read takes it all.
+    let mut text = String::with_capacity(512);
     std::io::Read::take(&file, u64::MAX).read_to_string(&mut text)?;
     // A file cut short by a crash starts the count again.
     let mut total: CacheCounters = serde_json::from_str(&text).unwrap_or_default();

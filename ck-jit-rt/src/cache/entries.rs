@@ -250,6 +250,13 @@ enum Existing {
 /// leading `.`/`-`, at most 100 bytes (a hash suffix keeps distinct names
 /// distinct when something had to change).
 pub fn safe_component(name: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.';
+    if matches!(name.as_bytes(), [first, ..] if *first != b'.' && *first != b'-')
+        && name.len() <= 100
+        && name.bytes().all(plain)
+    {
+        return name.to_string();
+    }
     let mut s: String = name
         .chars()
         .map(|c| {
@@ -827,19 +834,20 @@ impl Cache {
     pub(crate) fn remembered_entry(
         &self,
         blob: &str,
-        hit: &Hit,
+        hit: Hit,
         roots: Roots<'_>,
     ) -> Option<(Entry, ObjectBytes)> {
         if self.shared || self.read_only || !is_hex_key(&hit.key) || !is_hex_key(&hit.prekey) {
             return None;
         }
         let safe = safe_component(blob);
-        let object = joined(&self.root, &[ENTRIES, &safe, &hit.prekey, &hit.key], ".so");
+        let parts = [ENTRIES, safe.as_str(), &hit.prekey, &hit.key];
+        let object = joined(&self.root, &parts, ".so");
         let md = fs::symlink_metadata(&object).ok()?;
         if !md.file_type().is_file() || identity(&md) != hit.object {
             return None;
         }
-        let record_path = object.with_extension("json");
+        let record_path = joined(&self.root, &parts, ".json");
         let used = fs::symlink_metadata(&record_path)
             .ok()
             .filter(|m| m.file_type().is_file())?
@@ -858,13 +866,13 @@ impl Cache {
             format: CACHE_FORMAT,
             blob: blob.to_string(),
             inputs: String::new(),
-            prekey: hit.prekey.clone(),
-            key: hit.key.clone(),
+            prekey: hit.prekey,
+            key: hit.key,
             size: md.len(),
             checksum: String::new(),
             // Empty: checked again, it would be hashed in full.
             object_stat: String::new(),
-            depset: hit.depset.clone(),
+            depset: hit.depset,
             deps: Arc::default(),
             headers,
             command: Vec::new(),

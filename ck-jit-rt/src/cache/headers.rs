@@ -233,7 +233,20 @@ pub(super) static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>>>> =
 /// set that lists it with the same contents, within the same window.
 #[derive(Default)]
 struct Checked {
-    sets: HashMap<(RootsKey, String), (Arc<HeaderSet>, Instant)>,
+    /// Per roots (a process has one or two), the sets by digest: a
+    /// lookup compares the roots in place and hashes only the digest.
+    roots: Vec<(RootsKey, CheckedSets)>,
+}
+
+/// Sets found unchanged under one roots: digest → the set, and when.
+type CheckedSets = HashMap<String, (Arc<HeaderSet>, Instant)>;
+
+impl Checked {
+    fn position(&self, roots: Roots<'_>) -> Option<usize> {
+        self.roots
+            .iter()
+            .position(|((t, c), _)| t == roots.tree && c.as_slice() == roots.compiler)
+    }
 }
 
 /// The roots a set was checked under, owned.
@@ -268,19 +281,19 @@ pub(super) fn deps_verified(
     cache: Option<&Path>,
 ) -> bool {
     let now = Instant::now();
-    let root: RootsKey = (roots.tree.to_path_buf(), roots.compiler.to_vec());
-    let set_key = (!depset.is_empty()).then(|| (root.clone(), depset.to_string()));
-    // The sets this process found unchanged lately, under this root.
+    // The sets this process found unchanged lately, under these roots.
     let recent: Vec<(Arc<HeaderSet>, Instant)> = match CHECKED.lock() {
         Ok(c) => {
-            if let Some((_, t)) = set_key.as_ref().and_then(|k| c.sets.get(k)) {
-                if fresh(*t, now) {
-                    return true;
-                }
+            let sets = c.position(roots).map(|i| &c.roots[i].1);
+            let this = sets
+                .filter(|_| !depset.is_empty())
+                .and_then(|s| s.get(depset));
+            if this.is_some_and(|(_, t)| fresh(*t, now)) {
+                return true;
             }
-            c.sets
-                .iter()
-                .filter(|((r, _), (_, t))| *r == root && fresh(*t, now))
+            sets.into_iter()
+                .flatten()
+                .filter(|(_, (_, t))| fresh(*t, now))
                 .map(|(_, (d, t))| (d.clone(), *t))
                 .collect()
         }
@@ -298,10 +311,20 @@ pub(super) fn deps_verified(
     if let Some(h) = &here {
         h.keep(&seen);
     }
-    if let Some(k) = set_key {
+    if !depset.is_empty() {
         if let Ok(mut c) = CHECKED.lock() {
-            c.sets.retain(|_, (_, t)| fresh(*t, now));
-            c.sets.insert(k, (deps.clone(), oldest.min(now)));
+            for (_, sets) in &mut c.roots {
+                sets.retain(|_, (_, t)| fresh(*t, now));
+            }
+            c.roots.retain(|(_, sets)| !sets.is_empty());
+            let i = c.position(roots).unwrap_or_else(|| {
+                let key = (roots.tree.to_path_buf(), roots.compiler.to_vec());
+                c.roots.push((key, HashMap::new()));
+                c.roots.len() - 1
+            });
+            c.roots[i]
+                .1
+                .insert(depset.to_string(), (deps.clone(), oldest.min(now)));
         }
     }
     true

@@ -148,13 +148,17 @@ fn identity_words(md: &fs::Metadata) -> [u64; 6] {
     ]
 }
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// A file's identity as the memo keeps it: its size, mtime, ctime and
 /// inode, in hex (a load makes two; digits by shifts, not divisions).
 pub(crate) fn identity(md: &fs::Metadata) -> [u8; IDENTITY] {
     let mut out = [0; IDENTITY];
     for (chunk, v) in out.chunks_exact_mut(16).zip(identity_words(md)) {
-        for (i, d) in chunk.iter_mut().enumerate() {
-            *d = b"0123456789abcdef"[((v >> (60 - 4 * i)) & 0xf) as usize];
+        // Two digits a byte, most significant first.
+        for (pair, b) in chunk.chunks_exact_mut(2).zip(v.to_be_bytes()) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 0xf)];
         }
     }
     out

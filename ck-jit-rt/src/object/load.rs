@@ -179,16 +179,18 @@ impl Loaded {
     /// Resolves an entry point; the address stays valid for the process.
     pub fn resolve(&self, spec: &SymbolSpec) -> Result<*const (), Error> {
         let name = match spec {
-            SymbolSpec::Exact(n) => Some(n.clone()),
+            SymbolSpec::Exact(n) => Some(std::borrow::Cow::Borrowed(n.as_str())),
             SymbolSpec::Prefix(p) => match &self.symbols {
                 // Not read yet: the one name looked for in the file's table.
                 Symbols::Later { file, read } if read.get().is_none() => {
                     match symbol::find_prefix_elf64le(file, p) {
-                        Some(found) => found.map(str::to_string),
-                        None => symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone()),
+                        Some(found) => found.map(|s| s.to_string().into()),
+                        None => {
+                            symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone().into())
+                        }
                     }
                 }
-                _ => symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone()),
+                _ => symbol::pick_prefix(self.symbols()?, p).map(|s| s.name.clone().into()),
             },
         };
         let not_found = || Error::SymbolNotFound {
@@ -201,7 +203,8 @@ impl Loaded {
                 .unwrap_or_default(),
         };
         let name = name.ok_or_else(not_found)?;
-        let c = CString::new(name).map_err(|_| not_found())?;
+        // One allocation, of the name and its NUL.
+        let c = CString::new(name.as_bytes()).map_err(|_| not_found())?;
         // SAFETY: the address is returned as an untyped pointer; the caller
         // (the generated dispatcher) casts it to the signature its user
         // declared. The library is kept alive for the process.

@@ -1338,7 +1338,7 @@ impl Runtime {
             tree: &self.root,
             compiler: &id.prefix,
         };
-        self.cache().ok()?.remembered_entry(blob, &hit, roots)
+        self.cache().ok()?.remembered_entry(blob, hit, roots)
     }
 
     /// Remembers in the memo of hits the entry `plan` found or compiled,
@@ -1772,7 +1772,7 @@ impl Runtime {
         path.push(name);
         let path = PathBuf::from(path);
         let md = fs::symlink_metadata(&path).ok()?;
-        (md.file_type().is_file() && path.starts_with(canon_root)).then_some((path, md))
+        (md.file_type().is_file() && under(&path, canon_root)).then_some((path, md))
     }
 
     /// `dir` with symlinks resolved, once per runtime.
@@ -1856,6 +1856,16 @@ impl Runtime {
         });
         Ok((canon, bytes, kept))
     }
+}
+
+/// Whether `path`, a real path (no `.`, `..` or doubled `/`), is `root`
+/// or under it: `Path::starts_with` by bytes. A root spelt otherwise
+/// (`/./`, `//`) is not matched, so the answer is never more lenient.
+fn under(path: &Path, root: &Path) -> bool {
+    let p = path.as_os_str().as_encoded_bytes();
+    let r = root.as_os_str().as_encoded_bytes();
+    let r = r.strip_suffix(b"/").unwrap_or(r);
+    p.starts_with(r) && p.get(r.len()).is_none_or(|&b| b == b'/')
 }
 
 /// A source path's directory and file name, unless it ends in `..`.
@@ -1956,6 +1966,32 @@ mod tests {
                 want.map(|(d, n)| (d.components().collect::<Vec<_>>(), n)),
                 "{p:?}"
             );
+        }
+    }
+
+    /// `under` is `Path::starts_with` for a real path, and never says yes
+    /// where it says no.
+    #[test]
+    fn a_real_path_is_under_a_root_as_its_components_say() {
+        let roots = [
+            "/t", "/t/", "/", "/t/k", "/tt", "/t/./k", "//t", "/t/../t", "",
+        ];
+        let paths = ["/t/k/a.c", "/t", "/tt/a.c", "/t/kk/a.c", "/a.c", "/t/k"];
+        for r in roots {
+            for p in paths {
+                let (r, p) = (Path::new(r), Path::new(p));
+                let by_components = p.starts_with(r);
+                let got = under(p, r);
+                assert!(!got || by_components, "{p:?} under {r:?}");
+                if !r
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .windows(2)
+                    .any(|w| w == b"//" || w == b"/.")
+                {
+                    assert_eq!(got, by_components, "{p:?} under {r:?}");
+                }
+            }
         }
     }
 }
