@@ -100,6 +100,10 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
     }
     .map_err(|e| e.to_string())?
     .with_cache_dir(cache);
+    // Kept for the process, as a program's is (`embed_manifest!`'s static,
+    // the C ABI's): never dropped, as the bare process never closes its
+    // handles.
+    let rt: &'static ck_jit_rt::Runtime = Box::leak(Box::new(rt));
     let manifest_ms = ms(t);
     let (mut cache_open_ms, mut compiler_id_ms) = (0.0, 0.0);
     if split {
