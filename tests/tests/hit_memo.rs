@@ -246,3 +246,31 @@ fn an_object_another_tool_hard_linked_is_hashed_once_then_remembered() {
     assert_eq!(run(&t, &m), (7, 10));
     assert_eq!(compiles() - c0, 0, "served from the memo");
 }
+
+#[test]
+fn a_memo_of_hits_that_cannot_be_written_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-unwritable");
+    // `hits` a file where the memo's directory goes (what a permission
+    // would do to a process not running as root): no memo can be opened
+    // or written, whoever runs it.
+    fs::create_dir_all(t.cache_dir()).unwrap();
+    let hits = t.cache_dir().join("hits");
+    fs::write(&hits, "not a directory").unwrap();
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 2);
+    // Every later load is a hit, looked up as without the memo.
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0, "hits from the records");
+    // No memo served them: with the records unusable, both compile again.
+    for r in files(&t.cache_dir().join("v1"), ".json") {
+        fs::write(r, "not a record").unwrap();
+    }
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 2);
+    assert_eq!(fs::read_to_string(&hits).unwrap(), "not a directory");
+}
