@@ -178,3 +178,34 @@ fn stale_temps_are_swept_by_a_compiling_process_only() {
     rt.resolve("sw_a", None).unwrap();
     assert!(!stale.exists(), "the compile swept the dead process's temp");
 }
+
+/// A runtime given another cache after a load remembers its sources in
+/// that cache, not in the one it used before.
+#[test]
+fn a_runtime_moved_to_another_cache_remembers_its_sources_there() {
+    let t = Tree::new("source-memo-moved");
+    t.c_blob("moved_a", 3, 1);
+    t.c_blob("moved_b", 5, 0);
+    let m = c_manifest(&t.dir, &["moved_a", "moved_b"], "cc", &[]);
+    // Settled: the memo leaves out sources changed in the last two seconds.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let memo_files = |cache: &std::path::Path| {
+        fs::read_dir(cache.join("sources"))
+            .map(|d| d.flatten().count())
+            .unwrap_or(0)
+    };
+
+    let rt = t.runtime(&m, test_config());
+    assert_eq!(
+        ck_jit_tests::call(rt.resolve("moved_a", None).unwrap(), 2),
+        7
+    );
+    assert_eq!(memo_files(&t.cache_dir()), 1);
+    let other = t.path("other-cache");
+    let rt = rt.with_cache_dir(&other);
+    assert_eq!(
+        ck_jit_tests::call(rt.resolve("moved_b", None).unwrap(), 2),
+        10
+    );
+    assert_eq!(memo_files(&other), 1, "the new cache's own memo");
+}

@@ -429,6 +429,7 @@ impl Runtime {
         self.compilers_dir = OnceCell::new();
         self.temps_swept = OnceCell::new();
         self.hits = OnceCell::new();
+        self.sources = OnceCell::new();
         self
     }
 
@@ -437,6 +438,7 @@ impl Runtime {
         self.root = root.into();
         self.canon_root = OnceCell::new();
         self.hits = OnceCell::new();
+        self.sources = OnceCell::new();
         self
     }
 
@@ -452,6 +454,7 @@ impl Runtime {
         self.temps_swept = OnceCell::new();
         self.tiers = OnceCell::new();
         self.hits = OnceCell::new();
+        self.sources = OnceCell::new();
         self.contexts = OnceCell::new();
         self
     }
