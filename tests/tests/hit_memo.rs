@@ -1,14 +1,15 @@
 //! A lazy load whose blob the cache's memo of hits knows (its source
 //! unchanged, the same group command, launcher and compiler) reads no
-//! source and no record: it checks the object's and the record's `lstat`s
-//! and the headers, and loads. Anything it stands for changed, and the
+//! source and no record: it checks the object's `lstat` and the headers,
+//! and loads; the record is marked used only when the memo's word on its
+//! last use is old. Anything it stands for changed, and the
 //! load is looked up (or compiled) as without the memo. Its own test
 //! binary: it counts the process's source reads and compiles, which other
 //! tests' runtimes would add to.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ck_jit_build::manifest::Manifest;
 use ck_jit_tests::{c_manifest, call, test_config, Tree};
@@ -43,6 +44,14 @@ fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Every record of the tree's cache written over in place: only the memo
+/// can serve a hit now.
+fn spoil_records(t: &Tree) {
+    for r in files(&t.cache_dir().join("v1"), ".json") {
+        fs::write(r, "not a record").unwrap();
+    }
 }
 
 /// The tree: `hm_a` includes `include/hm.h`, `hm_b` includes nothing.
@@ -155,11 +164,66 @@ fn a_remembered_hit_is_refused_when_anything_it_stands_for_changed() {
     assert_eq!(run(&t, &m), (8, 12), "an object of the same bytes loads");
     assert_eq!(compiles() - c0, 0);
 
-    // A memo written over by anything is ignored.
+    // A memo written over by anything is ignored, and replaced by the
+    // next one remembered: with the records unusable, it serves alone.
     for f in files(&t.cache_dir().join("hits"), "") {
         fs::write(f, "garbage").unwrap();
     }
     assert_eq!(run(&t, &m), (8, 12));
+    spoil_records(&t);
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (8, 12));
+    assert_eq!(compiles() - c0, 0, "served from the memo made anew");
+}
+
+#[test]
+fn a_remembered_hit_marks_its_record_used_when_the_memo_says_it_is_old() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-used");
+    assert_eq!(run(&t, &m), (7, 10));
+    let records = files(&t.cache_dir().join("v1"), ".json");
+    assert_eq!(records.len(), 2, "{records:?}");
+    let age = |hours: u64| {
+        let then = SystemTime::now() - Duration::from_secs(hours * 3600);
+        for r in &records {
+            let f = fs::File::options().write(true).open(r).unwrap();
+            f.set_modified(then).unwrap();
+        }
+    };
+    let hours_old = || -> Vec<u64> {
+        let hours = |r: &PathBuf| {
+            let mtime = fs::metadata(r).unwrap().modified().unwrap();
+            mtime.elapsed().unwrap_or_default().as_secs() / 3600
+        };
+        records.iter().map(hours).collect()
+    };
+
+    // Records aged by hand: the memo knows of a use just now, so a hit
+    // neither looks at them nor marks them.
+    age(5);
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(hours_old(), [5, 5]);
+
+    // The memo's word made old (each record's last field, Unix seconds in
+    // hex): the next hit marks each record used, and remembers that.
+    let [memo] = &files(&t.cache_dir().join("hits"), "")[..] else {
+        panic!("one memo")
+    };
+    let mut bytes = fs::read(memo).unwrap();
+    let ends: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == b'\n').collect();
+    for &end in &ends[1..] {
+        bytes[end - 16..end].copy_from_slice(b"0000000000000001");
+    }
+    fs::write(memo, &bytes).unwrap();
+    let c0 = compiles();
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0);
+    assert_eq!(hours_old(), [0, 0], "marked used");
+
+    // Aged again: the memo now knows of that use, and marks nothing.
+    age(5);
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(hours_old(), [5, 5]);
 }
 
 #[test]
@@ -181,9 +245,7 @@ fn a_full_verification_does_not_take_the_memos_word() {
     let (t, m) = tree("hit-memo-verify");
     assert_eq!(run(&t, &m), (7, 10));
     // Records unusable: only the memo could serve these blobs now.
-    for r in files(&t.cache_dir().join("v1"), ".json") {
-        fs::write(r, "not a record").unwrap();
-    }
+    spoil_records(&t);
     let mut full = test_config();
     full.verify_full = true;
     let rt = t.runtime(&m, full);
@@ -209,9 +271,7 @@ fn read_only_tiers_come_before_the_memo() {
         .with_cache_dir(&tier)
         .cache()
         .unwrap();
-    for r in files(&t.cache_dir().join("v1"), ".json") {
-        fs::write(r, "not a record").unwrap();
-    }
+    spoil_records(&t);
     let mut tiered = test_config();
     tiered.cache_path = vec![tier];
     let rt = t.runtime(&m, tiered);
@@ -239,9 +299,7 @@ fn an_object_another_tool_hard_linked_is_hashed_once_then_remembered() {
     assert_eq!(compiles() - c0, 0);
     // That load remembered the objects as they are now: with every
     // record unusable, the memo alone serves them.
-    for r in files(&t.cache_dir().join("v1"), ".json") {
-        fs::write(r, "not a record").unwrap();
-    }
+    spoil_records(&t);
     let c0 = compiles();
     assert_eq!(run(&t, &m), (7, 10));
     assert_eq!(compiles() - c0, 0, "served from the memo");
@@ -266,9 +324,7 @@ fn a_memo_of_hits_that_cannot_be_written_loses_nothing() {
     assert_eq!(run(&t, &m), (7, 10));
     assert_eq!(compiles() - c0, 0, "hits from the records");
     // No memo served them: with the records unusable, both compile again.
-    for r in files(&t.cache_dir().join("v1"), ".json") {
-        fs::write(r, "not a record").unwrap();
-    }
+    spoil_records(&t);
     let c0 = compiles();
     assert_eq!(run(&t, &m), (7, 10));
     assert_eq!(compiles() - c0, 2);

@@ -65,8 +65,9 @@
 //!
 //! Least-recently-used eviction reads a record's modification time. A hit
 //! refreshes it only when it is older than [`TOUCH_EVERY`] (an hour), read
-//! from the record file the lookup already opened, so most hits write
-//! nothing.
+//! from the record file the lookup already opened, or, for a hit the memo
+//! of hits serves, from the memo (which is refreshed with it); so most hits
+//! write nothing.
 //!
 //! This module must never expose a half-written file under a final name,
 //! never rewrite an entry in place (a mapped object that changes crashes its
@@ -821,16 +822,16 @@ impl Cache {
 
     /// The entry the memo of hits names for `blob`, when it is still the
     /// entry it was: its object has the identity the memo keeps (the very
-    /// file published, so its ELF header was checked then), its record is
-    /// there (its modification time is the entry's last use), and its
-    /// headers have their recorded contents, checked as any hit checks
-    /// them. `None` for anything else, and in a shared or read-only cache
-    /// (which keep no such memo): the lookup then runs as without it.
+    /// file published, so its ELF header was checked then) and its headers
+    /// have their recorded contents, checked as any hit checks them. `None`
+    /// for anything else, and in a shared or read-only cache (which keep no
+    /// such memo): the lookup then runs as without it.
     ///
-    /// The record is not read: the entry's [`Record`] holds what the memo
-    /// and the `lstat`s say (its names, size and headers), and no command,
-    /// checksum, object identity or time of creation. It serves a lazy load,
-    /// and is not handed out.
+    /// The record is neither read nor looked at: the entry's [`Record`]
+    /// holds what the memo and the object's `lstat` say (its names, size
+    /// and headers), and no command, checksum, object identity or time of
+    /// creation; its last use is the memo's. It serves a lazy load, and is
+    /// not handed out.
     pub(crate) fn remembered_entry(
         &self,
         blob: &str,
@@ -848,11 +849,7 @@ impl Cache {
             return None;
         }
         let record_path = joined(&self.root, &parts, ".json");
-        let used = fs::symlink_metadata(&record_path)
-            .ok()
-            .filter(|m| m.file_type().is_file())?
-            .modified()
-            .ok();
+        let used = Some(hit.used);
         let headers = match hit.depset.as_str() {
             "" => None,
             d => Some(self.read_depset(d)?),
@@ -911,11 +908,19 @@ impl Cache {
         if !md.file_type().is_file() || !(published || hashed) {
             return None;
         }
+        // The record's last use as the load leaves it: refreshed now when
+        // it is older than `TOUCH_EVERY` (or unknown), as `touch` does.
+        let now = SystemTime::now();
+        let used = entry
+            .used
+            .filter(|t| used_lately(Some(*t), now))
+            .unwrap_or(now);
         Some(Hit {
             prekey: r.prekey.clone(),
             key: r.key.clone(),
             depset: r.depset.clone(),
             object: identity(&md),
+            used,
         })
     }
 
@@ -1146,10 +1151,7 @@ impl Cache {
             return false;
         }
         let now = SystemTime::now();
-        let recent = entry
-            .used
-            .is_some_and(|t| now.duration_since(t).map_or(true, |age| age < TOUCH_EVERY));
-        if recent {
+        if used_lately(entry.used, now) {
             return false;
         }
         if let Ok(f) = File::options()
@@ -1487,6 +1489,13 @@ pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
     }
     path.as_mut_os_string().push(suffix);
     path
+}
+
+/// Whether a last use `used` is less than [`TOUCH_EVERY`] before `now`
+/// (a time ahead of `now` counts as recent): [`Cache::touch`] then writes
+/// nothing.
+pub(crate) fn used_lately(used: Option<SystemTime>, now: SystemTime) -> bool {
+    used.is_some_and(|t| now.duration_since(t).map_or(true, |age| age < TOUCH_EVERY))
 }
 
 /// Whether `key` has the form of a key (a file stem this cache writes):

@@ -2,11 +2,14 @@
 //! had when its entry was last found (path, size, mtime, ctime, inode),
 //! compiled in the same context (group command, launcher, compiler
 //! identity, compiler variables: [`hit_context`](super::keys::hit_context)),
-//! the entry that served it: its prekey, key, header set and the identity
-//! of its object. A lazy load that finds it there checks the object's and
-//! the record's `lstat`s and the headers, as any hit does, and reads no
-//! source, computes no key and reads no record. Anything else is looked up
-//! as without the memo, and remembered.
+//! the entry that served it: its prekey, key, header set, the identity
+//! of its object, and when its record was last marked used. A lazy load
+//! that finds it there checks the object's `lstat` and the headers, as any
+//! hit does, and reads no source, computes no key and reads no record: the
+//! record is refreshed (and the memo with it) only when the time the memo
+//! gives is older than [`TOUCH_EVERY`](super::entries::TOUCH_EVERY), as a
+//! hit without the memo refreshes it. Anything else is looked up as
+//! without the memo, and remembered.
 //!
 //! One file per tree (`hits/<digest of the tree's real path>` in the
 //! writable, private cache), in the form of [`memo_file`](super::memo_file).
@@ -18,22 +21,24 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::file_stat::stat_key;
 use super::memo_file::{hex_key, tree_file, MemoFile, KEY};
 use super::sources::settled;
 
 /// The first bytes of a memo: another format is no memo.
-const MAGIC: &[u8] = b"ck-jit hits 1 sorted ";
+const MAGIC: &[u8] = b"ck-jit hits 2 sorted ";
 /// A digest in a record: the short hex form of a cache key.
 const DIGEST: usize = 32;
 /// A file's identity in a record: size, mtime (seconds, nanoseconds),
 /// ctime (the same) and inode, each 16 hex digits of its 64 bits.
 pub(crate) const IDENTITY: usize = 6 * 16;
+/// When a record was last marked used: Unix seconds, 16 hex digits.
+const USED: usize = 16;
 /// A record's fields after the hit key: prekey, key, header set (`-`s for
-/// none), the object's identity.
-const FIELDS: &[usize] = &[DIGEST, DIGEST, DIGEST, IDENTITY];
+/// none), the object's identity, the entry's last use.
+const FIELDS: &[usize] = &[DIGEST, DIGEST, DIGEST, IDENTITY, USED];
 
 /// An entry as the memo names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +51,17 @@ pub(crate) struct Hit {
     pub depset: String,
     /// The object's identity as published ([`identity`]).
     pub object: [u8; IDENTITY],
+    /// When the entry's record was last marked used (its modification
+    /// time, to the second, as far as this memo knows).
+    pub used: SystemTime,
+}
+
+impl Hit {
+    /// Whether `other` names the same entry, whenever each was used.
+    fn same_entry(&self, other: &Hit) -> bool {
+        (&self.prekey, &self.key, &self.depset, &self.object)
+            == (&other.prekey, &other.key, &other.depset, &other.object)
+    }
 }
 
 /// One tree's memo of hits, as this process read it.
@@ -72,18 +88,21 @@ impl HitMemo {
             t if t.bytes().all(|b| b == b'-') => "",
             _ => digest(2)?,
         };
+        let used = u64::from_str_radix(digest(4)?, 16).ok()?;
         Some(Hit {
             prekey: digest(0)?.to_string(),
             key: digest(1)?.to_string(),
             depset: depset.to_string(),
             object: self.file.field(r, 3).try_into().ok()?,
+            used: UNIX_EPOCH + Duration::from_secs(used),
         })
     }
 
     /// Remembers `hit` under `key`, found for a source whose identity is
     /// `source`: unless the source changed less than
     /// [`SETTLE`](super::sources::SETTLE) before
-    /// `now`, or the memo already says so. Best effort.
+    /// `now`, or the memo already names the entry with as late a use.
+    /// Best effort.
     pub(crate) fn remember(
         &self,
         key: &[u8; KEY],
@@ -91,7 +110,8 @@ impl HitMemo {
         hit: &Hit,
         now: SystemTime,
     ) {
-        if !settled(source, now) || self.find(key).as_ref() == Some(hit) {
+        let known = self.find(key);
+        if !settled(source, now) || known.is_some_and(|k| k.same_entry(hit) && k.used >= hit.used) {
             return;
         }
         let none = [b'-'; DIGEST];
@@ -99,11 +119,17 @@ impl HitMemo {
             [] => &none[..],
             d => d,
         };
-        let fields: [&[u8]; 4] = [
+        let secs = hit
+            .used
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let used = format!("{secs:016x}");
+        let fields: [&[u8]; 5] = [
             hit.prekey.as_bytes(),
             hit.key.as_bytes(),
             depset,
             &hit.object,
+            used.as_bytes(),
         ];
         if fields[..3].iter().all(|f| f.len() == DIGEST) {
             self.file.append(key, &fields);
@@ -169,7 +195,6 @@ mod tests {
     use super::super::sources::SETTLE;
     use super::*;
     use std::os::unix::fs::MetadataExt;
-    use std::time::Duration;
 
     /// A scratch directory with a source `a.c`, its `lstat`, its key in
     /// some context, and the directory's (empty) memo of `/tree`.
@@ -189,6 +214,7 @@ mod tests {
             key: "a".repeat(32),
             depset: depset.to_string(),
             object: [b'7'; IDENTITY],
+            used: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
         }
     }
 
@@ -220,6 +246,33 @@ mod tests {
         fs::write(&src, "int bb;").unwrap();
         let changed = fs::symlink_metadata(&src).unwrap();
         assert_ne!(hit_key("a", &src, &changed, &ctx), key);
+    }
+
+    #[test]
+    fn a_later_use_of_the_same_entry_is_remembered_and_an_earlier_one_is_not() {
+        let (dir, md, key, memo) = scratch();
+        let later = SystemTime::now() + SETTLE * 2;
+        let first = hit("");
+        memo.remember(&key, &md, &first, later);
+        let earlier = Hit {
+            used: first.used - Duration::from_secs(7200),
+            ..hit("")
+        };
+        // (A memo reads its file as it was when opened.)
+        let reopened = HitMemo::open(dir.path(), Path::new("/tree"));
+        reopened.remember(&key, &md, &earlier, later);
+        let reopened = HitMemo::open(dir.path(), Path::new("/tree"));
+        assert_eq!(reopened.find(&key), Some(first.clone()));
+        assert_eq!(reopened.file.tail_len(), 1, "an earlier use adds no record");
+        let refreshed = Hit {
+            used: first.used + Duration::from_secs(3600),
+            ..hit("")
+        };
+        reopened.remember(&key, &md, &refreshed, later);
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            Some(refreshed)
+        );
     }
 
     #[test]
@@ -264,7 +317,7 @@ mod tests {
         let file = memo.file.path.clone();
         let mut bytes = fs::read(&file).unwrap();
         // The key (32 hex digits) is the second field: a slash in it.
-        let at = bytes.len() - 1 - IDENTITY - 1 - DIGEST - 1 - DIGEST + 3;
+        let at = bytes.len() - 1 - USED - 1 - IDENTITY - 1 - DIGEST - 1 - DIGEST + 3;
         bytes[at] = b'/';
         fs::write(&file, &bytes).unwrap();
         assert_eq!(
@@ -278,9 +331,13 @@ mod tests {
             None
         );
         fs::write(&file, b"ck-jit source digests 1 sorted 0000000000").unwrap();
+        let foreign = HitMemo::open(dir.path(), Path::new("/tree"));
+        assert_eq!(foreign.find(&key), None);
+        // The next hit remembered replaces such a file with a memo.
+        foreign.remember(&key, &md, &hit(""), later);
         assert_eq!(
             HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
-            None
+            Some(hit(""))
         );
     }
 }

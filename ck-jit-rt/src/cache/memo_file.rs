@@ -3,7 +3,9 @@
 //! each and a line break last. A sorted part is found by bisection, and a
 //! tail of records appended since (one `write` each, newest last) is
 //! searched newest first. A process that opens a memo whose tail has grown
-//! rewrites it sorted, by rename. Read in place for the process.
+//! rewrites it sorted, by rename. Read in place for the process. A file at
+//! a memo's path that is not one (another format, written over) is
+//! replaced, by rename, before the first record is appended to it.
 //!
 //! The memo of source digests ([`sources`](super::sources)) and the memo
 //! of hits ([`hits`](super::hits)) are such files. It uses nothing of the
@@ -21,8 +23,9 @@ pub(super) const HEADER: usize = 48;
 /// A record's key: hex digits.
 pub(super) const KEY: usize = 32;
 /// A tail longer than this (and than a quarter of the sorted part) is
-/// sorted in by the next process that opens the memo.
-pub(super) const TAIL_LIMIT: usize = 64;
+/// sorted in by the next process that opens the memo: a find then bisects
+/// rather than reading every record of the tail.
+pub(super) const TAIL_LIMIT: usize = 16;
 
 /// One memo file, as this process read it.
 pub(super) struct MemoFile {
@@ -114,18 +117,55 @@ impl MemoFile {
     fn open_for_append(&self) -> Option<fs::File> {
         let dir = self.path.parent()?;
         fs::create_dir_all(dir).ok()?;
-        let f = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-            .ok()?;
+        let open = || {
+            fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&self.path)
+                .ok()
+        };
+        let f = open()?;
         if f.metadata().ok()?.len() == 0 {
             let mut f = &f;
             f.write_all(&self.header(0)).ok()?;
+        } else if !self.is_ours(&f) {
+            // Another format, or written over: replaced by an empty memo
+            // (by rename: a process that mapped the old file keeps it), so
+            // what is appended can be read.
+            drop(f);
+            self.replace_with(&self.header(0)).ok()?;
+            return open();
         }
         Some(f)
+    }
+
+    /// Whether the file `f` starts with this memo's header.
+    fn is_ours(&self, f: &fs::File) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0; HEADER];
+        f.read_exact_at(&mut head, 0).is_ok()
+            && head.starts_with(self.magic)
+            && head[HEADER - 1] == b'\n'
+    }
+
+    /// Puts `text` at the memo's path, by rename.
+    fn replace_with(&self, text: &[u8]) -> std::io::Result<()> {
+        let tmp = self
+            .path
+            .with_extension(format!("{}.tmp", std::process::id()));
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text))
+            .and_then(|()| fs::rename(&tmp, &self.path));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
     }
 
     fn records(&self) -> &[u8] {
@@ -172,18 +212,7 @@ impl MemoFile {
         for r in newest.values() {
             text.extend_from_slice(r);
         }
-        let tmp = self
-            .path
-            .with_extension(format!("{}.tmp", std::process::id()));
-        let written = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&text));
-        if written.is_err() || fs::rename(&tmp, &self.path).is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
+        let _ = self.replace_with(&text);
     }
 
     /// The memo's bytes, mapped for the process, and its sorted count.

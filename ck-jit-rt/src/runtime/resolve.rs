@@ -21,7 +21,7 @@ use once_cell::sync::{Lazy, OnceCell};
 
 use crate::cache::counters::{self, CacheCounts, Event, Stats};
 use crate::cache::depfile;
-use crate::cache::hits::{hit_key, HitMemo};
+use crate::cache::hits::{hit_key, Hit, HitMemo};
 use crate::cache::{
     self, hit_context, Cache, Entry, InputsKey, ObjectBytes, Prekey, Record, Roots, CACHE_FORMAT,
 };
@@ -1335,13 +1335,36 @@ impl Runtime {
                 &found
             }
         };
-        let (key, _, id) = self.hit_key_now(blob, info)?;
+        let (key, md, id) = self.hit_key_now(blob, info)?;
         let hit = memo.find(&key)?;
         let roots = Roots {
             tree: &self.root,
             compiler: &id.prefix,
         };
-        self.cache().ok()?.remembered_entry(blob, hit, roots)
+        let cache = self.cache().ok()?;
+        let object = hit.object;
+        let (mut entry, bytes) = cache.remembered_entry(blob, hit, roots)?;
+        let now = SystemTime::now();
+        if !cache::used_lately(entry.used, now) {
+            // The use the memo knows is old: the record is marked used now,
+            // as a hit without the memo marks it, and the memo with it. A
+            // record that cannot be (gone) sends the load the usual way.
+            entry.used = None;
+            if !cache.touch(&entry) {
+                return None;
+            }
+            entry.used = Some(now);
+            let r = &entry.record;
+            let fresh = Hit {
+                prekey: r.prekey.clone(),
+                key: r.key.clone(),
+                depset: r.depset.clone(),
+                object,
+                used: now,
+            };
+            memo.remember(&key, &md, &fresh, now);
+        }
+        Some((entry, bytes))
     }
 
     /// Remembers in the memo of hits the entry `plan` found or compiled,
