@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,16 @@ pub struct CompilerId {
 /// order (nothing to format or hash on a call).
 type Identities = Vec<(String, Option<PathBuf>, CompilerCheck, Arc<CompilerId>)>;
 static IDS: Lazy<Mutex<Identities>> = Lazy::new(|| Mutex::new(Vec::new()));
+
+/// How many times identities were forgotten ([`forget_identities`], or one
+/// found changed): an identity kept elsewhere stands while this is what it
+/// was when the identity was found.
+static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
+
+/// The process's count of forgotten identities (see [`FORGOTTEN`]).
+pub fn identities_forgotten() -> u64 {
+    FORGOTTEN.load(Ordering::Acquire)
+}
 
 /// Looks a program up in `PATH` (or takes it as a path when it has a `/`).
 pub fn find_program(program: &str) -> Option<PathBuf> {
@@ -147,6 +157,7 @@ pub fn identity_changed(id: &CompilerId, check: &CompilerCheck) -> bool {
     if let Ok(mut m) = IDS.lock() {
         m.retain(|(.., kept)| !std::ptr::eq(&**kept, id));
     }
+    FORGOTTEN.fetch_add(1, Ordering::AcqRel);
     true
 }
 
@@ -155,6 +166,7 @@ pub fn forget_identities() {
     if let Ok(mut m) = IDS.lock() {
         m.clear();
     }
+    FORGOTTEN.fetch_add(1, Ordering::AcqRel);
 }
 
 fn not_found(program: &str, blob: &str, detail: String) -> Error {

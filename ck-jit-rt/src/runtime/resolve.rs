@@ -255,7 +255,7 @@ impl From<Error> for Failure {
 }
 
 /// A group's [`hit_context`] and the compiler identity it was made for.
-type GroupContext = (Arc<CompilerId>, blake3::Hash);
+type GroupContext = (Arc<CompilerId>, blake3::Hash, u64);
 
 /// A runtime over one manifest: resolves its blobs to loaded entry points.
 pub struct Runtime {
@@ -276,9 +276,9 @@ pub struct Runtime {
     /// cache, without a writable one, or with tiers to look in first),
     /// read on the first load.
     hits: OnceCell<Option<HitMemo>>,
-    /// The context of each group's plans (see [`hit_context`]), by the
-    /// group's index, with the compiler identity it was made for (made on
-    /// the group's first remembered hit).
+    /// The compiler of each group and the context of its plans (see
+    /// [`hit_context`]), by the group's index, with the count of forgotten
+    /// compiler identities it was found under (see `group_context`).
     contexts: OnceCell<Vec<OnceCell<GroupContext>>>,
     /// The compiler variables of the key ([`config::key_env`](crate::config::key_env)), read at
     /// the first plan: like the rest of the configuration, once per
@@ -1273,44 +1273,47 @@ impl Runtime {
         blob: &str,
         info: &BlobInfo<'_>,
     ) -> Option<([u8; 32], fs::Metadata, Arc<CompilerId>)> {
-        let (group, _) = self.group_for(blob, info).ok()?;
+        let (id, context) = self.group_context(blob, info)?;
         let source = self.root.join(&*info.source);
         let (path, md) = self.source_identity(&source, self.canon_root())?;
-        let id = self.identify(&group, blob).ok()?;
-        let context = self.context(&group, info.group_index, &id);
         Some((hit_key(blob, &path, &md, &context), md, id))
     }
 
-    /// [`hit_context`] of `group` compiled by `id`: kept per group while
-    /// it is the manifest's (shared by its plans) and the compiler's
-    /// identity is the same.
-    fn context(&self, group: &Arc<Group>, index: usize, id: &Arc<CompilerId>) -> blake3::Hash {
-        let make = || hit_context(group, &self.config.launcher, id, self.key_env());
-        let shared = self
-            .groups
-            .get()
-            .and_then(|cells| cells.get(index))
-            .and_then(OnceCell::get)
-            .is_some_and(|g| Arc::ptr_eq(g, group));
-        if !shared {
-            return make();
-        }
+    /// The compiler of `info`'s group and its [`hit_context`]. Kept per
+    /// group for the runtime, once found for the manifest's own group (not
+    /// one narrowed to a device or adapted by `drop_flags`), while the
+    /// process's compiler identities stand
+    /// ([`identities_forgotten`](compile::identities_forgotten)): a hit
+    /// then neither asks for the group nor reads the compiler's variable
+    /// again, as the rest of the configuration is read once per runtime.
+    fn group_context(
+        &self,
+        blob: &str,
+        info: &BlobInfo<'_>,
+    ) -> Option<(Arc<CompilerId>, blake3::Hash)> {
+        let now = compile::identities_forgotten();
         let cells = self.contexts.get_or_init(|| {
             (0..self.store.group_count())
                 .map(|_| OnceCell::new())
                 .collect()
         });
-        match cells.get(index) {
-            Some(cell) => {
-                let (kept_id, context) = cell.get_or_init(|| (id.clone(), make()));
-                if Arc::ptr_eq(kept_id, id) {
-                    *context
-                } else {
-                    make()
-                }
-            }
-            None => make(),
+        let cell = cells.get(info.group_index);
+        if let Some((id, context, _)) = cell.and_then(OnceCell::get).filter(|k| k.2 == now) {
+            return Some((id.clone(), *context));
         }
+        let (group, _) = self.group_for(blob, info).ok()?;
+        let id = self.identify(&group, blob).ok()?;
+        let context = hit_context(&group, &self.config.launcher, &id, self.key_env());
+        let shared = self
+            .groups
+            .get()
+            .and_then(|cells| cells.get(info.group_index))
+            .and_then(OnceCell::get)
+            .is_some_and(|g| Arc::ptr_eq(g, &group));
+        if let Some(cell) = cell.filter(|_| shared) {
+            let _ = cell.set((id.clone(), context, now));
+        }
+        Some((id, context))
     }
 
     /// The entry the memo of hits names for `blob`, still as it was
