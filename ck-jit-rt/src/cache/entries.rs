@@ -92,6 +92,7 @@ use super::headers::{deps_verified, DEPSETS, DEPSET_MEMO};
 use super::hits::{identity, Hit};
 pub(crate) use super::keys::hit_context;
 pub use super::keys::{InputsKey, Key, Prekey, CACHE_FORMAT};
+use super::memo_file::all_hex;
 pub use super::record::Record;
 use super::record_text::plain_record;
 
@@ -251,12 +252,23 @@ enum Existing {
 /// leading `.`/`-`, at most 100 bytes (a hash suffix keeps distinct names
 /// distinct when something had to change).
 pub fn safe_component(name: &str) -> String {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.';
+    safe_name(name).into_owned()
+}
+
+/// [`safe_component`], borrowing a name that is one already (most are).
+fn safe_name(name: &str) -> std::borrow::Cow<'_, str> {
+    // Every byte looked at, without a branch a byte (names are checked on
+    // every hit).
+    let plain = |b: u8| {
+        let lower = (b | 0x20).wrapping_sub(b'a') < 26;
+        let digit = b.wrapping_sub(b'0') < 10;
+        lower | digit | (b == b'_') | (b == b'-') | (b == b'.')
+    };
     if matches!(name.as_bytes(), [first, ..] if *first != b'.' && *first != b'-')
         && name.len() <= 100
-        && name.bytes().all(plain)
+        && name.bytes().fold(true, |ok, b| ok & plain(b))
     {
-        return name.to_string();
+        return std::borrow::Cow::Borrowed(name);
     }
     let mut s: String = name
         .chars()
@@ -279,7 +291,7 @@ pub fn safe_component(name: &str) -> String {
         s.push('-');
         s.push_str(&short_hash(&blake3::hash(name.as_bytes()))[..16]);
     }
-    s
+    std::borrow::Cow::Owned(s)
 }
 
 /// The default cache root for a cache `name`: `$XDG_CACHE_HOME/<name>`, else
@@ -841,8 +853,8 @@ impl Cache {
         if self.shared || self.read_only || !is_hex_key(&hit.key) || !is_hex_key(&hit.prekey) {
             return None;
         }
-        let safe = safe_component(blob);
-        let parts = [ENTRIES, safe.as_str(), &hit.prekey, &hit.key];
+        let safe = safe_name(blob);
+        let parts = [ENTRIES, &safe, &hit.prekey, &hit.key];
         let object = joined(&self.root, &parts, ".so");
         let md = fs::symlink_metadata(&object).ok()?;
         if !md.file_type().is_file() || identity(&md) != hit.object {
@@ -870,7 +882,7 @@ impl Cache {
             // Empty: checked again, it would be hashed in full.
             object_stat: String::new(),
             depset: hit.depset,
-            deps: Arc::default(),
+            deps: no_deps(),
             headers,
             command: Vec::new(),
             created: 0,
@@ -1232,7 +1244,7 @@ impl Cache {
         if let Some(d) = DEPSET_MEMO.lock().ok()?.get(digest) {
             return Some(d.clone());
         }
-        if digest.len() != 32 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !is_hex_key(digest) {
             return None;
         }
         let path = self.root.join(DEPSETS).join(format!("{digest}.json"));
@@ -1477,18 +1489,32 @@ impl Cache {
     }
 }
 
-/// `base` joined with each of `parts` in turn, as [`Path::join`] joins,
-/// then `suffix` added to the last: the path allocated once (a hit builds
-/// several per kernel, and each `join` grew its buffer again).
+/// `base` with each of `parts` after a `/` (one is not doubled), then
+/// `suffix` added to the last: the path allocated once, byte by byte (a
+/// hit builds several per kernel). The parts are names this cache made
+/// (never absolute; a leading `/` would stay under `base`, where
+/// [`Path::join`] would start again from the root).
 pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
-    let len = base.as_os_str().len() + parts.iter().map(|p| p.len() + 1).sum::<usize>();
-    let mut path = PathBuf::with_capacity(len + suffix.len());
-    path.push(base);
+    use std::os::unix::ffi::OsStringExt;
+    let base = base.as_os_str().as_encoded_bytes();
+    let len = base.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>() + suffix.len();
+    let mut path = Vec::with_capacity(len);
+    path.extend_from_slice(base);
     for part in parts {
-        path.push(part);
+        if !path.is_empty() && path.last() != Some(&b'/') {
+            path.push(b'/');
+        }
+        path.extend_from_slice(part.as_bytes());
     }
-    path.as_mut_os_string().push(suffix);
-    path
+    path.extend_from_slice(suffix.as_bytes());
+    PathBuf::from(std::ffi::OsString::from_vec(path))
+}
+
+/// An empty header list, shared: a record made from the memo of hits
+/// allocates none.
+fn no_deps() -> Arc<Vec<Dep>> {
+    static NONE: once_cell::sync::Lazy<Arc<Vec<Dep>>> = once_cell::sync::Lazy::new(Arc::default);
+    NONE.clone()
 }
 
 /// Whether a last use `used` is less than [`TOUCH_EVERY`] before `now`
@@ -1501,7 +1527,7 @@ pub(crate) fn used_lately(used: Option<SystemTime>, now: SystemTime) -> bool {
 /// Whether `key` has the form of a key (a file stem this cache writes):
 /// what a record names is joined to a path only then.
 fn is_hex_key(key: &str) -> bool {
-    key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit())
+    key.len() == 32 && all_hex(key.as_bytes())
 }
 
 fn open_object(entry: &Entry) -> Result<(File, fs::Metadata), String> {
@@ -1591,6 +1617,33 @@ pub(super) fn headers_unchanged(record: &Record, roots: Roots<'_>, here: Option<
 mod tests {
     use super::*;
     use crate::object::bytes::MAP_ABOVE;
+
+    #[test]
+    fn a_joined_path_is_the_joined_path() {
+        for base in ["/a/b", "/a/b/", "c", "", "/"] {
+            for parts in [
+                &["v1", "blob", "0f"][..],
+                &["v1"][..],
+                &[][..],
+                &["", "x"][..],
+            ] {
+                let mut want = PathBuf::from(base);
+                for p in parts {
+                    want.push(p);
+                }
+                want.as_mut_os_string().push(".so");
+                assert_eq!(
+                    joined(Path::new(base), parts, ".so"),
+                    want,
+                    "{base:?} {parts:?}"
+                );
+            }
+        }
+        // A leading `/` stays under the base.
+        assert_eq!(joined(Path::new("/c"), &["/x"], ""), Path::new("/c//x"));
+        assert_eq!(safe_name("plain_name"), safe_component("plain_name"));
+        assert_eq!(safe_name("../x"), safe_component("../x"));
+    }
 
     #[test]
     fn safe_component_keeps_plain_names_and_maps_hostile_ones() {

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::file_stat::stat_key;
-use super::memo_file::{hex_key, tree_file, MemoFile, KEY};
+use super::memo_file::{hex_key, hex_text, tree_file, MemoFile, KEY};
 use super::sources::settled;
 
 /// The first bytes of a memo: another format is no memo.
@@ -82,13 +82,12 @@ impl HitMemo {
     /// The entry remembered under `key` ([`hit_key`]).
     pub(crate) fn find(&self, key: &[u8; KEY]) -> Option<Hit> {
         let r = self.file.find(key)?;
-        let text = |i| std::str::from_utf8(self.file.field(r, i)).ok();
-        let digest = |i| text(i).filter(|t| t.bytes().all(|b| b.is_ascii_hexdigit()));
-        let depset = match text(2)? {
-            t if t.bytes().all(|b| b == b'-') => "",
+        let digest = |i| hex_text(self.file.field(r, i));
+        let depset = match self.file.field(r, 2) {
+            t if t.iter().all(|&b| b == b'-') => "",
             _ => digest(2)?,
         };
-        let used = u64::from_str_radix(digest(4)?, 16).ok()?;
+        let used = hex_u64(digest(4)?.as_bytes());
         Some(Hit {
             prekey: digest(0)?.to_string(),
             key: digest(1)?.to_string(),
@@ -145,19 +144,36 @@ pub(crate) fn hit_key(
     source: &fs::Metadata,
     context: &blake3::Hash,
 ) -> [u8; KEY] {
+    const TAG: &[u8] = b"ck-jit hit\0";
     let path = path.as_os_str().as_encoded_bytes();
-    let mut h: Vec<u8> = Vec::with_capacity(96 + blob.len() + path.len());
-    h.extend_from_slice(b"ck-jit hit\0");
-    h.extend_from_slice(blob.as_bytes());
-    h.push(0);
-    h.extend_from_slice(path);
-    h.push(0);
+    let len = TAG.len() + blob.len() + 1 + path.len() + 1 + 6 * 8 + blake3::OUT_LEN;
+    // The hashed bytes on the stack (the usual key is some 200 bytes; a
+    // longer one goes to the heap).
+    let mut stack = [0u8; 512];
+    let mut heap = Vec::new();
+    let buf = match stack.get_mut(..len) {
+        Some(b) => b,
+        None => {
+            heap.resize(len, 0);
+            &mut heap[..]
+        }
+    };
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(TAG);
+    put(blob.as_bytes());
+    put(&[0]);
+    put(path);
+    put(&[0]);
     // The identity's fields as bytes (what `identity` writes in hex).
     for v in identity_words(source) {
-        h.extend_from_slice(&v.to_le_bytes());
+        put(&v.to_le_bytes());
     }
-    h.extend_from_slice(context.as_bytes());
-    hex_key(&h)
+    put(context.as_bytes());
+    hex_key(buf)
 }
 
 /// A file's size, mtime (seconds, nanoseconds), ctime (the same) and
@@ -175,6 +191,16 @@ fn identity_words(md: &fs::Metadata) -> [u64; 6] {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The value of up to 16 hex digits (checked as such already: any other
+/// byte gives a wrong value, not a failure). No branch a digit.
+fn hex_u64(digits: &[u8]) -> u64 {
+    digits.iter().fold(0, |v, &b| {
+        // `0`-`9` are 0x30-0x39, `a`-`f` and `A`-`F` 0x61-0x66 and
+        // 0x41-0x46: the low nibble, plus 9 for a letter (bit 6 set).
+        (v << 4) | u64::from((b & 0xf) + 9 * (b >> 6))
+    })
+}
 
 /// A file's identity as the memo keeps it: its size, mtime, ctime and
 /// inode, in hex (a load makes two; digits by shifts, not divisions).
@@ -273,6 +299,31 @@ mod tests {
             HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
             Some(refreshed)
         );
+    }
+
+    #[test]
+    fn a_key_hashes_its_fields_in_order_whatever_the_path_length() {
+        let (_dir, md, _, _) = scratch();
+        let ctx = blake3::hash(b"c");
+        for path in ["/t/a.c".to_string(), format!("/{}/a.c", "d".repeat(700))] {
+            let mut want = b"ck-jit hit\0a\0".to_vec();
+            want.extend_from_slice(path.as_bytes());
+            want.push(0);
+            for v in identity_words(&md) {
+                want.extend_from_slice(&v.to_le_bytes());
+            }
+            want.extend_from_slice(ctx.as_bytes());
+            assert_eq!(hit_key("a", Path::new(&path), &md, &ctx), hex_key(&want));
+        }
+    }
+
+    #[test]
+    fn hex_digits_are_read_as_from_str_radix_reads_them() {
+        for v in [0, 1, 9, 10, 15, 0xdead_beef, 1_800_000_000, u64::MAX] {
+            for text in [format!("{v:016x}"), format!("{v:016X}"), format!("{v:x}")] {
+                assert_eq!(hex_u64(text.as_bytes()), v, "{text}");
+            }
+        }
     }
 
     #[test]

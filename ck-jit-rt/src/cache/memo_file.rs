@@ -249,8 +249,28 @@ impl MemoFile {
             }
             at += 1 + w;
         }
-        r.len() == self.record_len() && r[at] == b'\n' && r[..KEY].iter().all(u8::is_ascii_hexdigit)
+        r.len() == self.record_len() && r[at] == b'\n' && all_hex(&r[..KEY])
     }
+}
+
+/// Whether every byte of `bytes` is a hex digit (either case). Looks at
+/// all of them, without stopping at the first that is not: a check of
+/// every lookup's keys, written to run without a branch a byte.
+pub(super) fn all_hex(bytes: &[u8]) -> bool {
+    bytes.iter().fold(true, |ok, &b| {
+        let digit = b.wrapping_sub(b'0') < 10;
+        let letter = (b | 0x20).wrapping_sub(b'a') < 6;
+        ok & (digit | letter)
+    })
+}
+
+/// `bytes` as text, when they are all hex digits ([`all_hex`]).
+pub(super) fn hex_text(bytes: &[u8]) -> Option<&str> {
+    if !all_hex(bytes) {
+        return None;
+    }
+    // SAFETY: hex digits are ASCII, hence UTF-8.
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
 /// The first [`KEY`] hex digits of the BLAKE3 of `bytes`.
@@ -265,4 +285,20 @@ pub(super) fn hex_key(bytes: &[u8]) -> [u8; KEY] {
 pub(super) fn tree_file(dir: &Path, tree: &Path) -> PathBuf {
     let key = hex_key(tree.as_os_str().as_encoded_bytes());
     dir.join(std::str::from_utf8(&key).unwrap_or("memo"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_hex_says_what_is_ascii_hexdigit_says_of_every_byte() {
+        for b in 0..=u8::MAX {
+            assert_eq!(all_hex(&[b]), b.is_ascii_hexdigit(), "{b:#04x}");
+            assert_eq!(all_hex(&[b'a', b, b'0']), b.is_ascii_hexdigit(), "{b:#04x}");
+        }
+        assert!(all_hex(b""));
+        assert_eq!(hex_text(b"09afAF"), Some("09afAF"));
+        assert_eq!(hex_text(b"09ag"), None);
+    }
 }

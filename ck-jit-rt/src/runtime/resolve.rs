@@ -1791,17 +1791,30 @@ impl Runtime {
     /// memos know a source by.
     fn source_identity(&self, source: &Path, canon_root: &Path) -> Option<(PathBuf, fs::Metadata)> {
         let (dir, name) = source_parts(source)?;
-        let path = self.canon_dir(dir).ok()?;
-        // `join` (one allocation: reserved first).
-        let mut path = path.into_os_string();
-        path.reserve_exact(1 + name.len());
-        if !path.as_encoded_bytes().ends_with(b"/") {
-            path.push("/");
-        }
-        path.push(name);
-        let path = PathBuf::from(path);
+        let path = self.canon_dir_with(dir, name).ok()?;
         let md = fs::symlink_metadata(&path).ok()?;
         (md.file_type().is_file() && under(&path, canon_root)).then_some((path, md))
+    }
+
+    /// [`canon_dir`](Self::canon_dir) joined with `name`, allocated once.
+    fn canon_dir_with(&self, dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<PathBuf> {
+        let join = |d: &Path| {
+            use std::os::unix::ffi::OsStringExt;
+            let (d, n) = (d.as_os_str().as_encoded_bytes(), name.as_encoded_bytes());
+            let mut path = Vec::with_capacity(d.len() + 1 + n.len());
+            path.extend_from_slice(d);
+            if !path.ends_with(b"/") {
+                path.push(b'/');
+            }
+            path.extend_from_slice(n);
+            PathBuf::from(std::ffi::OsString::from_vec(path))
+        };
+        if let Ok(m) = self.canon_dirs.lock() {
+            if let Some(d) = m.get(dir.as_os_str()) {
+                return Ok(join(d));
+            }
+        }
+        self.canon_dir(dir).map(|d| join(&d))
     }
 
     /// `dir` with symlinks resolved, once per runtime.
