@@ -93,7 +93,8 @@ impl HitMemo {
             key: digest(1)?.to_string(),
             depset: depset.to_string(),
             object: self.file.field(r, 3).try_into().ok()?,
-            used: UNIX_EPOCH + Duration::from_secs(used),
+            // A time past what the clock can hold is no memo's.
+            used: UNIX_EPOCH.checked_add(Duration::from_secs(used))?,
         })
     }
 
@@ -315,6 +316,21 @@ mod tests {
             want.extend_from_slice(ctx.as_bytes());
             assert_eq!(hit_key("a", Path::new(&path), &md, &ctx), hex_key(&want));
         }
+    }
+
+    #[test]
+    fn a_last_use_past_what_the_clock_holds_is_no_hit() {
+        let (dir, md, key, memo) = scratch();
+        memo.remember(&key, &md, &hit(""), SystemTime::now() + SETTLE * 2);
+        let file = memo.file.path.clone();
+        let mut bytes = fs::read(&file).unwrap();
+        let end = bytes.len() - 1;
+        bytes[end - USED..end].copy_from_slice(b"ffffffffffffffff");
+        fs::write(&file, &bytes).unwrap();
+        assert_eq!(
+            HitMemo::open(dir.path(), Path::new("/tree")).find(&key),
+            None
+        );
     }
 
     #[test]

@@ -254,7 +254,8 @@ impl From<Error> for Failure {
     }
 }
 
-/// A group's [`hit_context`] and the compiler identity it was made for.
+/// A group's compiler, its [`hit_context`], and the count of forgotten
+/// compiler identities they were found under.
 type GroupContext = (Arc<CompilerId>, blake3::Hash, u64);
 
 /// A runtime over one manifest: resolves its blobs to loaded entry points.
