@@ -86,6 +86,7 @@ mod gpu;
 mod object;
 #[cfg(feature = "pack")]
 pub mod pack;
+mod path_bytes;
 mod runtime;
 
 pub use cache::maintenance;

@@ -8,7 +8,17 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. A new top-level module must be placed here.
 const ROOMS: &[&str] = &[
-    "error", "config", "object", "compile", "gpu", "cache", "runtime", "family", "declared", "pack",
+    "path_bytes",
+    "error",
+    "config",
+    "object",
+    "compile",
+    "gpu",
+    "cache",
+    "runtime",
+    "family",
+    "declared",
+    "pack",
 ];
 
 /// Every `.rs` file under `src/` but `lib.rs`, as (room, path relative to

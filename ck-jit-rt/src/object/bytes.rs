@@ -8,7 +8,8 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 /// An object's bytes, verified: by their checksum, or (in a private cache)
 /// by the object's identity, in which case a large object is mapped
@@ -34,7 +35,9 @@ pub(crate) enum Bytes {
     /// `path` on first use. A hit that only loads the object never reads
     /// it; the loader maps it.
     Unread {
-        path: PathBuf,
+        /// Shared with the handles [`ObjectBytes::unread_again`] makes and
+        /// the [`Loaded`](crate::Loaded) object they are kept by.
+        path: Arc<Path>,
         len: u64,
         read: std::sync::OnceLock<Box<Bytes>>,
     },
@@ -87,7 +90,7 @@ impl ObjectBytes {
     pub(crate) fn unread(path: &Path, len: u64) -> ObjectBytes {
         ObjectBytes {
             bytes: Bytes::Unread {
-                path: path.to_path_buf(),
+                path: Arc::from(path),
                 len,
                 read: std::sync::OnceLock::new(),
             },
@@ -107,9 +110,23 @@ impl ObjectBytes {
     /// its symbol table later without holding these.
     pub(crate) fn unread_again(&self) -> Option<ObjectBytes> {
         match &self.bytes {
-            Bytes::Unread { path, len, read } if read.get().is_none() => {
-                Some(ObjectBytes::unread(path, *len))
-            }
+            Bytes::Unread { path, len, read } if read.get().is_none() => Some(ObjectBytes {
+                bytes: Bytes::Unread {
+                    path: path.clone(),
+                    len: *len,
+                    read: std::sync::OnceLock::new(),
+                },
+                hashed: false,
+                file: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The path of bytes not read yet, shared.
+    pub(crate) fn unread_path(&self) -> Option<&Arc<Path>> {
+        match &self.bytes {
+            Bytes::Unread { path, .. } => Some(path),
             _ => None,
         }
     }

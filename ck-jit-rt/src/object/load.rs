@@ -7,10 +7,10 @@
 //! long as the process (and a `dlclose` per kernel at exit is time spent
 //! for nothing).
 
-use std::ffi::CString;
 use std::mem::ManuallyDrop;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ck_jit_manifest::SymbolSpec;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
@@ -18,6 +18,7 @@ use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 use crate::error::Error;
 use crate::object::bytes::ObjectBytes;
 use crate::object::symbol::{self, DynSym};
+use crate::path_bytes::PathBytes;
 
 /// A loaded object's dynamic symbols: read with the object, or, for an
 /// object whose bytes were never read (vouched for by its identity), read
@@ -37,7 +38,7 @@ enum Symbols {
 #[derive(Debug)]
 pub struct Loaded {
     blob: String,
-    path: PathBuf,
+    path: Arc<Path>,
     lib: ManuallyDrop<Library>,
     /// The object's dynamic symbols.
     symbols: Symbols,
@@ -122,22 +123,30 @@ impl Loaded {
             Some(PathBuf::from(format!("/proc/self/fd/{kept}")))
         });
         let open_path = via_fd.as_deref().unwrap_or(path);
+        // Handed over with its NUL, so the loader's name is not copied.
+        let mut c_path = PathBytes::of(open_path.as_os_str().as_bytes());
+        let c_path = std::ffi::OsStr::from_bytes(c_path.with_nul());
         // SAFETY: loading runs the object's initialisers. The object is one
         // this process's manifest asked to be compiled from the manifest's
         // source with the manifest's command, verified against the checksum
         // recorded when it was published into a cache only this user can
         // write (or an explicitly shared one).
-        let lib =
-            unsafe { Library::open(Some(open_path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
-                Error::DlOpen {
-                    blob: blob.to_string(),
-                    path: path.to_path_buf(),
-                    desc: e.to_string(),
-                }
-            })?;
+        let lib = unsafe { Library::open(Some(c_path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+            Error::DlOpen {
+                blob: blob.to_string(),
+                path: path.to_path_buf(),
+                desc: e.to_string(),
+            }
+        })?;
+        // The path the unread bytes keep, when it is this one: shared.
+        let path = match &symbols {
+            Symbols::Later { file, .. } => file.unread_path().filter(|p| ***p == *path).cloned(),
+            Symbols::Read(_) => None,
+        }
+        .unwrap_or_else(|| Arc::from(path));
         Ok(Loaded {
             blob: blob.to_string(),
-            path: path.to_path_buf(),
+            path,
             lib: ManuallyDrop::new(lib),
             symbols,
             prekey: None,
@@ -145,8 +154,8 @@ impl Loaded {
     }
 
     /// This object, known to be built from the inputs of `prekey`.
-    pub(crate) fn built_from(mut self, prekey: &str) -> Loaded {
-        self.prekey = Some(prekey.to_string());
+    pub(crate) fn built_from(mut self, prekey: String) -> Loaded {
+        self.prekey = Some(prekey);
         self
     }
 
@@ -170,7 +179,7 @@ impl Loaded {
                 .as_deref()
                 .map_err(|why| Error::BadObject {
                     blob: self.blob.clone(),
-                    path: self.path.clone(),
+                    path: self.path.to_path_buf(),
                     why: why.clone(),
                 }),
         }
@@ -195,7 +204,7 @@ impl Loaded {
         };
         let not_found = || Error::SymbolNotFound {
             blob: self.blob.clone(),
-            path: self.path.clone(),
+            path: self.path.to_path_buf(),
             spec: spec.clone(),
             candidates: self
                 .symbols()
@@ -203,12 +212,15 @@ impl Loaded {
                 .unwrap_or_default(),
         };
         let name = name.ok_or_else(not_found)?;
-        // One allocation, of the name and its NUL.
-        let c = CString::new(name.as_bytes()).map_err(|_| not_found())?;
+        if name.as_bytes().contains(&0) {
+            return Err(not_found());
+        }
+        // The name and its NUL, on the stack when short.
+        let mut c = PathBytes::of(name.as_bytes());
         // SAFETY: the address is returned as an untyped pointer; the caller
         // (the generated dispatcher) casts it to the signature its user
         // declared. The library is kept alive for the process.
-        let sym = unsafe { self.lib.get::<*const ()>(c.as_bytes_with_nul()) };
+        let sym = unsafe { self.lib.get::<*const ()>(c.with_nul()) };
         match sym {
             Ok(s) => {
                 let p: *const () = *s;

@@ -31,6 +31,7 @@ use crate::config::{config, Config};
 use crate::error::Error;
 use crate::object::load::Loaded;
 use crate::object::mapped::map_for_process;
+use crate::path_bytes::PathBytes;
 use crate::runtime::store::{BlobInfo, Store};
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
@@ -1275,9 +1276,14 @@ impl Runtime {
         info: &BlobInfo<'_>,
     ) -> Option<([u8; 32], fs::Metadata, Arc<CompilerId>)> {
         let (id, context) = self.group_context(blob, info)?;
-        let source = self.root.join(&*info.source);
-        let (path, md) = self.source_identity(&source, self.canon_root())?;
-        Some((hit_key(blob, &path, &md, &context), md, id))
+        // `root.join(source)`, on the stack.
+        let mut source = PathBytes::new();
+        if !info.source.starts_with('/') {
+            source.push(self.root.as_os_str().as_encoded_bytes());
+        }
+        source.push_name(info.source.as_bytes());
+        let (path, md) = self.source_identity_bytes(source.path(), self.canon_root())?;
+        Some((hit_key(blob, path.path(), &md, &context), md, id))
     }
 
     /// The compiler of `info`'s group and its [`hit_context`]. Kept per
@@ -1432,7 +1438,6 @@ impl Runtime {
                 Err(error) => return Err(Failure::at(error, entry.record.prekey.clone())),
             }
         };
-        let loaded = loaded.built_from(&entry.record.prekey);
         let dt = t0.elapsed();
         counters::LOADS.add(1);
         counters::LOAD_NS.add(dt.as_nanos() as u64);
@@ -1461,7 +1466,8 @@ impl Runtime {
                 entry.object.display()
             );
         }
-        Ok(loaded)
+        // The entry is done with: its key moves to the loaded object.
+        Ok(loaded.built_from(std::mem::take(&mut entry.record.prekey)))
     }
 
     /// Makes sure a verified entry for `blob` is in the cache, compiling it
@@ -1791,24 +1797,32 @@ impl Runtime {
     /// `lstat`, when it is a file (not a symlink) under the tree: what the
     /// memos know a source by.
     fn source_identity(&self, source: &Path, canon_root: &Path) -> Option<(PathBuf, fs::Metadata)> {
-        let (dir, name) = source_parts(source)?;
-        let path = self.canon_dir_with(dir, name).ok()?;
-        let md = fs::symlink_metadata(&path).ok()?;
-        (md.file_type().is_file() && under(&path, canon_root)).then_some((path, md))
+        self.source_identity_bytes(source, canon_root)
+            .map(|(path, md)| (path.to_path_buf(), md))
     }
 
-    /// [`canon_dir`](Self::canon_dir) joined with `name`, allocated once.
-    fn canon_dir_with(&self, dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<PathBuf> {
+    /// [`source_identity`](Self::source_identity), its path on the stack
+    /// (a hit's key hashes it and drops it).
+    fn source_identity_bytes(
+        &self,
+        source: &Path,
+        canon_root: &Path,
+    ) -> Option<(PathBytes, fs::Metadata)> {
+        let (dir, name) = source_parts(source)?;
+        let path = self.canon_dir_with(dir, name).ok()?;
+        let md = fs::symlink_metadata(path.path()).ok()?;
+        (md.file_type().is_file() && under(path.path(), canon_root)).then_some((path, md))
+    }
+
+    /// [`canon_dir`](Self::canon_dir) joined with `name`, on the stack.
+    fn canon_dir_with(&self, dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<PathBytes> {
         let join = |d: &Path| {
-            use std::os::unix::ffi::OsStringExt;
-            let (d, n) = (d.as_os_str().as_encoded_bytes(), name.as_encoded_bytes());
-            let mut path = Vec::with_capacity(d.len() + 1 + n.len());
-            path.extend_from_slice(d);
-            if !path.ends_with(b"/") {
-                path.push(b'/');
+            let mut path = PathBytes::of(d.as_os_str().as_encoded_bytes());
+            if !path.bytes().ends_with(b"/") {
+                path.push(b"/");
             }
-            path.extend_from_slice(n);
-            PathBuf::from(std::ffi::OsString::from_vec(path))
+            path.push(name.as_encoded_bytes());
+            path
         };
         if let Ok(m) = self.canon_dirs.lock() {
             if let Some(d) = m.get(dir.as_os_str()) {
