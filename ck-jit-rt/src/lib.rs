@@ -89,6 +89,13 @@ pub mod pack;
 mod path_bytes;
 mod runtime;
 
+/// How the runtime's own maps hash their keys (blob names, paths,
+/// digests): with fixed keys, so making one asks the system for no
+/// random bytes, which a process that only hits would ask for alone.
+/// No key comes from anyone who could choose collisions.
+pub(crate) type FixedState =
+    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
 pub use cache::maintenance;
 pub use gpu::arch;
 

@@ -83,9 +83,11 @@ pub fn stat_string(md: &fs::Metadata) -> String {
     )
 }
 
+/// Files hashed this process: path → its stat then, and the hash.
+type Hashes = HashMap<PathBuf, (StatKey, String), crate::FixedState>;
+
 pub(crate) type StatKey = (u64, i64, i64, i64, i64, u64);
-static HASHES: Lazy<Mutex<HashMap<PathBuf, (StatKey, String)>>> =
-    Lazy::new(|| Mutex::new(HashMap::new()));
+static HASHES: Lazy<Mutex<Hashes>> = Lazy::new(|| Mutex::new(HashMap::default()));
 
 /// BLAKE3 of a file's contents, remembered per process while its size,
 /// mtime, ctime and inode are unchanged (headers are shared by many blobs; a

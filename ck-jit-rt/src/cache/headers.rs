@@ -224,8 +224,8 @@ fn plain_items(text: &[u8]) -> Option<Vec<Header>> {
 }
 
 /// Parsed header sets of this process, by digest.
-pub(super) static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>>>> =
-    Lazy::new(|| Mutex::new(HashMap::new()));
+pub(super) static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>, crate::FixedState>>> =
+    Lazy::new(|| Mutex::new(HashMap::default()));
 
 /// Header sets found unchanged in this process: (tree root, compiler
 /// prefix, set digest) → the set and when its oldest header check was made
@@ -239,7 +239,7 @@ struct Checked {
 }
 
 /// Sets found unchanged under one roots: digest → the set, and when.
-type CheckedSets = HashMap<String, (Arc<HeaderSet>, Instant)>;
+type CheckedSets = HashMap<String, (Arc<HeaderSet>, Instant), crate::FixedState>;
 
 impl Checked {
     fn position(&self, roots: Roots<'_>) -> Option<usize> {
@@ -319,7 +319,7 @@ pub(super) fn deps_verified(
             c.roots.retain(|(_, sets)| !sets.is_empty());
             let i = c.position(roots).unwrap_or_else(|| {
                 let key = (roots.tree.to_path_buf(), roots.compiler.to_vec());
-                c.roots.push((key, HashMap::new()));
+                c.roots.push((key, HashMap::default()));
                 c.roots.len() - 1
             });
             c.roots[i]

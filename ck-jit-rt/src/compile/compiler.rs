@@ -86,10 +86,21 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         return is_exe(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(program))
-        .find(|p| is_exe(p))
+    // `split_paths`, but a directory listed twice is looked in once.
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for dir in path.as_encoded_bytes().split(|&b| b == b':') {
+        if !dir.starts_with(b"/") || seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir);
+        // SAFETY: split from an `OsStr` at an ASCII byte.
+        let dir = Path::new(unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(dir) });
+        let p = dir.join(program);
+        if is_exe(&p) {
+            return Some(p);
+        }
+    }
+    None
 }
 
 /// The path with every symbolic link, `.` and `..` resolved, as

@@ -270,7 +270,7 @@ pub struct Runtime {
     /// joined from the root (most blobs share a few).
     /// (Keyed by the path's bytes: hashing a `Path` walks its
     /// components.)
-    canon_dirs: Mutex<HashMap<std::ffi::OsString, PathBuf>>,
+    canon_dirs: Mutex<HashMap<std::ffi::OsString, PathBuf, crate::FixedState>>,
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::cache::sources::SourceMemo>>,
@@ -294,7 +294,7 @@ pub struct Runtime {
     /// The read-only tiers of `CK_JIT_CACHE_PATH` that could be opened,
     /// in order (opened on first use).
     tiers: OnceCell<Vec<Cache>>,
-    states: Mutex<HashMap<String, Arc<BlobState>>>,
+    states: Mutex<HashMap<String, Arc<BlobState>, crate::FixedState>>,
     /// The manifest's groups as plans share them, by index (made on a
     /// group's first plan).
     groups: OnceCell<Vec<OnceCell<Arc<Group>>>>,
@@ -339,13 +339,13 @@ impl Runtime {
             hits: OnceCell::new(),
             contexts: OnceCell::new(),
             key_env: OnceCell::new(),
-            canon_dirs: Mutex::new(HashMap::new()),
+            canon_dirs: Mutex::new(HashMap::default()),
             cache_dir: None,
             config,
             cache: OnceCell::new(),
             counts: OnceCell::new(),
             tiers: OnceCell::new(),
-            states: Mutex::new(HashMap::new()),
+            states: Mutex::new(HashMap::default()),
             groups: OnceCell::new(),
             compilers_dir: OnceCell::new(),
             temps_swept: OnceCell::new(),
@@ -1842,11 +1842,37 @@ impl Runtime {
         if let Some(d) = known {
             return Ok(d);
         }
-        let d = compile::real_path(dir)?;
+        let d = match self.plain_dir_in_root(dir) {
+            Some(d) => d,
+            None => compile::real_path(dir)?,
+        };
         if let Ok(mut m) = self.canon_dirs.lock() {
             m.insert(dir.as_os_str().to_os_string(), d.clone());
         }
         Ok(d)
+    }
+
+    /// The real path of `dir` from the root's, when `dir` is the root or a
+    /// directory right in it that is no symlink (one `lstat`, where the
+    /// system would open it and read its name back): most trees keep
+    /// their sources there. `None` for any other directory.
+    fn plain_dir_in_root(&self, dir: &Path) -> Option<PathBuf> {
+        let root = self.root.as_os_str().as_encoded_bytes();
+        let root = root.strip_suffix(b"/").unwrap_or(root);
+        let rest = dir.as_os_str().as_encoded_bytes().strip_prefix(root)?;
+        if rest.is_empty() {
+            return Some(self.canon_root().to_path_buf());
+        }
+        let name = rest.strip_prefix(b"/")?;
+        if matches!(name, b"" | b"." | b"..") || name.contains(&b'/') {
+            return None;
+        }
+        let md = fs::symlink_metadata(dir).ok()?;
+        md.file_type().is_dir().then(|| {
+            let mut d = PathBytes::of(self.canon_root().as_os_str().as_encoded_bytes());
+            d.push_name(name);
+            d.to_path_buf()
+        })
     }
 
     /// Reads a blob's source, refusing one that resolves outside the tree
