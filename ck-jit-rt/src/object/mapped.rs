@@ -1,12 +1,17 @@
-//! A file's bytes for the rest of the process, mapped read-only: the
-//! compact manifest and the source memo are read this way, a few pages of
-//! each touched. It reads no other module of the crate.
+//! A file's bytes for the rest of the process, mapped read-only (read,
+//! when small): the compact manifest and the memos are read this way, a
+//! few pages of each touched. It reads no other module of the crate.
 
 use std::fs;
 use std::path::Path;
 
+/// Files up to this size are read, not mapped (a memo of a few dozen hits
+/// is a few KiB).
+const READ_UP_TO: usize = 64 << 10;
+
 /// The bytes of the file at `path`, mapped read-only for the rest of the
-/// process (a copy when mapping is refused); `None` if it cannot be read.
+/// process (read, when it is small or mapping is refused); `None` if it
+/// cannot be read.
 /// A library's compact manifest is 580 KB at aiter's scale, of which a
 /// lookup reads a few pages: copying it all was a tenth of a warm
 /// process's first call.
@@ -14,24 +19,31 @@ pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
     use std::os::fd::AsRawFd;
     let f = fs::File::open(path).ok()?;
     let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
-    if len > 0 {
-        // SAFETY: a private read-only mapping of an open file, never
-        // unmapped, so the slice lives as long as the process. Builds
-        // replace the file by rename, so the mapped one stays whole.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if p != libc::MAP_FAILED {
-            // SAFETY: `len` readable bytes, mapped for good.
-            return Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
-        }
+    if len <= READ_UP_TO {
+        // One `read`: a small file's mapping costs more (the mapping's
+        // set-up, then a page fault a page). Bytes appended meanwhile are
+        // not read, as they would not be mapped.
+        use std::io::Read;
+        let mut bytes = Vec::with_capacity(len);
+        (&f).take(len as u64).read_to_end(&mut bytes).ok()?;
+        return Some(Box::leak(bytes.into_boxed_slice()));
+    }
+    // SAFETY: a private read-only mapping of an open file, never
+    // unmapped, so the slice lives as long as the process. Builds
+    // replace the file by rename, so the mapped one stays whole.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p != libc::MAP_FAILED {
+        // SAFETY: `len` readable bytes, mapped for good.
+        return Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
     }
     let bytes = fs::read(path).ok()?;
     Some(Box::leak(bytes.into_boxed_slice()))
