@@ -132,6 +132,47 @@ impl CacheCounters {
     fn is_empty(&self) -> bool {
         self.hits + self.misses + self.compiles + self.failures == 0
     }
+
+    /// The counts of `text`, when it is the file's usual text (what
+    /// [`plain_text`](Self::plain_text) writes, then blanks): read without
+    /// the JSON library, whose code a process's exit would otherwise load
+    /// for this alone. `None` for any other text, JSON or not.
+    fn from_plain_text(text: &str) -> Option<CacheCounters> {
+        let mut rest = text.trim_end_matches([' ', '\n']).as_bytes();
+        let mut field = |name: &[u8]| -> Option<u64> {
+            rest = rest.strip_prefix(name)?;
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let (number, after) = rest.split_at(digits);
+            rest = after;
+            // No leading zero, as JSON has none: such a text is not ours.
+            if number.is_empty() || (number.len() > 1 && number[0] == b'0') {
+                return None;
+            }
+            std::str::from_utf8(number).ok()?.parse().ok()
+        };
+        let counts = CacheCounters {
+            hits: field(b"{\"hits\":")?,
+            tier_hits: BTreeMap::new(),
+            misses: field(b",\"misses\":")?,
+            compiles: field(b",\"compiles\":")?,
+            failures: field(b",\"failures\":")?,
+            since: field(b",\"since\":")?,
+        };
+        (rest == b"}").then_some(counts)
+    }
+
+    /// The JSON text of these counts, as `serde_json` writes it, when there
+    /// are no tier hits (the usual counts): written without the JSON
+    /// library. `None` with tier hits.
+    fn plain_text(&self) -> Option<Vec<u8>> {
+        self.tier_hits.is_empty().then(|| {
+            format!(
+                "{{\"hits\":{},\"misses\":{},\"compiles\":{},\"failures\":{},\"since\":{}}}",
+                self.hits, self.misses, self.compiles, self.failures, self.since
+            )
+            .into_bytes()
+        })
+    }
 }
 
 /// An event counted for the process and for the cache it happened in.
@@ -323,14 +364,18 @@ fn add_to_file(root: &Path, counts: &CacheCounters, shared: bool) -> std::io::Re
     let mut text = String::with_capacity(512);
     std::io::Read::take(&file, u64::MAX).read_to_string(&mut text)?;
     // A file cut short by a crash starts the count again.
-    let mut total: CacheCounters = serde_json::from_str(&text).unwrap_or_default();
+    let mut total = CacheCounters::from_plain_text(&text)
+        .unwrap_or_else(|| serde_json::from_str(&text).unwrap_or_default());
     if total.since == 0 {
         total.since = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
     }
     total.add(counts);
-    let mut bytes = serde_json::to_vec(&total).map_err(std::io::Error::other)?;
+    let mut bytes = match total.plain_text() {
+        Some(b) => b,
+        None => serde_json::to_vec(&total).map_err(std::io::Error::other)?,
+    };
     // Written over the old text, never truncated: a shorter text is padded
     // with spaces (still one JSON value). Truncating cost a process's exit
     // 0.3 ms and more (the file system then writes the file out on close).
@@ -385,6 +430,49 @@ mod tests {
         add_to_file(&dir, &one, false).unwrap();
         assert_eq!(read(&dir).unwrap().hits, 4);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_usual_text_is_read_and_written_as_the_json_library_does() {
+        let counts = |hits, misses, compiles, failures, since| CacheCounters {
+            hits,
+            tier_hits: BTreeMap::new(),
+            misses,
+            compiles,
+            failures,
+            since,
+        };
+        for c in [
+            counts(0, 0, 0, 0, 0),
+            counts(22657, 32, 1, 0, 1_795_937_318),
+            counts(u64::MAX, 10, 9, 100, u64::MAX),
+        ] {
+            let text = c.plain_text().unwrap();
+            assert_eq!(text, serde_json::to_vec(&c).unwrap());
+            let text = String::from_utf8(text).unwrap();
+            assert_eq!(CacheCounters::from_plain_text(&text), Some(c.clone()));
+            let padded = format!("{text}     \n");
+            assert_eq!(CacheCounters::from_plain_text(&padded), Some(c.clone()));
+        }
+        let mut tiered = counts(1, 0, 0, 0, 5);
+        tiered.tier_hits.insert("/opt/t".to_string(), 1);
+        assert_eq!(tiered.plain_text(), None);
+        // Any other text is left to the JSON library, which reads it or
+        // refuses it as before.
+        let tiered_text = serde_json::to_string(&tiered).unwrap();
+        for other in [
+            tiered_text.as_str(),
+            "{\"hits\": 1,\"misses\":0,\"compiles\":0,\"failures\":0,\"since\":5}",
+            "{\"hits\":01,\"misses\":0,\"compiles\":0,\"failures\":0,\"since\":5}",
+            "{\"hits\":1,\"misses\":0,\"compiles\":0,\"failures\":0,\"since\":5}x",
+            "{\"hits\":1,\"misses\":0,\"compiles\":0,\"failures\":0}",
+            "{\"hits\":18446744073709551616,\"misses\":0,\"compiles\":0,\"failures\":0,\"since\":5}",
+            "{\"hits\":-1,\"misses\":0,\"compiles\":0,\"failures\":0,\"since\":5}",
+            "{\"hits\": 9",
+            "",
+        ] {
+            assert_eq!(CacheCounters::from_plain_text(other), None, "{other}");
+        }
     }
 
     /// The counts in `dir`'s file once `done` holds of them, flushing
