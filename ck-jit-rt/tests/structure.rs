@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. A new top-level module must be placed here.
 const ROOMS: &[&str] = &[
+    "fixed_hash",
     "path_bytes",
     "error",
     "config",

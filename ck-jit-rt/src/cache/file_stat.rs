@@ -84,7 +84,7 @@ pub fn stat_string(md: &fs::Metadata) -> String {
 }
 
 /// Files hashed this process: path → its stat then, and the hash.
-type Hashes = HashMap<PathBuf, (StatKey, String), crate::FixedState>;
+type Hashes = HashMap<PathBuf, (StatKey, String), crate::fixed_hash::FixedState>;
 
 pub(crate) type StatKey = (u64, i64, i64, i64, i64, u64);
 static HASHES: Lazy<Mutex<Hashes>> = Lazy::new(|| Mutex::new(HashMap::default()));

@@ -224,8 +224,9 @@ fn plain_items(text: &[u8]) -> Option<Vec<Header>> {
 }
 
 /// Parsed header sets of this process, by digest.
-pub(super) static DEPSET_MEMO: Lazy<Mutex<HashMap<String, Arc<HeaderSet>, crate::FixedState>>> =
-    Lazy::new(|| Mutex::new(HashMap::default()));
+pub(super) static DEPSET_MEMO: Lazy<
+    Mutex<HashMap<String, Arc<HeaderSet>, crate::fixed_hash::FixedState>>,
+> = Lazy::new(|| Mutex::new(HashMap::default()));
 
 /// Header sets found unchanged in this process: (tree root, compiler
 /// prefix, set digest) → the set and when its oldest header check was made
@@ -239,7 +240,7 @@ struct Checked {
 }
 
 /// Sets found unchanged under one roots: digest → the set, and when.
-type CheckedSets = HashMap<String, (Arc<HeaderSet>, Instant), crate::FixedState>;
+type CheckedSets = HashMap<String, (Arc<HeaderSet>, Instant), crate::fixed_hash::FixedState>;
 
 impl Checked {
     fn position(&self, roots: Roots<'_>) -> Option<usize> {

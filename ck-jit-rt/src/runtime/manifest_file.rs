@@ -23,8 +23,9 @@ use crate::runtime::{fallback, Runtime};
 /// Runtimes over manifest files, by the path the build recorded. Few
 /// (one per file named in the program's source), and never freed: slots
 /// keep pointers into them.
-static RUNTIMES: Lazy<Mutex<HashMap<&'static str, &'static Runtime, crate::FixedState>>> =
-    Lazy::new(|| Mutex::new(HashMap::default()));
+static RUNTIMES: Lazy<
+    Mutex<HashMap<&'static str, &'static Runtime, crate::fixed_hash::FixedState>>,
+> = Lazy::new(|| Mutex::new(HashMap::default()));
 
 /// The runtime that resolves `blob`, declared from the manifest file at
 /// `path`: the fallback manifest when it records the blob, else a runtime

@@ -270,7 +270,7 @@ pub struct Runtime {
     /// joined from the root (most blobs share a few).
     /// (Keyed by the path's bytes: hashing a `Path` walks its
     /// components.)
-    canon_dirs: Mutex<HashMap<std::ffi::OsString, PathBuf, crate::FixedState>>,
+    canon_dirs: Mutex<HashMap<std::ffi::OsString, PathBuf, crate::fixed_hash::FixedState>>,
     /// The writable cache's memo of this tree's source digests (none for a
     /// shared cache or without a writable one), read on the first plan.
     sources: OnceCell<Option<crate::cache::sources::SourceMemo>>,
@@ -294,7 +294,7 @@ pub struct Runtime {
     /// The read-only tiers of `CK_JIT_CACHE_PATH` that could be opened,
     /// in order (opened on first use).
     tiers: OnceCell<Vec<Cache>>,
-    states: Mutex<HashMap<String, Arc<BlobState>, crate::FixedState>>,
+    states: Mutex<HashMap<String, Arc<BlobState>, crate::fixed_hash::FixedState>>,
     /// The manifest's groups as plans share them, by index (made on a
     /// group's first plan).
     groups: OnceCell<Vec<OnceCell<Arc<Group>>>>,
