@@ -192,24 +192,9 @@ impl Bytes {
 
 /// Maps `len` (> 0) bytes of `f` read-only; `None` if the system refuses.
 pub(crate) fn map(f: &File, len: usize) -> Option<Bytes> {
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a fresh private read-only mapping of an open file; the
-        // pointer is checked and unmapped once, on drop. Objects in the
-        // cache are never truncated or rewritten (they are replaced by
-        // rename), so the mapping stays backed.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        (p != libc::MAP_FAILED).then_some(Bytes::Mapped(p as *const u8, len))
-    }
+    // Unmapped once, on drop. Objects in the cache are never truncated or
+    // rewritten (they are replaced by rename), so the mapping stays backed.
+    crate::object::mapped::map_read_only(f, len).map(|p| Bytes::Mapped(p, len))
 }
 
 impl std::ops::Deref for ObjectBytes {

@@ -1,6 +1,7 @@
 //! A file's bytes for the rest of the process, mapped read-only (read,
 //! when small): the compact manifest and the memos are read this way, a
-//! few pages of each touched. It reads no other module of the crate.
+//! few pages of each touched; objects are mapped through [`map_read_only`]
+//! too. It reads no other module of the crate.
 
 use std::fs;
 use std::path::Path;
@@ -16,7 +17,6 @@ const READ_UP_TO: usize = 64 << 10;
 /// lookup reads a few pages: copying it all was a tenth of a warm
 /// process's first call.
 pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
-    use std::os::fd::AsRawFd;
     let f = fs::File::open(path).ok()?;
     let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
     if len <= READ_UP_TO {
@@ -28,9 +28,22 @@ pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
         (&f).take(len as u64).read_to_end(&mut bytes).ok()?;
         return Some(Box::leak(bytes.into_boxed_slice()));
     }
-    // SAFETY: a private read-only mapping of an open file, never
-    // unmapped, so the slice lives as long as the process. Builds
+    // Never unmapped, so the slice lives as long as the process. Builds
     // replace the file by rename, so the mapped one stays whole.
+    if let Some(p) = map_read_only(&f, len) {
+        // SAFETY: `len` readable bytes, mapped for good.
+        return Some(unsafe { std::slice::from_raw_parts(p, len) });
+    }
+    let bytes = fs::read(path).ok()?;
+    Some(Box::leak(bytes.into_boxed_slice()))
+}
+
+/// A private read-only mapping of `len` (> 0) bytes of `f`; `None` if the
+/// system refuses. The caller owns it: unmaps it, or keeps it for good.
+pub(crate) fn map_read_only(f: &fs::File, len: usize) -> Option<*const u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh private read-only mapping of an open file; the
+    // pointer is checked before it is handed on.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -41,12 +54,7 @@ pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
             0,
         )
     };
-    if p != libc::MAP_FAILED {
-        // SAFETY: `len` readable bytes, mapped for good.
-        return Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
-    }
-    let bytes = fs::read(path).ok()?;
-    Some(Box::leak(bytes.into_boxed_slice()))
+    (p != libc::MAP_FAILED).then_some(p as *const u8)
 }
 
 #[cfg(test)]

@@ -1868,11 +1868,11 @@ impl Runtime {
             return None;
         }
         let md = fs::symlink_metadata(dir).ok()?;
-        md.file_type().is_dir().then(|| {
-            let mut d = PathBytes::of(self.canon_root().as_os_str().as_encoded_bytes());
-            d.push_name(name);
-            d.to_path_buf()
-        })
+        // SAFETY: split from an `OsStr` after an ASCII `/`.
+        let name = unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(name) };
+        md.file_type()
+            .is_dir()
+            .then(|| self.canon_root().join(name))
     }
 
     /// Reads a blob's source, refusing one that resolves outside the tree
