@@ -108,6 +108,24 @@ fn a_remembered_hit_reads_neither_source_nor_record() {
 }
 
 #[test]
+fn what_one_process_remembers_does_not_cost_another_its_memo() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, m) = tree("hit-memo-others");
+    // Two processes, each loading one blob: each compiles it and
+    // remembers it, the second appending to the memo the first wrote.
+    let rt = t.runtime(&m, test_config());
+    assert_eq!(call(rt.resolve("hm_a", None).unwrap(), 2), 7);
+    let rt = t.runtime(&m, test_config());
+    assert_eq!(call(rt.resolve("hm_b", None).unwrap(), 2), 10);
+    // With every record written over, a third finds both in the memo.
+    spoil_records(&t);
+    let (r0, c0) = (reads(), compiles());
+    assert_eq!(run(&t, &m), (7, 10));
+    assert_eq!(compiles() - c0, 0, "both served from the memo");
+    assert_eq!(reads() - r0, 0, "no source read");
+}
+
+#[test]
 fn a_remembered_hit_is_refused_when_anything_it_stands_for_changed() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (t, m) = tree("hit-memo-changes");

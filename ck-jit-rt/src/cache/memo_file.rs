@@ -117,8 +117,12 @@ impl MemoFile {
     fn open_for_append(&self) -> Option<fs::File> {
         let dir = self.path.parent()?;
         fs::create_dir_all(dir).ok()?;
+        // Readable too: `is_ours` reads the header through it (a
+        // write-only descriptor cannot, and a memo taken for another
+        // format would be emptied of every record other processes kept).
         let open = || {
             fs::OpenOptions::new()
+                .read(true)
                 .append(true)
                 .create(true)
                 .mode(0o600)
@@ -290,6 +294,40 @@ pub(super) fn tree_file(dir: &Path, tree: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FIELDS: &[usize] = &[4];
+
+    fn key(c: u8) -> [u8; KEY] {
+        [c; KEY]
+    }
+
+    #[test]
+    fn a_process_appending_keeps_what_others_appended() {
+        let dir = std::env::temp_dir().join(format!("ck-jit-memo-file-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let path = dir.join("memo");
+        let open = || MemoFile::open(path.clone(), b"test memo 1 sorted ", FIELDS);
+        // Each `open` stands for a process: it reads the file as it is
+        // and appends through its own descriptor.
+        open().append(&key(b'a'), &[b"1111"]);
+        open().append(&key(b'b'), &[b"2222"]);
+        open().append(&key(b'c'), &[b"3333"]);
+        let memo = open();
+        for (k, v) in [(b'a', b"1111"), (b'b', b"2222"), (b'c', b"3333")] {
+            let r = memo
+                .find(&key(k))
+                .unwrap_or_else(|| panic!("{} lost", k as char));
+            assert_eq!(memo.field(r, 0), v);
+        }
+        // A file of another format at the path is replaced, then kept.
+        fs::write(&path, "not a memo\n").unwrap();
+        open().append(&key(b'd'), &[b"4444"]);
+        open().append(&key(b'e'), &[b"5555"]);
+        let memo = open();
+        assert!(memo.find(&key(b'd')).is_some() && memo.find(&key(b'e')).is_some());
+        assert!(memo.find(&key(b'a')).is_none());
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn all_hex_says_what_is_ascii_hexdigit_says_of_every_byte() {
