@@ -808,7 +808,13 @@ impl<'a> Compact<'a> {
                     .sources
                     .get(k - 1)
                     .ok_or_else(|| bad("a source template that does not exist"))?;
-                format!("{p}{name}{s}")
+                // Spelled out by hand: `format!` costs a process more
+                // than the rest of the lookup.
+                let mut source = String::with_capacity(p.len() + name.len() + s.len());
+                source.push_str(p);
+                source.push_str(name);
+                source.push_str(s);
+                source
             }
         };
         let symbol = match r.usize()? {
@@ -867,13 +873,47 @@ impl<'a> Compact<'a> {
         if lo == 0 {
             return Ok(None);
         }
-        self.scan_block(lo - 1, |n, r, index| {
-            if n == name {
-                self.entry(n, r, index).map(Some)
-            } else {
-                self.skip_entry(r).map(|_| None)
+        let b = lo - 1;
+        let mut r = Reader {
+            bytes: self.sections[4],
+            at: u32_at(self.sections[3], b * 4)?,
+        };
+        let want = name.as_bytes();
+        // Sorted names, front-coded, compared without being spelled out.
+        // `same`: how many leading bytes the last name shares with `want`
+        // (every name so far sorts before it); `len`: that name's length.
+        let (mut same, mut len) = (0, 0);
+        let first = b * self.block;
+        for index in first..(first + self.block).min(self.count) {
+            let shared = r.usize()?;
+            let n = r.usize()?;
+            let suffix = r.take(n)?;
+            if shared > len {
+                return Err(bad("a name shares more than its predecessor has"));
             }
-        })
+            len = shared + n;
+            // Sharing more than `same` with the last name, it has that
+            // name's byte where the last first sorted before `want`: it
+            // sorts before `want` too. Else it is compared from `shared`.
+            if shared <= same {
+                same = shared
+                    + suffix
+                        .iter()
+                        .zip(&want[shared..])
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                if same == want.len() && same == len {
+                    return self.entry(name, &mut r, index).map(Some);
+                }
+                // `want` a prefix of it, or a byte of it after `want`'s:
+                // it sorts after `want`, and so do the rest.
+                if same == want.len() || (same < len && suffix[same - shared] > want[same]) {
+                    return Ok(None);
+                }
+            }
+            self.skip_entry(&mut r)?;
+        }
+        Ok(None)
     }
 
     /// The entry of the blob at `index` (name order).
@@ -1178,6 +1218,56 @@ mod tests {
             assert!(c.find("").unwrap().is_none());
             assert!(c.find("zzz").unwrap().is_none());
             assert_eq!(bytes, m.to_compact(), "deterministic");
+        }
+    }
+
+    #[test]
+    fn find_answers_as_a_sorted_set_of_the_names_does() {
+        // Names sharing long prefixes, one a prefix of others, across
+        // several blocks.
+        let mut m = Manifest::new("t", "/tree");
+        m.groups = vec![group("a", None)];
+        let mut names = std::collections::BTreeSet::new();
+        for stem in ["k", "ka", "kab", "kb", "kernel_fwd", "kernel_fwd_d128", "z"] {
+            for i in 0..7 {
+                names.insert(if i == 0 {
+                    stem.to_string()
+                } else {
+                    format!("{stem}_{i}")
+                });
+            }
+        }
+        for name in &names {
+            m.blobs.push(Blob {
+                source: format!("k/{name}.cpp"),
+                name: name.clone(),
+                group: 0,
+                symbol: None,
+                meta: BTreeMap::new(),
+            });
+        }
+        m.finish().unwrap();
+        let bytes = m.to_compact();
+        let c = Compact::parse(&bytes).unwrap();
+        let mut probes: Vec<String> = vec![String::new(), "a".into(), "zz".into(), "~".into()];
+        for name in &names {
+            for cut in 0..=name.len() {
+                probes.push(name[..cut].to_string());
+            }
+            for tail in ["0", "_", "a", "z", "~", "_0", "_9"] {
+                probes.push(format!("{name}{tail}"));
+            }
+        }
+        for p in &probes {
+            let found = c.find(p).unwrap();
+            assert_eq!(found.is_some(), names.contains(p), "{p:?}");
+            if let Some(e) = found {
+                assert_eq!(
+                    (e.name.as_str(), e.source.as_str()),
+                    (p.as_str(), &*format!("k/{p}.cpp"))
+                );
+                assert_eq!(m.blobs[e.index].name, *p);
+            }
         }
     }
 
