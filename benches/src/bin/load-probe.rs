@@ -144,6 +144,7 @@ fn runtime(args: &[String]) -> Result<serde_json::Value, String> {
         "values": values,
         "compiles": s.compiles,
         "hits": s.cache_hits,
+        "sources_read": s.sources_read,
     }))
 }
 
