@@ -48,4 +48,4 @@ rm -rf "$dir/cache/hits"
 probe $some >/dev/null
 after=$(phase "memo of 31, then the processes")
 printf 'median resolve time of a process, 32 kernels: memo of 32 %.3f ms, after one new hit %.3f ms, ratio %.3f\n' \
-    "$full" "$after" "$(echo "$after / $full" | bc -l)"
+    "$full" "$after" "$(awk -v a="$after" -v f="$full" 'BEGIN {print a / f}')"
