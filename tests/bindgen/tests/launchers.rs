@@ -12,10 +12,10 @@ fn kernels_declared_in_a_c_header_compile_on_first_call_and_run() {
             "CK_JIT_REQUIRE_BINDGEN=1 but the launcher bindings were not generated: {why}"
         );
         eprintln!("SKIPPED: no launcher bindings: {why}");
-        return;
+    } else {
+        #[cfg(launchers)]
+        run();
     }
-    #[cfg(launchers)]
-    run();
 }
 
 #[cfg(launchers)]
