@@ -927,13 +927,7 @@ impl Cache {
             .used
             .filter(|t| used_lately(Some(*t), now))
             .unwrap_or(now);
-        Some(Hit {
-            prekey: r.prekey.clone(),
-            key: r.key.clone(),
-            depset: r.depset.clone(),
-            object: identity(&md),
-            used,
-        })
+        Some(Hit::of(r, identity(&md), used))
     }
 
     /// Makes the prekey directory's [`HEAD`] the record just published

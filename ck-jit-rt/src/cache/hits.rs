@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::file_stat::stat_key;
 use super::memo_file::{hex_key, hex_text, tree_file, MemoFile, KEY};
+use super::record::Record;
 use super::sources::settled;
 
 /// The first bytes of a memo: another format is no memo.
@@ -57,6 +58,18 @@ pub(crate) struct Hit {
 }
 
 impl Hit {
+    /// The memo's word on the entry `record` describes: its object has the
+    /// identity `object`, and it was last used at `used`.
+    pub(crate) fn of(record: &Record, object: [u8; IDENTITY], used: SystemTime) -> Hit {
+        Hit {
+            prekey: record.prekey.clone(),
+            key: record.key.clone(),
+            depset: record.depset.clone(),
+            object,
+            used,
+        }
+    }
+
     /// Whether `other` names the same entry, whenever each was used.
     fn same_entry(&self, other: &Hit) -> bool {
         (&self.prekey, &self.key, &self.depset, &self.object)

@@ -1364,15 +1364,7 @@ impl Runtime {
                 return None;
             }
             entry.used = Some(now);
-            let r = &entry.record;
-            let fresh = Hit {
-                prekey: r.prekey.clone(),
-                key: r.key.clone(),
-                depset: r.depset.clone(),
-                object,
-                used: now,
-            };
-            memo.remember(&key, &md, &fresh, now);
+            memo.remember(&key, &md, &Hit::of(&entry.record, object, now), now);
         }
         Some((entry, bytes))
     }
