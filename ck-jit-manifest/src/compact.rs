@@ -747,16 +747,20 @@ impl<'a> Compact<'a> {
 
     /// The name of the first blob of block `b` (stored whole).
     fn block_first(&self, b: usize) -> Result<&'a str, ManifestError> {
-        let at = u32_at(self.sections[3], b * 4)?;
-        let mut r = Reader {
-            bytes: self.sections[4],
-            at,
-        };
+        let mut r = self.block_reader(b)?;
         if r.usize()? != 0 {
             return Err(bad("a block does not start with a whole name"));
         }
         let n = r.usize()?;
         utf8(r.take(n)?)
+    }
+
+    /// A reader at the start of block `b`'s names.
+    fn block_reader(&self, b: usize) -> Result<Reader<'a>, ManifestError> {
+        Ok(Reader {
+            bytes: self.sections[4],
+            at: u32_at(self.sections[3], b * 4)?,
+        })
     }
 
     /// Decodes the entries of block `b`, calling `each` until it returns
@@ -766,11 +770,7 @@ impl<'a> Compact<'a> {
         b: usize,
         mut each: impl FnMut(&str, &mut Reader<'a>, usize) -> Result<Option<T>, ManifestError>,
     ) -> Result<Option<T>, ManifestError> {
-        let at = u32_at(self.sections[3], b * 4)?;
-        let mut r = Reader {
-            bytes: self.sections[4],
-            at,
-        };
+        let mut r = self.block_reader(b)?;
         let mut name = String::new();
         let first = b * self.block;
         let last = (first + self.block).min(self.count);
@@ -873,10 +873,7 @@ impl<'a> Compact<'a> {
             return Ok(None);
         }
         let b = lo - 1;
-        let mut r = Reader {
-            bytes: self.sections[4],
-            at: u32_at(self.sections[3], b * 4)?,
-        };
+        let mut r = self.block_reader(b)?;
         let want = name.as_bytes();
         // Sorted names, front-coded, compared without being spelled out.
         // `same`: how many leading bytes the last name shares with `want`
