@@ -83,6 +83,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::error::Error;
 pub use crate::object::bytes::ObjectBytes;
 use crate::object::bytes::{map, read_len, Bytes, LOOK_MAP_ABOVE};
+use crate::path_bytes::PathBytes;
 
 pub use super::file_stat::{file_hash, stat_string};
 use super::file_stat::{parse_stat, stat_key};
@@ -832,70 +833,51 @@ impl Cache {
         })
     }
 
-    /// The entry the memo of hits names for `blob`, when it is still the
-    /// entry it was: its object has the identity the memo keeps (the very
-    /// file published, so its ELF header was checked then) and its headers
-    /// have their recorded contents, checked as any hit checks them. `None`
-    /// for anything else, and in a shared or read-only cache (which keep no
-    /// such memo): the lookup then runs as without it.
-    ///
-    /// The record is neither read nor looked at: the entry's [`Record`]
-    /// holds what the memo and the object's `lstat` say (its names, size
-    /// and headers), and no command, checksum, object identity or time of
-    /// creation; its last use is the memo's. It serves a lazy load, and is
-    /// not handed out.
-    pub(crate) fn remembered_entry(
+    /// The object of the entry the memo of hits names for `blob` (`hit`):
+    /// its path and its bytes, unread, when it is an entry of this cache, writable and private,
+    /// whose object still has the identity the memo gives it and whose
+    /// headers, if any, still have theirs (checked as any hit checks
+    /// them). Anything else is `None`: the load looks the entry up the
+    /// usual way.
+    pub(crate) fn remembered_object(
         &self,
         blob: &str,
-        hit: Hit,
+        hit: &Hit<'_>,
         roots: Roots<'_>,
-    ) -> Option<(Entry, ObjectBytes)> {
-        if self.shared || self.read_only || !is_hex_key(&hit.key) || !is_hex_key(&hit.prekey) {
+    ) -> Option<(Arc<Path>, ObjectBytes)> {
+        if self.shared || self.read_only || !is_hex_key(hit.key) || !is_hex_key(hit.prekey) {
             return None;
         }
-        let safe = safe_name(blob);
-        let parts = [ENTRIES, &safe, &hit.prekey, &hit.key];
-        let object = joined(&self.root, &parts, ".so");
-        let md = fs::symlink_metadata(&object).ok()?;
+        let object = self.entry_file(blob, hit, ".so");
+        let md = fs::symlink_metadata(object.path()).ok()?;
         if !md.file_type().is_file() || identity(&md) != hit.object {
             return None;
         }
-        let record_path = joined(&self.root, &parts, ".json");
-        let used = Some(hit.used);
-        let headers = match hit.depset.as_str() {
-            "" => None,
-            d => Some(self.read_depset(d)?),
-        };
-        if let Some(set) = &headers {
-            if !deps_verified(&hit.depset, set, roots, self.here_dir()) {
+        if !hit.depset.is_empty() {
+            let set = self.read_depset(hit.depset)?;
+            if !deps_verified(hit.depset, &set, roots, self.here_dir()) {
                 return None;
             }
         }
-        let record = Record {
-            format: CACHE_FORMAT,
-            blob: blob.to_string(),
-            inputs: String::new(),
-            prekey: hit.prekey,
-            key: hit.key,
-            size: md.len(),
-            checksum: String::new(),
-            // Empty: checked again, it would be hashed in full.
-            object_stat: String::new(),
-            depset: hit.depset,
-            deps: no_deps(),
-            headers,
-            command: Vec::new(),
-            created: 0,
-        };
-        let bytes = ObjectBytes::unread(&object, md.len());
-        let entry = Entry {
-            object,
-            record_path,
-            record,
-            used,
-            tier: None,
-        };
-        Some((entry, bytes))
+        let object: Arc<Path> = Arc::from(object.path());
+        Some((object.clone(), ObjectBytes::unread_at(object, md.len())))
+    }
+
+    /// Marks the record of the entry the memo names for `blob` (`hit`)
+    /// used at `now`, as [`Cache::touch`] does; whether it was.
+    pub(crate) fn touch_remembered(&self, blob: &str, hit: &Hit<'_>, now: SystemTime) -> bool {
+        !self.read_only && touch_file(self.entry_file(blob, hit, ".json").path(), now)
+    }
+
+    /// The file of the entry `hit` names for `blob` with `suffix` (its
+    /// object, its record), built on the stack.
+    fn entry_file(&self, blob: &str, hit: &Hit<'_>, suffix: &str) -> PathBytes {
+        let mut path = PathBytes::of(self.root.as_os_str().as_encoded_bytes());
+        for part in [ENTRIES, &safe_name(blob), hit.prekey, hit.key] {
+            path.push_name(part.as_bytes());
+        }
+        path.push(suffix.as_bytes());
+        path
     }
 
     /// What the memo of hits keeps of `entry`, whose object's bytes a load
@@ -905,7 +887,7 @@ impl Cache {
     /// record (another tool's hard link changes an object's ctime, and
     /// with it its identity; its bytes are then checked in full once, not
     /// on every load).
-    pub(crate) fn hit_of(&self, entry: &Entry, bytes: &ObjectBytes) -> Option<Hit> {
+    pub(crate) fn hit_of<'e>(&self, entry: &'e Entry, bytes: &ObjectBytes) -> Option<Hit<'e>> {
         let r = &entry.record;
         if self.shared || self.read_only || entry.tier.is_some() || r.format != CACHE_FORMAT {
             return None;
@@ -1160,14 +1142,7 @@ impl Cache {
         if used_lately(entry.used, now) {
             return false;
         }
-        if let Ok(f) = File::options()
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&entry.record_path)
-        {
-            return f.set_modified(now).is_ok();
-        }
-        false
+        touch_file(&entry.record_path, now)
     }
 
     /// Writes a header set unless it is there (then refreshes its
@@ -1488,6 +1463,16 @@ impl Cache {
 /// hit builds several per kernel). The parts are names this cache made
 /// (never absolute; a leading `/` would stay under `base`, where
 /// [`Path::join`] would start again from the root).
+/// Sets the modification time of the record `path` (a link not followed)
+/// to `now`; whether it was.
+fn touch_file(path: &Path, now: SystemTime) -> bool {
+    File::options()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .is_ok_and(|f| f.set_modified(now).is_ok())
+}
+
 pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let base = base.as_os_str().as_encoded_bytes();
@@ -1502,13 +1487,6 @@ pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
     }
     path.extend_from_slice(suffix.as_bytes());
     PathBuf::from(std::ffi::OsString::from_vec(path))
-}
-
-/// An empty header list, shared: a record made from the memo of hits
-/// allocates none.
-fn no_deps() -> Arc<Vec<Dep>> {
-    static NONE: once_cell::sync::Lazy<Arc<Vec<Dep>>> = once_cell::sync::Lazy::new(Arc::default);
-    NONE.clone()
 }
 
 /// Whether a last use `used` is less than [`TOUCH_EVERY`] before `now`

@@ -41,15 +41,16 @@ const USED: usize = 16;
 /// none), the object's identity, the entry's last use.
 const FIELDS: &[usize] = &[DIGEST, DIGEST, DIGEST, IDENTITY, USED];
 
-/// An entry as the memo names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Hit {
+/// An entry as the memo names it, its names borrowed (from the memo, or
+/// from the record it was made of).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit<'a> {
     /// The entry's prekey (its directory).
-    pub prekey: String,
+    pub prekey: &'a str,
     /// Its key (the object's and the record's file stem).
-    pub key: String,
+    pub key: &'a str,
     /// Its header set's digest, empty for none.
-    pub depset: String,
+    pub depset: &'a str,
     /// The object's identity as published ([`identity`]).
     pub object: [u8; IDENTITY],
     /// When the entry's record was last marked used (its modification
@@ -57,23 +58,23 @@ pub(crate) struct Hit {
     pub used: SystemTime,
 }
 
-impl Hit {
+impl<'a> Hit<'a> {
     /// The memo's word on the entry `record` describes: its object has the
     /// identity `object`, and it was last used at `used`.
-    pub(crate) fn of(record: &Record, object: [u8; IDENTITY], used: SystemTime) -> Hit {
+    pub(crate) fn of(record: &'a Record, object: [u8; IDENTITY], used: SystemTime) -> Hit<'a> {
         Hit {
-            prekey: record.prekey.clone(),
-            key: record.key.clone(),
-            depset: record.depset.clone(),
+            prekey: &record.prekey,
+            key: &record.key,
+            depset: &record.depset,
             object,
             used,
         }
     }
 
     /// Whether `other` names the same entry, whenever each was used.
-    fn same_entry(&self, other: &Hit) -> bool {
-        (&self.prekey, &self.key, &self.depset, &self.object)
-            == (&other.prekey, &other.key, &other.depset, &other.object)
+    fn same_entry(&self, other: &Hit<'_>) -> bool {
+        (self.prekey, self.key, self.depset, &self.object)
+            == (other.prekey, other.key, other.depset, &other.object)
     }
 }
 
@@ -93,7 +94,7 @@ impl HitMemo {
     }
 
     /// The entry remembered under `key` ([`hit_key`]).
-    pub(crate) fn find(&self, key: &[u8; KEY]) -> Option<Hit> {
+    pub(crate) fn find(&self, key: &[u8; KEY]) -> Option<Hit<'_>> {
         let r = self.file.find(key)?;
         let digest = |i| hex_text(self.file.field(r, i));
         let depset = match self.file.field(r, 2) {
@@ -102,9 +103,9 @@ impl HitMemo {
         };
         let used = hex_u64(digest(4)?.as_bytes());
         Some(Hit {
-            prekey: digest(0)?.to_string(),
-            key: digest(1)?.to_string(),
-            depset: depset.to_string(),
+            prekey: digest(0)?,
+            key: digest(1)?,
+            depset,
             object: self.file.field(r, 3).try_into().ok()?,
             // A time past what the clock can hold is no memo's.
             used: UNIX_EPOCH.checked_add(Duration::from_secs(used))?,
@@ -120,7 +121,7 @@ impl HitMemo {
         &self,
         key: &[u8; KEY],
         source: &fs::Metadata,
-        hit: &Hit,
+        hit: &Hit<'_>,
         now: SystemTime,
     ) {
         let known = self.find(key);
@@ -248,11 +249,11 @@ mod tests {
         (dir, md, key, memo)
     }
 
-    fn hit(depset: &str) -> Hit {
+    fn hit(depset: &str) -> Hit<'_> {
         Hit {
-            prekey: "0".repeat(32),
-            key: "a".repeat(32),
-            depset: depset.to_string(),
+            prekey: "00000000000000000000000000000000",
+            key: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            depset,
             object: [b'7'; IDENTITY],
             used: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
         }
@@ -270,7 +271,8 @@ mod tests {
         let memo = HitMemo::open(dir.path(), Path::new("/tree"));
         assert_eq!(memo.find(&key), None);
         memo.remember(&key, &md, &hit(""), later);
-        let with_set = hit(&"b".repeat(32));
+        let set = "b".repeat(32);
+        let with_set = hit(&set);
         let other = hit_key("b", &src, &md, &ctx);
         memo.remember(&other, &md, &with_set, later);
         let again = HitMemo::open(dir.path(), Path::new("/tree"));
@@ -302,7 +304,7 @@ mod tests {
         let reopened = HitMemo::open(dir.path(), Path::new("/tree"));
         reopened.remember(&key, &md, &earlier, later);
         let reopened = HitMemo::open(dir.path(), Path::new("/tree"));
-        assert_eq!(reopened.find(&key), Some(first.clone()));
+        assert_eq!(reopened.find(&key), Some(first));
         assert_eq!(reopened.file.tail_len(), 1, "an earlier use adds no record");
         let refreshed = Hit {
             used: first.used + Duration::from_secs(3600),

@@ -88,9 +88,14 @@ impl ObjectBytes {
     /// An object vouched for by its identity alone, read from `path` only
     /// if its bytes are asked for.
     pub(crate) fn unread(path: &Path, len: u64) -> ObjectBytes {
+        ObjectBytes::unread_at(Arc::from(path), len)
+    }
+
+    /// [`ObjectBytes::unread`], the path shared.
+    pub(crate) fn unread_at(path: Arc<Path>, len: u64) -> ObjectBytes {
         ObjectBytes {
             bytes: Bytes::Unread {
-                path: Arc::from(path),
+                path,
                 len,
                 read: std::sync::OnceLock::new(),
             },

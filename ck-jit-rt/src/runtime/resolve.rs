@@ -1323,16 +1323,19 @@ impl Runtime {
         Some((id, context))
     }
 
-    /// The entry the memo of hits names for `blob`, still as it was
-    /// ([`Cache::remembered_entry`]): a hit without reading the source,
-    /// computing its keys or reading its record. `None` sends the load
-    /// the usual way (never with `CK_JIT_VERIFY=full`, which hashes every
-    /// object it loads).
+    /// The object the cache's memo of hits remembers for `blob`, unread,
+    /// and the prekey of its entry, when the memo knows the blob's source
+    /// as it is now and the object and headers check out; the entry's
+    /// record is marked used when the memo's last use of it is old (and
+    /// the memo with it). No source is read, no key but the memo's
+    /// computed, no record read. `None` sends the load the usual way
+    /// (always with `CK_JIT_VERIFY=full`, which hashes every object it
+    /// loads).
     fn remembered_hit(
         &self,
         blob: &str,
         info: Option<&BlobInfo<'_>>,
-    ) -> Option<(Entry, ObjectBytes)> {
+    ) -> Option<(Arc<Path>, ObjectBytes, String)> {
         if self.config.verify_full {
             return None;
         }
@@ -1352,21 +1355,18 @@ impl Runtime {
             compiler: &id.prefix,
         };
         let cache = self.cache().ok()?;
-        let object = hit.object;
-        let (mut entry, bytes) = cache.remembered_entry(blob, hit, roots)?;
+        let (object, bytes) = cache.remembered_object(blob, &hit, roots)?;
         let now = SystemTime::now();
-        if !cache::used_lately(entry.used, now) {
+        if !cache::used_lately(Some(hit.used), now) {
             // The use the memo knows is old: the record is marked used now,
             // as a hit without the memo marks it, and the memo with it. A
             // record that cannot be (gone) sends the load the usual way.
-            entry.used = None;
-            if !cache.touch(&entry) {
+            if !cache.touch_remembered(blob, &hit, now) {
                 return None;
             }
-            entry.used = Some(now);
-            memo.remember(&key, &md, &Hit::of(&entry.record, object, now), now);
+            memo.remember(&key, &md, &Hit { used: now, ..hit }, now);
         }
-        Some((entry, bytes))
+        Some((object, bytes, hit.prekey.to_string()))
     }
 
     /// Remembers in the memo of hits the entry `plan` found or compiled,
@@ -1401,17 +1401,21 @@ impl Runtime {
 
     fn load_uncached(&self, blob: &str, info: Option<&BlobInfo<'_>>) -> Result<Loaded, Failure> {
         let t0 = Instant::now();
-        let (mut entry, mut bytes, mut outcome) = match self.remembered_hit(blob, info) {
-            Some((entry, bytes)) => {
-                self.count(Event::Hit { tier: None });
-                (entry, bytes, Outcome::Cached)
+        if let Some((object, bytes, prekey)) = self.remembered_hit(blob, info) {
+            self.count(Event::Hit { tier: None });
+            match Loaded::open_verified(blob, &object, &bytes, None) {
+                Ok(l) => {
+                    self.note_load(blob, t0, Outcome::Cached, &object);
+                    return Ok(l.built_from(prekey));
+                }
+                // Evicted between the check and the dlopen: looked up the
+                // usual way.
+                Err(Error::DlOpen { .. }) if !object.exists() => {}
+                Err(error) => return Err(Failure::at(error, prekey)),
             }
-            None => {
-                let (plan, entry, bytes, outcome) = self.ensure_with_plan(blob, false, info)?;
-                self.remember_hit(&plan, &entry, &bytes);
-                (entry, bytes, outcome)
-            }
-        };
+        }
+        let (plan, mut entry, mut bytes, mut outcome) = self.ensure_with_plan(blob, false, info)?;
+        self.remember_hit(&plan, &entry, &bytes);
         let mut retries = 0;
         let loaded = loop {
             let through = if self.config.shared_cache || entry.tier().is_some() {
@@ -1430,36 +1434,36 @@ impl Runtime {
                 Err(error) => return Err(Failure::at(error, entry.record.prekey.clone())),
             }
         };
-        let dt = t0.elapsed();
-        counters::LOADS.add(1);
-        counters::LOAD_NS.add(dt.as_nanos() as u64);
+        self.note_load(blob, t0, outcome, &entry.object);
         if outcome == Outcome::Cached && entry.tier().is_none() {
             self.cache()?.touch(&entry);
         }
+        // The entry is done with: its key moves to the loaded object.
+        Ok(loaded.built_from(std::mem::take(&mut entry.record.prekey)))
+    }
+
+    /// Counts a load of `blob` from `object` begun at `t0`, and logs it.
+    fn note_load(&self, blob: &str, t0: Instant, outcome: Outcome, object: &Path) {
+        let dt = t0.elapsed();
+        counters::LOADS.add(1);
+        counters::LOAD_NS.add(dt.as_nanos() as u64);
+        let how = if outcome == Outcome::Cached {
+            "cache hit"
+        } else {
+            "compiled"
+        };
         log::info!(
-            "ck-jit: loaded blob '{blob}' ({}) in {:.2} ms from {}",
-            if outcome == Outcome::Cached {
-                "cache hit"
-            } else {
-                "compiled"
-            },
+            "ck-jit: loaded blob '{blob}' ({how}) in {:.2} ms from {}",
             dt.as_secs_f64() * 1e3,
-            entry.object.display()
+            object.display()
         );
         if self.config.verbose {
             eprintln!(
-                "ck-jit: loaded {blob} in {:.2} ms ({}) from {}",
+                "ck-jit: loaded {blob} in {:.2} ms ({how}) from {}",
                 dt.as_secs_f64() * 1e3,
-                if outcome == Outcome::Cached {
-                    "cache hit"
-                } else {
-                    "compiled"
-                },
-                entry.object.display()
+                object.display()
             );
         }
-        // The entry is done with: its key moves to the loaded object.
-        Ok(loaded.built_from(std::mem::take(&mut entry.record.prekey)))
     }
 
     /// Makes sure a verified entry for `blob` is in the cache, compiling it
