@@ -148,3 +148,31 @@ fn load_probe_loads_the_same_kernels_through_the_runtime_and_through_dlopen() {
     assert!(v.unwrap_err().contains("probe failed"));
     workdir::remove(&dir).unwrap();
 }
+
+#[test]
+fn every_bench_script_parses_and_the_pairs_script_refuses_a_directory_without_builds() {
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&scripts).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sh") {
+            let st = std::process::Command::new("bash")
+                .arg("-n")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(st.success(), "{} does not parse", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no script in {}", scripts.display());
+    let empty = workdir::fresh("test-pairs-empty").unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(scripts.join("cold-start-pairs.sh"))
+        .args(["1", "1"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no cold-start and load-probe there"));
+}
