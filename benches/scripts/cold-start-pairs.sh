@@ -13,6 +13,7 @@
 # the load average. Then, per DIR, the whole-process ratio of every pair,
 # their median and range, and the medians of the runtime and bare process.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 if [ $# -lt 3 ]; then
     echo "usage: $0 PAIRS ROUNDS DIR..." >&2
@@ -43,28 +44,21 @@ done | tee "$out"
 
 echo
 echo "summary: whole process (spawn to exit), the runtime's against the bare one"
-awk '
+# One line per run: build, ratio, runtime ms, bare ms.
+runs=$(awk '
     /^=== pair / { label = $4 }
     /^result: / && /"what":"whole process \(spawn to exit\)"/ {
         match($0, /"ratio":[0-9.]+/); r = substr($0, RSTART + 8, RLENGTH - 8)
         match($0, /"measured":[0-9.]+/); m = substr($0, RSTART + 11, RLENGTH - 11)
         match($0, /"baseline":[0-9.]+/); b = substr($0, RSTART + 11, RLENGTH - 11)
-        if (!(label in n)) { order[++labels] = label }
-        n[label]++; ratio[label, n[label]] = r; meas[label, n[label]] = m; bare[label, n[label]] = b
-    }
-    function median(arr, l, k,   i, j, t, v) {
-        for (i = 1; i <= k; i++) v[i] = arr[l, i] + 0
-        for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-        return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-    }
-    END {
-        for (o = 1; o <= labels; o++) {
-            l = order[o]; k = n[l]; lo = 1e9; hi = 0; list = ""
-            for (i = 1; i <= k; i++) {
-                r = ratio[l, i] + 0; if (r < lo) lo = r; if (r > hi) hi = r
-                list = list sprintf("%s%.3f", i > 1 ? " / " : "", r)
-            }
-            printf "%s: ratios %s\n  median %.3f (range %.3f-%.3f), runtime %.3f ms, bare %.3f ms (medians)\n", l, list, median(ratio, l, k), lo, hi, median(meas, l, k), median(bare, l, k)
-        }
-    }
-' "$out"
+        print label, r, m, b
+    }' "$out")
+for d in "$@"; do
+    label=$(basename "$d")
+    mine=$(echo "$runs" | awk -v l="$label" '$1 == l')
+    ratios=$(echo "$mine" | awk '{print $2}')
+    printf '%s: ratios %s\n' "$label" "$(echo "$ratios" | awk '{printf "%s%.3f", (NR > 1 ? " / " : ""), $1}')"
+    printf '  median %.3f (range %.3f-%.3f), runtime %.3f ms, bare %.3f ms (medians)\n' \
+        "$(echo "$ratios" | median)" "$(echo "$ratios" | sort -g | head -1)" "$(echo "$ratios" | sort -g | tail -1)" \
+        "$(echo "$mine" | awk '{print $3}' | median)" "$(echo "$mine" | awk '{print $4}' | median)"
+done

@@ -6,6 +6,7 @@
 # as before), interleaved; prints the medians and their ratio.
 # Usage: benches/scripts/first-hit-compiler-check.sh [rounds]   (needs hipcc)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 rounds=${1:-7}
 cargo build -q --release -p hip-kernels
@@ -22,7 +23,6 @@ for r in $(seq "$rounds"); do
         first[$p]+="$(echo "$out" | awk '/ms \(/ {print $2; exit}') "
     done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for p in command mtime; do
     w=$(echo "${whole[$p]}" | median)
     f=$(echo "${first[$p]}" | median)

@@ -9,6 +9,7 @@
 # Usage: benches/scripts/memo-after-new-hit.sh [rounds]
 #   CK_JIT_BENCH_BIN=DIR: cold-start and load-probe from DIR (another build)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 rounds=${1:-15}
 bin=${CK_JIT_BENCH_BIN:-}
@@ -27,7 +28,6 @@ probe() {
 }
 all=$(cut -f1 "$dir/objects.tsv" | tr '\n' ' ')
 some=$(cut -f1 "$dir/objects.tsv" | head -n 31 | tr '\n' ' ')
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 phase() {
     local label=$1 times="" line
     for r in $(seq "$rounds"); do

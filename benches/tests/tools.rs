@@ -150,7 +150,7 @@ fn load_probe_loads_the_same_kernels_through_the_runtime_and_through_dlopen() {
 }
 
 #[test]
-fn every_bench_script_parses_and_the_pairs_script_refuses_a_directory_without_builds() {
+fn every_bench_script_parses_and_their_shared_helpers_answer_as_they_say() {
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let mut seen = 0;
     for entry in std::fs::read_dir(&scripts).unwrap() {
@@ -175,4 +175,24 @@ fn every_bench_script_parses_and_the_pairs_script_refuses_a_directory_without_bu
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no cold-start and load-probe there"));
+    // The scripts' shared median: the middle number, or the mean of the two.
+    for (input, want) in [
+        ("3 1 2", "2"),
+        ("3 1 2 4", "2.5"),
+        ("1.2\n0.9\n1.5\n", "1.2"),
+    ] {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                ". '{}'; printf '{input}' | median",
+                scripts.join("lib.sh").display()
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "{input:?}"
+        );
+    }
 }
