@@ -21,12 +21,8 @@ pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
     let len = usize::try_from(f.metadata().ok()?.len()).ok()?;
     if len <= READ_UP_TO {
         // One `read`: a small file's mapping costs more (the mapping's
-        // set-up, then a page fault a page). Bytes appended meanwhile are
-        // not read, as they would not be mapped.
-        use std::io::Read;
-        let mut bytes = Vec::with_capacity(len);
-        (&f).take(len as u64).read_to_end(&mut bytes).ok()?;
-        return Some(Box::leak(bytes.into_boxed_slice()));
+        // set-up, then a page fault a page).
+        return read_for_process(&f, len);
     }
     // Never unmapped, so the slice lives as long as the process. Builds
     // replace the file by rename, so the mapped one stays whole.
@@ -34,7 +30,16 @@ pub(crate) fn map_for_process(path: &Path) -> Option<&'static [u8]> {
         // SAFETY: `len` readable bytes, mapped for good.
         return Some(unsafe { std::slice::from_raw_parts(p, len) });
     }
-    let bytes = fs::read(path).ok()?;
+    read_for_process(&f, len)
+}
+
+/// The first `len` bytes of the open file `f`, read and kept for the rest
+/// of the process: the very file whose size was taken (bytes appended
+/// meanwhile are not read, as they would not be mapped).
+fn read_for_process(f: &fs::File, len: usize) -> Option<&'static [u8]> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(len);
+    f.take(len as u64).read_to_end(&mut bytes).ok()?;
     Some(Box::leak(bytes.into_boxed_slice()))
 }
 
