@@ -833,12 +833,14 @@ impl Cache {
         })
     }
 
-    /// The object of the entry the memo of hits names for `blob` (`hit`):
-    /// its path and its bytes, unread, when it is an entry of this cache, writable and private,
-    /// whose object still has the identity the memo gives it and whose
-    /// headers, if any, still have theirs (checked as any hit checks
-    /// them). Anything else is `None`: the load looks the entry up the
-    /// usual way.
+    /// The object of the entry the memo of hits names for `blob` (`hit`),
+    /// its path and its bytes unread, when it is still the entry it was:
+    /// its object has the identity the memo keeps (the very file
+    /// published, so its ELF header was checked then) and its headers, if
+    /// any, have their recorded contents, checked as any hit checks them.
+    /// `None` for anything else, and in a shared or read-only cache (which
+    /// keep no such memo): the lookup then runs as without it. The record
+    /// is neither read nor looked at.
     pub(crate) fn remembered_object(
         &self,
         blob: &str,
@@ -1458,11 +1460,6 @@ impl Cache {
     }
 }
 
-/// `base` with each of `parts` after a `/` (one is not doubled), then
-/// `suffix` added to the last: the path allocated once, byte by byte (a
-/// hit builds several per kernel). The parts are names this cache made
-/// (never absolute; a leading `/` would stay under `base`, where
-/// [`Path::join`] would start again from the root).
 /// Sets the modification time of the record `path` (a link not followed)
 /// to `now`; whether it was.
 fn touch_file(path: &Path, now: SystemTime) -> bool {
@@ -1473,6 +1470,11 @@ fn touch_file(path: &Path, now: SystemTime) -> bool {
         .is_ok_and(|f| f.set_modified(now).is_ok())
 }
 
+/// `base` with each of `parts` after a `/` (one is not doubled), then
+/// `suffix` added to the last: the path allocated once, byte by byte (a
+/// hit builds several per kernel). The parts are names this cache made
+/// (never absolute; a leading `/` would stay under `base`, where
+/// [`Path::join`] would start again from the root).
 pub(crate) fn joined(base: &Path, parts: &[&str], suffix: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let base = base.as_os_str().as_encoded_bytes();
