@@ -596,12 +596,12 @@ impl Cache {
 
     /// Directory of all entries of a blob.
     pub(crate) fn blob_dir(&self, blob: &str) -> PathBuf {
-        joined(&self.root, &[ENTRIES, &safe_component(blob)], "")
+        joined(&self.root, &[ENTRIES, &safe_name(blob)], "")
     }
 
     /// Directory of the entries of one prekey.
     pub(crate) fn prekey_dir(&self, blob: &str, prekey: &str) -> PathBuf {
-        joined(&self.root, &[ENTRIES, &safe_component(blob), prekey], "")
+        joined(&self.root, &[ENTRIES, &safe_name(blob), prekey], "")
     }
 
     /// The compile lock file of a prekey.
@@ -872,7 +872,8 @@ impl Cache {
     }
 
     /// The file of the entry `hit` names for `blob` with `suffix` (its
-    /// object, its record), built on the stack.
+    /// object, its record): `<prekey_dir>/<key><suffix>`, as
+    /// [`Cache::prekey_dir`] lays it out, built on the stack.
     fn entry_file(&self, blob: &str, hit: &Hit<'_>, suffix: &str) -> PathBytes {
         let mut path = PathBytes::of(self.root.as_os_str().as_encoded_bytes());
         for part in [ENTRIES, &safe_name(blob), hit.prekey, hit.key] {
