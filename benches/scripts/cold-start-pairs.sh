@@ -7,10 +7,11 @@
 # Each DIR holds a release `cold-start` and `load-probe` (one build each,
 # e.g. of two commits: `cargo build --release -p ck-jit-benches --bin
 # cold-start --bin load-probe`, then copy both). For each of PAIRS pairs,
-# each DIR's `cold-start --compiler cc --kernels 32 --rounds ROUNDS` runs
+# each DIR's `cold-start --compiler COMPILER --kernels 32 --rounds ROUNDS` runs
 # in its own directory (`$CK_JIT_PAIRS_WORK/<dir's name>`, default under
 # /tmp), printing everything it prints under a header with the time and
-# the load average. Then, per DIR, the whole-process ratio of every pair,
+# the load average (`CK_JIT_PAIRS_COMPILER=hipcc` and the like for another
+# compiler; `cc` by default). Then, per DIR, the whole-process ratio of every pair,
 # their median and range, and the medians of the runtime and bare process.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -33,12 +34,13 @@ done
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "host: $(uname -srm); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); cores $(nproc); cc: $(cc --version | head -1)"
+compiler=${CK_JIT_PAIRS_COMPILER:-cc}
+echo "host: $(uname -srm); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); cores $(nproc); $compiler: $("$compiler" --version 2>&1 | head -1)"
 for p in $(seq "$pairs"); do
     for d in "$@"; do
         label=$(basename "$d")
         echo "=== pair $p: $label ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg)) ==="
-        "$d/cold-start" --compiler cc --kernels 32 --rounds "$rounds" --dir "$work/$label" 2>&1
+        "$d/cold-start" --compiler "$compiler" --kernels 32 --rounds "$rounds" --dir "$work/$label" 2>&1
     done
 done | tee "$out"
 
